@@ -1,0 +1,84 @@
+// Package coach is the gateway's engine: sessions, the streaming turn pipeline shared by every
+// contract, and the small interfaces (Store, Model, Contract) it consumes. It knows nothing of
+// HTTP, Redis or any model vendor; adapters implement its interfaces.
+package coach
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Session is one coaching conversation: which contract drives it, its contract-specific state and
+// the history the model sees. Version grows by one with every stored change, so a writer holding
+// an old copy can never overwrite a newer one.
+type Session struct {
+	ID        string          `json:"id"`
+	Contract  string          `json:"contract"`
+	Locale    string          `json:"locale"`
+	Version   int64           `json:"version"`
+	State     json.RawMessage `json:"state"`
+	CreatedAt time.Time       `json:"createdAt"`
+	UpdatedAt time.Time       `json:"updatedAt"`
+
+	// Tenant owns the session; a caller of another tenant never sees it.
+	Tenant string `json:"-"`
+	// History is the conversation as the model is shown it, oldest first.
+	History []Message `json:"-"`
+}
+
+// Role values of Message.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Message is one entry of a conversation in the shape every OpenAI-compatible endpoint accepts:
+// an assistant message with ToolCalls is followed by one RoleTool message per call.
+type Message struct {
+	Role       string     `json:"role"`
+	Content    string     `json:"content,omitempty"`
+	ToolCalls  []ToolCall `json:"toolCalls,omitempty"`
+	ToolCallID string     `json:"toolCallId,omitempty"`
+}
+
+// ToolCall is a function call made by the model.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Event types, the "type" of an NDJSON line.
+const (
+	EventDelta  = "delta"
+	EventCard   = "card"
+	EventReset  = "reset"
+	EventResult = "result"
+	EventError  = "error"
+)
+
+// Event is one line of a turn's stream.
+type Event struct {
+	Type string
+	// Text is the piece of visible text of a delta.
+	Text string
+	// Block and BlockType place a module delta in its text block; Block is -1 elsewhere.
+	Block     int
+	BlockType string
+	// Card is the frontend card of a card event.
+	Card json.RawMessage
+	// Result, Session and Fallback make up a result event.
+	Result   json.RawMessage
+	Session  *Session
+	Fallback bool
+	// Reason explains a reset.
+	Reason string
+	// Code and Message describe an error.
+	Code    string
+	Message string
+}
+
+// Delta returns a delta event outside any text block.
+func Delta(text string) Event { return Event{Type: EventDelta, Text: text, Block: -1} }

@@ -1,0 +1,95 @@
+package coach
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Kind classifies an Error so that one adapter can map it to a transport status.
+type Kind uint8
+
+// Kinds of Error.
+const (
+	KindInternal      Kind = iota
+	KindInvalid            // the request is malformed
+	KindNotFound           // the addressed thing does not exist (or belongs to another tenant)
+	KindConflict           // the request conflicts with the session's current state
+	KindUnprocessable      // well-formed input that the session cannot take
+	KindUnavailable        // a dependency is down; try again later
+	KindStream             // the turn failed after its stream started
+)
+
+// Error is a domain error with a stable machine-readable code.
+type Error struct {
+	Kind    Kind
+	Code    string
+	Message string
+	// Field names the offending input field, when there is one.
+	Field string
+	err   error
+}
+
+func (e *Error) Error() string {
+	if e.err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.err)
+	}
+	return e.Code + ": " + e.Message
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.err }
+
+// Errorf returns an Error of kind and code with a formatted message.
+func Errorf(kind Kind, code, format string, args ...any) *Error {
+	return &Error{Kind: kind, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Wrap returns an Error of kind and code caused by err.
+func Wrap(err error, kind Kind, code, message string) *Error {
+	return &Error{Kind: kind, Code: code, Message: message, err: err}
+}
+
+// FieldError returns a KindUnprocessable invalid_input error naming field.
+func FieldError(field, format string, args ...any) *Error {
+	return &Error{Kind: KindUnprocessable, Code: CodeInvalidInput, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// AsError returns err as an *Error, wrapping anything else as an internal error.
+func AsError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return Wrap(err, KindInternal, CodeInternal, "internal error")
+}
+
+// Error codes. The coach_* codes are the seed's stream error codes.
+const (
+	CodeInvalidRequest    = "invalid_request"
+	CodeInvalidInput      = "invalid_input"
+	CodeSessionNotFound   = "session_not_found"
+	CodeModuleNotFound    = "module_not_found"
+	CodeUnknownContract   = "unknown_contract"
+	CodeSessionBusy       = "session_busy"
+	CodeSessionComplete   = "session_complete"
+	CodeNoPendingProposal = "no_pending_proposal"
+	CodeVersionConflict   = "version_conflict"
+	CodeStoreUnavailable  = "store_unavailable"
+	CodeShuttingDown      = "shutting_down"
+	CodeInternal          = "internal"
+
+	CodeStreamFailed     = "coach_stream_failed"
+	CodeValidationFailed = "coach_validation_failed"
+	CodeEmptyResponse    = "coach_empty_response"
+	CodeStepMismatch     = "coach_step_mismatch"
+)
+
+// Sentinel errors that stores return.
+var (
+	ErrNotFound    = Errorf(KindNotFound, CodeSessionNotFound, "no such session")
+	ErrBusy        = Errorf(KindConflict, CodeSessionBusy, "another turn of this session is in flight")
+	ErrConflict    = Errorf(KindConflict, CodeVersionConflict, "the session changed since it was read")
+	ErrUnavailable = Errorf(KindUnavailable, CodeStoreUnavailable, "the session store is unavailable")
+	// ErrShuttingDown ends turns that are still open when the gateway's drain deadline passes.
+	ErrShuttingDown = Errorf(KindUnavailable, CodeShuttingDown, "the gateway is shutting down; retry the turn")
+)

@@ -1,0 +1,52 @@
+package coach
+
+import "time"
+
+// Observer is told what turns do, for metrics. Methods are called from turn goroutines and must
+// be cheap and safe for concurrent use.
+type Observer interface {
+	// TurnStarted and TurnEnded bracket every streamed turn.
+	TurnStarted(contract string)
+	TurnEnded(r Report)
+	// ModelFailed counts a failed model call by ModelError class.
+	ModelFailed(contract, class string)
+	// Retried counts a model call repeated before any text was sent; Reset one restarted after.
+	Retried(contract, class string)
+	Reset(contract, reason string)
+}
+
+// Report describes one finished turn.
+type Report struct {
+	Contract string
+	// Outcome is "ok", "fallback", the error code that ended the turn, or "cancelled".
+	Outcome string
+	// FirstDelta is the time from the turn's start to its first delta (zero when none was sent).
+	FirstDelta time.Duration
+	Duration   time.Duration
+	Deltas     int
+	Attempts   int
+	Resets     int
+	// Rules lists the guard rules that changed the result.
+	Rules []string
+	// Diagnostic carries Outcome.Diagnostic.
+	Diagnostic string
+	Err        error
+}
+
+// NopObserver observes nothing.
+type NopObserver struct{}
+
+// TurnStarted does nothing.
+func (NopObserver) TurnStarted(string) {}
+
+// TurnEnded does nothing.
+func (NopObserver) TurnEnded(Report) {}
+
+// ModelFailed does nothing.
+func (NopObserver) ModelFailed(string, string) {}
+
+// Retried does nothing.
+func (NopObserver) Retried(string, string) {}
+
+// Reset does nothing.
+func (NopObserver) Reset(string, string) {}

@@ -1,0 +1,165 @@
+package coach
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Store keeps sessions. A turn claims its session (one round trip: take the lock, read the
+// session), and later commits it (one round trip: check lock and version, write, release) or
+// releases it. Implementations must make Commit atomic.
+type Store interface {
+	// Create stores a new session.
+	Create(ctx context.Context, s *Session) error
+	// Get returns the session id of tenant, or ErrNotFound.
+	Get(ctx context.Context, tenant, id string) (*Session, error)
+	// Delete removes the session id of tenant; removing a missing session is not an error.
+	Delete(ctx context.Context, tenant, id string) error
+	// Claim locks the session for one writer for at most ttl and returns it with the lock's token.
+	// It returns ErrBusy when another writer holds the lock and ErrNotFound when there is no such session.
+	Claim(ctx context.Context, tenant, id string, ttl time.Duration) (*Session, string, error)
+	// Commit stores s, whose Version must be one more than the stored one, and releases the lock
+	// held with token. It returns ErrConflict when the lock or the version no longer match; then
+	// nothing is written.
+	Commit(ctx context.Context, s *Session, token string) error
+	// Release drops the lock held with token without writing anything.
+	Release(ctx context.Context, id, token string) error
+	// Ping reports whether the store answers.
+	Ping(ctx context.Context) error
+}
+
+// Model streams one chat completion.
+type Model interface {
+	// Stream starts a completion. Errors before the stream starts should be *ModelError so the
+	// pipeline can tell what is worth retrying.
+	Stream(ctx context.Context, req ModelRequest) (Stream, error)
+}
+
+// Stream is a completion in progress.
+type Stream interface {
+	// Next returns the next fragment, or io.EOF after the last one.
+	Next() (Fragment, error)
+	// Close releases the connection; it is safe to call more than once.
+	Close() error
+}
+
+// Fragment is one streamed piece of a completion.
+type Fragment struct {
+	// Content is assistant text.
+	Content string
+	// ToolArgs is a piece of a tool call's arguments; ToolCallID and ToolName are set on the
+	// fragment that opens the call.
+	ToolArgs   string
+	ToolCallID string
+	ToolName   string
+	// FinishReason is set on the last fragment when the endpoint says why it stopped.
+	FinishReason string
+}
+
+// ModelRequest is what a turn asks of the model.
+type ModelRequest struct {
+	Messages []Message
+	// Schema, when set, is the JSON schema the answer must follow; the model adapter decides how
+	// to ask for it (json_schema, json_object, or the prompt alone).
+	Schema *OutputSchema
+	// Tool, when set, is a function the model is forced to call; its arguments are the answer.
+	Tool *Tool
+	// Temperature and MaxTokens are sent when non-zero.
+	Temperature float32
+	MaxTokens   int
+}
+
+// OutputSchema names a JSON schema for structured output.
+type OutputSchema struct {
+	Name   string
+	Schema json.RawMessage
+}
+
+// Tool is a function definition offered to the model.
+type Tool struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage
+}
+
+// ModelError is a failure of the model endpoint.
+type ModelError struct {
+	// Class is a short label for metrics: "rate_limited", "server", "connect", "timeout", "client", "stream".
+	Class string
+	// Retryable says whether the same request may succeed later.
+	Retryable bool
+	// RetryAfter is the endpoint's own advice, zero when it gave none.
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *ModelError) Error() string { return "model " + e.Class + ": " + e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *ModelError) Unwrap() error { return e.Err }
+
+// NewSession holds what a client may choose when creating a session.
+type NewSession struct {
+	Locale string
+	// Module selects the learning module of a module session.
+	Module string
+}
+
+// TurnInput is a learner's turn as a client sends it. Which fields a contract accepts is its own
+// business; Begin rejects the rest.
+type TurnInput struct {
+	Message  *string     `json:"message,omitempty"`
+	Step     string      `json:"step,omitempty"`
+	Selected *string     `json:"selected,omitempty"`
+	Form     *FormAnswer `json:"form,omitempty"`
+}
+
+// FormAnswer is a submitted form.
+type FormAnswer struct {
+	ID     string                     `json:"id"`
+	Values map[string]json.RawMessage `json:"values"`
+}
+
+// Contract is one kind of coaching conversation: its state, prompt, streaming and guards.
+type Contract interface {
+	// Name is the contract's wire name.
+	Name() string
+	// NewState returns the state of a new session.
+	NewState(opts NewSession) (json.RawMessage, error)
+	// Begin checks a turn's input against the session and prepares the turn. Input the session
+	// cannot take is a KindUnprocessable or KindConflict error; nothing has been sent then.
+	Begin(s *Session, in TurnInput) (Turn, error)
+}
+
+// Turn is one turn of a contract in progress.
+type Turn interface {
+	// Prelude returns events to send before the model is called.
+	Prelude() []Event
+	// Request returns the model request.
+	Request() ModelRequest
+	// Feed takes the next fragment of model output and emits the text that became visible.
+	Feed(f Fragment, emit func(Event)) error
+	// Reset discards all output fed so far, before the turn is attempted again.
+	Reset()
+	// Finish parses and guards the complete output. A KindStream error here (invalid or empty
+	// output) may be retried with its message fed back to the model.
+	Finish() (*Outcome, error)
+}
+
+// Outcome is what a finished turn stores and answers.
+type Outcome struct {
+	// Result is the final result object sent to the client.
+	Result json.RawMessage
+	// State is the session's new state.
+	State json.RawMessage
+	// History is appended to the session's history.
+	History []Message
+	// Fallback marks a result the gateway substituted for unusable model output.
+	Fallback bool
+	// Rules lists the names of the guard rules that changed the result, for metrics and logs.
+	Rules []string
+	// Diagnostic, when set, is worth an error-level log: e.g. the full model response that a
+	// fallback replaced.
+	Diagnostic string
+}

@@ -1,0 +1,213 @@
+package coach
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+)
+
+// Options tunes the Service. Zero fields take the defaults of DefaultOptions.
+type Options struct {
+	// LockTTL bounds how long a crashed gateway can keep a session locked. It must exceed
+	// TurnTimeout so that a live turn never loses its lock.
+	LockTTL time.Duration
+	// HistoryLimit is how many messages a session keeps.
+	HistoryLimit int
+	// FirstByteTimeout bounds the wait for the model's first fragment, IdleTimeout the wait
+	// between fragments, and TurnTimeout a whole turn including retries.
+	FirstByteTimeout time.Duration
+	IdleTimeout      time.Duration
+	TurnTimeout      time.Duration
+	// MaxAttempts bounds model calls made before any text reached the client.
+	MaxAttempts int
+	// BackoffBase and BackoffMax shape the exponential backoff between those attempts;
+	// RetryAfterCap bounds how long an endpoint's Retry-After is honoured.
+	BackoffBase   time.Duration
+	BackoffMax    time.Duration
+	RetryAfterCap time.Duration
+	// Recoveries is how many times a turn is restarted (with a reset line) after text was sent.
+	Recoveries int
+}
+
+// DefaultOptions returns the defaults.
+func DefaultOptions() Options {
+	return Options{
+		LockTTL:          150 * time.Second,
+		HistoryLimit:     200,
+		FirstByteTimeout: 30 * time.Second,
+		IdleTimeout:      20 * time.Second,
+		TurnTimeout:      120 * time.Second,
+		MaxAttempts:      3,
+		BackoffBase:      200 * time.Millisecond,
+		BackoffMax:       2 * time.Second,
+		RetryAfterCap:    10 * time.Second,
+		Recoveries:       1,
+	}
+}
+
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	set := func(v *time.Duration, def time.Duration) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	set(&o.LockTTL, d.LockTTL)
+	set(&o.FirstByteTimeout, d.FirstByteTimeout)
+	set(&o.IdleTimeout, d.IdleTimeout)
+	set(&o.TurnTimeout, d.TurnTimeout)
+	set(&o.BackoffBase, d.BackoffBase)
+	set(&o.BackoffMax, d.BackoffMax)
+	set(&o.RetryAfterCap, d.RetryAfterCap)
+	if o.HistoryLimit <= 0 {
+		o.HistoryLimit = d.HistoryLimit
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = d.MaxAttempts
+	}
+	if o.Recoveries < 0 {
+		o.Recoveries = 0
+	}
+	if o.LockTTL <= o.TurnTimeout {
+		o.LockTTL = o.TurnTimeout + 30*time.Second
+	}
+	return o
+}
+
+// Service runs sessions and turns over a Store and a Model for a set of contracts.
+type Service struct {
+	store     Store
+	model     Model
+	contracts map[string]Contract
+	opts      Options
+	obs       Observer
+	now       func() time.Time
+}
+
+// NewService returns a Service. obs may be nil.
+func NewService(store Store, model Model, contracts []Contract, opts Options, obs Observer) *Service {
+	m := make(map[string]Contract, len(contracts))
+	for _, c := range contracts {
+		m[c.Name()] = c
+	}
+	if obs == nil {
+		obs = NopObserver{}
+	}
+	return &Service{store: store, model: model, contracts: m, opts: opts.withDefaults(), obs: obs, now: time.Now}
+}
+
+// Options returns the effective options.
+func (s *Service) Options() Options { return s.opts }
+
+// Contract returns the named contract.
+func (s *Service) Contract(name string) (Contract, bool) {
+	c, ok := s.contracts[name]
+	return c, ok
+}
+
+// CreateSession starts a session of contract for tenant.
+func (s *Service) CreateSession(ctx context.Context, tenant, contract string, opts NewSession) (*Session, error) {
+	c, ok := s.contracts[contract]
+	if !ok {
+		return nil, Errorf(KindInvalid, CodeUnknownContract, "unknown contract %q", contract)
+	}
+	switch opts.Locale {
+	case "":
+		opts.Locale = "en"
+	case "en", "es":
+	default:
+		return nil, Errorf(KindInvalid, CodeInvalidRequest, "locale must be \"en\" or \"es\"")
+	}
+	state, err := c.NewState(opts)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now().UTC()
+	sess := &Session{
+		ID: NewID(), Contract: contract, Locale: opts.Locale, Version: 1, State: state,
+		CreatedAt: now, UpdatedAt: now, Tenant: tenant,
+	}
+	if err := s.store.Create(ctx, sess); err != nil {
+		return nil, err
+	}
+	return sess, nil
+}
+
+// GetSession returns a session of tenant.
+func (s *Service) GetSession(ctx context.Context, tenant, id string) (*Session, error) {
+	if !ValidID(id) {
+		return nil, ErrNotFound
+	}
+	return s.store.Get(ctx, tenant, id)
+}
+
+// DeleteSession removes a session of tenant.
+func (s *Service) DeleteSession(ctx context.Context, tenant, id string) error {
+	if !ValidID(id) {
+		return nil
+	}
+	return s.store.Delete(ctx, tenant, id)
+}
+
+// Update changes a session outside a turn: it claims the session (so it never races a turn),
+// lets change compute the new state from the current session, and commits it as a new version.
+// A session of another contract than contract is ErrNotFound.
+func (s *Service) Update(ctx context.Context, tenant, id, contract string, change func(*Session) (json.RawMessage, error)) (*Session, error) {
+	if !ValidID(id) {
+		return nil, ErrNotFound
+	}
+	sess, token, err := s.store.Claim(ctx, tenant, id, s.opts.LockTTL)
+	if err != nil {
+		return nil, err
+	}
+	state, err := change(sess)
+	if err == nil && sess.Contract != contract {
+		err = Errorf(KindInvalid, CodeInvalidRequest, "this route is for %s sessions, not %s", contract, sess.Contract)
+	}
+	if err != nil {
+		s.release(sess.ID, token)
+		return nil, err
+	}
+	next := *sess
+	next.State = state
+	next.Version++
+	next.UpdatedAt = s.now().UTC()
+	if err := s.store.Commit(ctx, &next, token); err != nil {
+		s.release(sess.ID, token)
+		return nil, err
+	}
+	return &next, nil
+}
+
+// release drops a lock on a context of its own: it runs when the turn's context may be gone.
+func (s *Service) release(id, token string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = s.store.Release(ctx, id, token)
+}
+
+// NewID returns a new random session id: 32 lowercase hex characters.
+func NewID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// ValidID reports whether id has the form NewID gives. Anything else cannot name a session, and
+// checking it early keeps odd ids (key-injection attempts among them) away from the store.
+func ValidID(id string) bool {
+	if len(id) != 32 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,304 @@
+package coach
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"time"
+)
+
+// TurnRun is a turn whose session is claimed and whose input was accepted: nothing has been sent
+// yet. Exactly one of Run or Abort must be called.
+type TurnRun struct {
+	svc      *Service
+	sess     *Session
+	token    string
+	turn     Turn
+	contract string
+	start    time.Time
+}
+
+// StartTurn claims session id of tenant and lets its contract check in. Errors returned here are
+// found before any line is sent.
+func (s *Service) StartTurn(ctx context.Context, tenant, id string, in TurnInput) (*TurnRun, error) {
+	start := s.now()
+	if !ValidID(id) {
+		return nil, ErrNotFound
+	}
+	sess, token, err := s.store.Claim(ctx, tenant, id, s.opts.LockTTL)
+	if err != nil {
+		return nil, err
+	}
+	c, ok := s.contracts[sess.Contract]
+	if !ok {
+		s.release(sess.ID, token)
+		return nil, Errorf(KindInternal, CodeInternal, "session has unknown contract %q", sess.Contract)
+	}
+	turn, err := c.Begin(sess, in)
+	if err != nil {
+		s.release(sess.ID, token)
+		return nil, err
+	}
+	return &TurnRun{svc: s, sess: sess, token: token, turn: turn, contract: sess.Contract, start: start}, nil
+}
+
+// Session returns the session as it was claimed.
+func (r *TurnRun) Session() *Session { return r.sess }
+
+// Abort releases the session without calling the model.
+func (r *TurnRun) Abort() { r.svc.release(r.sess.ID, r.token) }
+
+// Run streams the turn through emit and stores it when it succeeds. The stream always ends with
+// exactly one result or error event (unless emit fails, which means the client is gone and the
+// turn is cancelled). A failed or cancelled turn writes nothing.
+func (r *TurnRun) Run(ctx context.Context, emit func(Event) error) Report {
+	s := r.svc
+	ctx, cancel := context.WithTimeout(ctx, s.opts.TurnTimeout)
+	defer cancel()
+	committed := false
+	defer func() {
+		if !committed {
+			s.release(r.sess.ID, r.token)
+		}
+	}()
+
+	rep := Report{Contract: r.contract}
+	s.obs.TurnStarted(r.contract)
+	var clientErr error
+	send := func(e Event) {
+		if clientErr != nil {
+			return
+		}
+		if e.Type == EventDelta {
+			if rep.Deltas == 0 {
+				rep.FirstDelta = s.now().Sub(r.start)
+			}
+			rep.Deltas++
+		}
+		if err := emit(e); err != nil {
+			clientErr = err
+			cancel()
+		}
+	}
+	finish := func(outcome string, err error) Report {
+		rep.Outcome, rep.Err, rep.Duration = outcome, err, s.now().Sub(r.start)
+		s.obs.TurnEnded(rep)
+		return rep
+	}
+	fail := func(err error) Report {
+		// A client that left cancels the request's context with context.Canceled; a server that
+		// drains or a turn that ran out of time has another cause, and gets its error line.
+		if clientErr != nil || errors.Is(context.Cause(ctx), context.Canceled) {
+			return finish("cancelled", err)
+		}
+		e := streamError(err)
+		send(Event{Type: EventError, Code: e.Code, Message: e.Message})
+		return finish(e.Code, err)
+	}
+
+	for _, e := range r.turn.Prelude() {
+		send(e)
+	}
+	out, err := r.attempts(ctx, send, &rep)
+	if err != nil {
+		return fail(err)
+	}
+	if clientErr != nil || ctx.Err() != nil {
+		return fail(context.Cause(ctx))
+	}
+	next := *r.sess
+	next.Version++
+	next.State = out.State
+	next.UpdatedAt = s.now().UTC()
+	next.History = appendHistory(r.sess.History, out.History, s.opts.HistoryLimit)
+	if err := s.store.Commit(ctx, &next, r.token); err != nil {
+		return fail(err)
+	}
+	committed = true
+	rep.Rules, rep.Diagnostic = out.Rules, out.Diagnostic
+	send(Event{Type: EventResult, Result: out.Result, Session: &next, Fallback: out.Fallback})
+	if out.Fallback {
+		return finish("fallback", nil)
+	}
+	return finish("ok", nil)
+}
+
+// attempts calls the model until the turn has a usable outcome or no retry is left. Before any
+// text of an attempt reached the client, failures the endpoint may recover from are retried with
+// backoff; after that, and for unusable output, the turn restarts once with a reset line.
+func (r *TurnRun) attempts(ctx context.Context, send func(Event), rep *Report) (*Outcome, error) {
+	s := r.svc
+	req := r.turn.Request()
+	retries, recoveries := 0, 0
+	for {
+		rep.Attempts++
+		before := rep.Deltas
+		out, err := r.attempt(ctx, req, send)
+		if err == nil {
+			return out, nil
+		}
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		var me *ModelError
+		isModel := errors.As(err, &me)
+		if isModel {
+			s.obs.ModelFailed(r.contract, me.Class)
+		}
+		sent := rep.Deltas > before
+		if isModel && me.Retryable && !sent && retries+1 < s.opts.MaxAttempts {
+			retries++
+			s.obs.Retried(r.contract, me.Class)
+			if !sleep(ctx, s.backoff(retries, me.RetryAfter)) {
+				return nil, context.Cause(ctx)
+			}
+			continue
+		}
+		invalid := isInvalidOutput(err)
+		if recoveries >= s.opts.Recoveries || !(invalid || isModel && me.Retryable) {
+			return nil, err
+		}
+		recoveries++
+		reason := resetReason(err)
+		s.obs.Reset(r.contract, reason)
+		if sent {
+			rep.Resets++
+			send(Event{Type: EventReset, Reason: reason})
+		}
+		r.turn.Reset()
+		req = r.turn.Request()
+		if invalid {
+			req.Messages = append(req.Messages, Message{Role: RoleUser, Content: correction(err)})
+		}
+	}
+}
+
+var (
+	errFirstByte = errors.New("no answer from the model before the first-byte deadline")
+	errIdle      = errors.New("the model stalled longer than the idle deadline")
+)
+
+// attempt makes one model call and feeds its fragments to the turn. A watchdog timer enforces
+// the first-byte deadline and then, reset by every fragment, the idle deadline.
+func (r *TurnRun) attempt(ctx context.Context, req ModelRequest, send func(Event)) (*Outcome, error) {
+	s := r.svc
+	actx, acancel := context.WithCancelCause(ctx)
+	defer acancel(nil)
+	watchdog := time.AfterFunc(s.opts.FirstByteTimeout, func() { acancel(errFirstByte) })
+	defer watchdog.Stop()
+	timeout := func(err error) error {
+		if cause := context.Cause(actx); cause == errFirstByte || cause == errIdle {
+			return &ModelError{Class: "timeout", Retryable: true, Err: cause}
+		}
+		return err
+	}
+
+	st, err := s.model.Stream(actx, req)
+	if err != nil {
+		return nil, timeout(err)
+	}
+	defer st.Close()
+	for {
+		f, err := st.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, timeout(err)
+		}
+		watchdog.Reset(s.opts.IdleTimeout)
+		if f.Content == "" && f.ToolArgs == "" && f.ToolCallID == "" {
+			continue
+		}
+		if err := r.turn.Feed(f, send); err != nil {
+			return nil, err
+		}
+	}
+	watchdog.Stop()
+	return r.turn.Finish()
+}
+
+// backoff returns the wait before retry n (1-based): exponential with full jitter, but never
+// shorter than the endpoint's Retry-After advice (itself capped).
+func (s *Service) backoff(n int, retryAfter time.Duration) time.Duration {
+	d := s.opts.BackoffBase << (n - 1)
+	if d > s.opts.BackoffMax || d <= 0 {
+		d = s.opts.BackoffMax
+	}
+	d = d/2 + rand.N(d/2+1)
+	if retryAfter > 0 {
+		retryAfter = min(retryAfter, s.opts.RetryAfterCap)
+		d = max(d, retryAfter)
+	}
+	return d
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// isInvalidOutput reports whether err says the model's output was unusable (rather than that the
+// call failed), which is worth one retry with the problem fed back.
+func isInvalidOutput(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && (e.Code == CodeValidationFailed || e.Code == CodeEmptyResponse)
+}
+
+func resetReason(err error) string {
+	var me *ModelError
+	switch {
+	case isInvalidOutput(err):
+		return "invalid_output"
+	case errors.As(err, &me) && me.Class == "timeout":
+		return "stalled"
+	default:
+		return "stream_interrupted"
+	}
+}
+
+func correction(err error) string {
+	return "Your previous reply could not be used (" + AsError(err).Message + "). " +
+		"Reply again, following the required output format exactly."
+}
+
+// streamError turns whatever ended a turn into the error its last line reports.
+func streamError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	var me *ModelError
+	switch {
+	case errors.As(err, &me) && me.Class == "timeout":
+		return Wrap(err, KindStream, CodeStreamFailed, "the model did not answer in time")
+	case errors.As(err, &me):
+		return Wrap(err, KindStream, CodeStreamFailed, "the model endpoint failed ("+me.Class+")")
+	case errors.Is(err, context.DeadlineExceeded):
+		return Wrap(err, KindStream, CodeStreamFailed, "the turn took longer than its deadline")
+	default:
+		return Wrap(err, KindStream, CodeStreamFailed, "the model stream failed")
+	}
+}
+
+// appendHistory returns old+add trimmed to the last limit messages. The cut only falls before a
+// user message, so an assistant tool call is never separated from its tool result.
+func appendHistory(old, add []Message, limit int) []Message {
+	all := make([]Message, 0, len(old)+len(add))
+	all = append(append(all, old...), add...)
+	if len(all) <= limit {
+		return all
+	}
+	cut := len(all) - limit
+	for cut < len(all) && all[cut].Role != RoleUser {
+		cut++
+	}
+	return all[cut:]
+}

@@ -1,0 +1,68 @@
+package config
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestLoadDefaults(t *testing.T) {
+	got, err := Load(env(nil))
+	if err != nil {
+		t.Fatalf("Load() error = %v", err)
+	}
+	if got != Default() {
+		t.Errorf("Load() with an empty environment = %+v, want the defaults", got)
+	}
+}
+
+func TestLoadOverrides(t *testing.T) {
+	got, err := Load(env(map[string]string{
+		"COACH_ADDR": "127.0.0.1:0", "REDIS_URL": "redis://127.0.0.1:6379/3", "COACH_IDLE_TIMEOUT": "5s",
+		"COACH_MAX_ATTEMPTS": "5", "COACH_RESPONSE_FORMAT": "prompt", "COACH_MAX_BODY_BYTES": "1024",
+	}))
+	if err != nil {
+		t.Fatalf("Load() error = %v", err)
+	}
+	if got.Addr != "127.0.0.1:0" || got.RedisURL != "redis://127.0.0.1:6379/3" || got.IdleTimeout != 5*time.Second ||
+		got.MaxAttempts != 5 || got.ResponseFormat != "prompt" || got.MaxBodyBytes != 1024 {
+		t.Errorf("Load() = %+v, overrides not applied", got)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	tests := []struct{ name, key, val string }{
+		{"bad duration", "COACH_IDLE_TIMEOUT", "soon"},
+		{"negative number", "COACH_MAX_ATTEMPTS", "-1"},
+		{"bad format", "COACH_RESPONSE_FORMAT", "xml"},
+		{"bad log level", "COACH_LOG_LEVEL", "loud"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(env(map[string]string{tt.key: tt.val}))
+			if err == nil || !strings.Contains(err.Error(), tt.key) {
+				t.Errorf("Load(%s=%q) error = %v, want one naming %s", tt.key, tt.val, err, tt.key)
+			}
+		})
+	}
+}
+
+func TestSecretsMaskedInLogs(t *testing.T) {
+	c, _ := Load(env(map[string]string{"OPENAI_API_KEY": "sk-live-secret", "REDIS_URL": "redis://user:hunter2@db:6379/0"}))
+	var buf bytes.Buffer
+	log := zerolog.New(&buf)
+	log.Info().Object("config", c).Send()
+	for _, secret := range []string{"sk-live-secret", "hunter2"} {
+		if strings.Contains(buf.String(), secret) {
+			t.Errorf("logged config %s contains the secret %q", buf.String(), secret)
+		}
+	}
+	if !strings.Contains(buf.String(), "redis://user:****@db:6379/0") {
+		t.Errorf("logged config %s lacks the masked Redis URL", buf.String())
+	}
+}

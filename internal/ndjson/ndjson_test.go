@@ -1,0 +1,90 @@
+package ndjson
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/coachgw/coachgw/internal/coach"
+)
+
+func TestAppend(t *testing.T) {
+	tests := []struct {
+		name string
+		e    coach.Event
+		want string
+	}{
+		{"delta", coach.Delta("Hi \"you\"\n"), `{"type":"delta","text":"Hi \"you\"\n"}`},
+		{"block delta", coach.Event{Type: coach.EventDelta, Text: "x", Block: 2, BlockType: "heading"}, `{"type":"delta","text":"x","block":2,"blockType":"heading"}`},
+		{"reset", coach.Event{Type: coach.EventReset, Reason: "stalled"}, `{"type":"reset","reason":"stalled"}`},
+		{"error", coach.Event{Type: coach.EventError, Code: "coach_stream_failed", Message: "m"}, `{"type":"error","error":"coach_stream_failed","message":"m"}`},
+		{"card", coach.Event{Type: coach.EventCard, Card: json.RawMessage(`{"type":"level_up"}`)}, `{"type":"card","card":{"type":"level_up"}}`},
+		{"result", coach.Event{Type: coach.EventResult, Result: json.RawMessage(`{"a":1}`), Fallback: true}, `{"type":"result","result":{"a":1},"fallback":true}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Append(nil, tt.e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tt.want+"\n" {
+				t.Errorf("Append() = %s, want %s", got, tt.want)
+			}
+			if !json.Valid(got) {
+				t.Errorf("line %s is not valid JSON", got)
+			}
+		})
+	}
+}
+
+func TestAppendStringMatchesEncodingJSON(t *testing.T) {
+	inputs := []string{"", "plain", "quote\" back\\slash", "ctl\x00\x01\x1f", "<b>&amp;</b>", "ünï😀", "\u2028\u2029", "bad\xffutf8", "tab\tcr\r"}
+	for _, in := range inputs {
+		t.Run(in, func(t *testing.T) {
+			got := AppendString(nil, in)
+			want, _ := json.Marshal(in)
+			if string(got) != string(want) {
+				t.Errorf("AppendString(%q) = %s, want %s", in, got, want)
+			}
+		})
+	}
+}
+
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"a", "\"\\", "\u2028", "\xff", "😀<>&"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := AppendString(nil, s)
+		var back string
+		if err := json.Unmarshal(got, &back); err != nil {
+			t.Fatalf("AppendString(%q) = %s: not JSON: %v", s, got, err)
+		}
+		if utf8.ValidString(s) && back != s {
+			t.Fatalf("round trip of %q gave %q", s, back)
+		}
+	})
+}
+
+var sink []byte
+
+func BenchmarkAppendDelta(b *testing.B) {
+	e := coach.Delta("Your claim is clear, but ")
+	buf := make([]byte, 0, 256)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf, _ = Append(buf[:0], e)
+	}
+	sink = buf
+}
+
+func BenchmarkAppendDeltaEscaped(b *testing.B) {
+	e := coach.Event{Type: coach.EventDelta, Text: strings.Repeat("a \"quoted\" ñ\n", 3), Block: 1, BlockType: "paragraph"}
+	buf := make([]byte, 0, 256)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf, _ = Append(buf[:0], e)
+	}
+	sink = buf
+}
