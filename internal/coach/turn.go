@@ -156,7 +156,9 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), rep *Report) (
 			continue
 		}
 		invalid := isInvalidOutput(err)
-		if recoveries >= s.opts.Recoveries || !(invalid || isModel && me.Retryable) {
+		// A failed call that sent nothing has had its retries above; recovery is for calls that
+		// failed after text went out, and for output that was unusable.
+		if recoveries >= s.opts.Recoveries || !(invalid || sent && isModel && me.Retryable) {
 			return nil, err
 		}
 		recoveries++

@@ -1,0 +1,223 @@
+package coach
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"time"
+)
+
+// memStore is an in-memory Store with the same lock and version rules as the Redis one.
+type memStore struct {
+	mu       sync.Mutex
+	sessions map[string]Session
+	locks    map[string]string
+	commits  int
+	down     bool
+	n        int
+}
+
+func newMemStore() *memStore {
+	return &memStore{sessions: map[string]Session{}, locks: map[string]string{}}
+}
+
+func (m *memStore) Create(_ context.Context, s *Session) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down {
+		return ErrUnavailable
+	}
+	m.sessions[s.ID] = *s
+	return nil
+}
+
+func (m *memStore) Get(_ context.Context, tenant, id string) (*Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.sessions[id]
+	if !ok || s.Tenant != tenant {
+		return nil, ErrNotFound
+	}
+	return &s, nil
+}
+
+func (m *memStore) Delete(_ context.Context, tenant, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.sessions[id]; ok && s.Tenant == tenant {
+		delete(m.sessions, id)
+	}
+	return nil
+}
+
+func (m *memStore) Claim(_ context.Context, tenant, id string, _ time.Duration) (*Session, string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down {
+		return nil, "", ErrUnavailable
+	}
+	s, ok := m.sessions[id]
+	if !ok || s.Tenant != tenant {
+		return nil, "", ErrNotFound
+	}
+	if m.locks[id] != "" {
+		return nil, "", ErrBusy
+	}
+	m.n++
+	token := "t" + string(rune('a'+m.n%26))
+	m.locks[id] = token
+	return &s, token, nil
+}
+
+func (m *memStore) Commit(_ context.Context, s *Session, token string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down {
+		return ErrUnavailable
+	}
+	if m.locks[s.ID] != token || m.sessions[s.ID].Version != s.Version-1 {
+		return ErrConflict
+	}
+	m.sessions[s.ID] = *s
+	delete(m.locks, s.ID)
+	m.commits++
+	return nil
+}
+
+func (m *memStore) Release(_ context.Context, id, token string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.locks[id] == token {
+		delete(m.locks, id)
+	}
+	return nil
+}
+
+func (m *memStore) Ping(context.Context) error { return nil }
+
+func (m *memStore) locked(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.locks[id] != ""
+}
+
+// script is one scripted model call: its fragments, then err (nil: a clean end). openErr fails
+// the call before it streams; block makes Next wait for the context after the fragments.
+type script struct {
+	openErr error
+	frags   []string
+	err     error
+	block   bool
+}
+
+// fakeModel plays scripts in order and records the requests.
+type fakeModel struct {
+	mu       sync.Mutex
+	scripts  []script
+	requests []ModelRequest
+}
+
+func (f *fakeModel) Stream(ctx context.Context, req ModelRequest) (Stream, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.requests = append(f.requests, req)
+	if len(f.scripts) == 0 {
+		return nil, &ModelError{Class: "client", Err: errors.New("no script left")}
+	}
+	s := f.scripts[0]
+	f.scripts = f.scripts[1:]
+	if s.openErr != nil {
+		return nil, s.openErr
+	}
+	return &fakeStream{ctx: ctx, s: s}, nil
+}
+
+func (f *fakeModel) calls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.requests)
+}
+
+type fakeStream struct {
+	ctx context.Context
+	s   script
+	i   int
+}
+
+func (f *fakeStream) Next() (Fragment, error) {
+	if err := f.ctx.Err(); err != nil {
+		return Fragment{}, err
+	}
+	if f.i < len(f.s.frags) {
+		f.i++
+		return Fragment{Content: f.s.frags[f.i-1]}, nil
+	}
+	if f.s.block {
+		<-f.ctx.Done()
+		return Fragment{}, f.ctx.Err()
+	}
+	if f.s.err != nil {
+		return Fragment{}, f.s.err
+	}
+	return Fragment{}, io.EOF
+}
+
+func (f *fakeStream) Close() error { return nil }
+
+// echoContract streams every fragment as a delta and accepts output that ends with "." as its
+// result; "EMPTY" finishes with coach_empty_response, anything else with coach_validation_failed.
+type echoContract struct{ prelude []Event }
+
+func (echoContract) Name() string { return "echo" }
+
+func (echoContract) NewState(NewSession) (json.RawMessage, error) {
+	return json.RawMessage(`{"turns":0}`), nil
+}
+
+func (c echoContract) Begin(s *Session, in TurnInput) (Turn, error) {
+	if in.Message == nil {
+		return nil, FieldError("message", "message is required")
+	}
+	var st struct{ Turns int }
+	if err := json.Unmarshal(s.State, &st); err != nil {
+		return nil, err
+	}
+	return &echoTurn{msg: *in.Message, turns: st.Turns, prelude: c.prelude}, nil
+}
+
+type echoTurn struct {
+	msg     string
+	turns   int
+	out     strings.Builder
+	prelude []Event
+}
+
+func (t *echoTurn) Prelude() []Event { return t.prelude }
+
+func (t *echoTurn) Request() ModelRequest {
+	return ModelRequest{Messages: []Message{{Role: RoleUser, Content: t.msg}}}
+}
+
+func (t *echoTurn) Feed(f Fragment, emit func(Event)) error {
+	t.out.WriteString(f.Content)
+	emit(Delta(f.Content))
+	return nil
+}
+
+func (t *echoTurn) Reset() { t.out.Reset() }
+
+func (t *echoTurn) Finish() (*Outcome, error) {
+	text := t.out.String()
+	switch {
+	case text == "EMPTY":
+		return nil, Errorf(KindStream, CodeEmptyResponse, "empty")
+	case !strings.HasSuffix(text, "."):
+		return nil, Errorf(KindStream, CodeValidationFailed, "no final period")
+	}
+	res, _ := json.Marshal(map[string]string{"text": text})
+	st, _ := json.Marshal(map[string]int{"turns": t.turns + 1})
+	return &Outcome{Result: res, State: st, History: []Message{{Role: RoleUser, Content: t.msg}, {Role: RoleAssistant, Content: text}}}, nil
+}

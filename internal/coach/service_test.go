@@ -1,0 +1,353 @@
+package coach
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func ptr(s string) *string { return &s }
+
+func testOptions() Options {
+	o := DefaultOptions()
+	o.BackoffBase, o.BackoffMax = time.Millisecond, 2*time.Millisecond
+	o.RetryAfterCap = 5 * time.Millisecond
+	o.FirstByteTimeout, o.IdleTimeout = time.Second, time.Second
+	return o
+}
+
+func newTestService(t *testing.T, m *fakeModel, opts Options, c Contract) (*Service, *memStore, *Session) {
+	t.Helper()
+	st := newMemStore()
+	if c == nil {
+		c = echoContract{}
+	}
+	svc := NewService(st, m, []Contract{c}, opts, nil)
+	sess, err := svc.CreateSession(context.Background(), "", "echo", NewSession{})
+	if err != nil {
+		t.Fatalf("CreateSession: %v", err)
+	}
+	return svc, st, sess
+}
+
+// lines renders events compactly: "delta:Hi", "reset:stalled", "result", "error:code".
+func lines(events []Event) string {
+	var b []string
+	for _, e := range events {
+		switch e.Type {
+		case EventDelta:
+			b = append(b, "delta:"+e.Text)
+		case EventReset:
+			b = append(b, "reset:"+e.Reason)
+		case EventError:
+			b = append(b, "error:"+e.Code)
+		case EventCard:
+			b = append(b, "card:"+string(e.Card))
+		default:
+			b = append(b, e.Type)
+		}
+	}
+	return strings.Join(b, " ")
+}
+
+func runTurn(t *testing.T, svc *Service, id string) ([]Event, Report) {
+	t.Helper()
+	run, err := svc.StartTurn(context.Background(), "", id, TurnInput{Message: ptr("hi")})
+	if err != nil {
+		t.Fatalf("StartTurn: %v", err)
+	}
+	var got []Event
+	rep := run.Run(context.Background(), func(e Event) error { got = append(got, e); return nil })
+	return got, rep
+}
+
+func TestTurnOutcomes(t *testing.T) {
+	retryable := &ModelError{Class: "server", Retryable: true, Err: errors.New("503")}
+	cut := &ModelError{Class: "stream", Retryable: true, Err: io.ErrUnexpectedEOF}
+	tests := []struct {
+		name      string
+		scripts   []script
+		opts      func(*Options)
+		want      string
+		wantCalls int
+		stored    bool
+		lastMsg   string // substring of the last message of the last request
+	}{
+		{name: "clean turn", scripts: []script{{frags: []string{"Hel", "lo."}}},
+			want: "delta:Hel delta:lo. result", wantCalls: 1, stored: true},
+		{name: "retry before any delta", scripts: []script{{openErr: retryable}, {frags: []string{"ok."}}},
+			want: "delta:ok. result", wantCalls: 2, stored: true},
+		{name: "rate limited with Retry-After", scripts: []script{{openErr: &ModelError{Class: "rate_limited", Retryable: true, RetryAfter: time.Hour, Err: errors.New("429")}}, {frags: []string{"ok."}}},
+			want: "delta:ok. result", wantCalls: 2, stored: true},
+		{name: "retries exhausted", scripts: []script{{openErr: retryable}, {openErr: retryable}, {openErr: retryable}},
+			want: "error:coach_stream_failed", wantCalls: 3},
+		{name: "client error is not retried", scripts: []script{{openErr: &ModelError{Class: "client", Err: errors.New("401")}}},
+			want: "error:coach_stream_failed", wantCalls: 1},
+		{name: "cut before any delta is retried silently", scripts: []script{{err: cut}, {frags: []string{"ok."}}},
+			want: "delta:ok. result", wantCalls: 2, stored: true},
+		{name: "cut after deltas resets", scripts: []script{{frags: []string{"Hel"}, err: cut}, {frags: []string{"Hello."}}},
+			want: "delta:Hel reset:stream_interrupted delta:Hello. result", wantCalls: 2, stored: true},
+		{name: "cut twice fails", scripts: []script{{frags: []string{"a"}, err: cut}, {frags: []string{"b"}, err: cut}},
+			want: "delta:a reset:stream_interrupted delta:b error:coach_stream_failed", wantCalls: 2},
+		{name: "invalid output is corrected once", scripts: []script{{frags: []string{"no period"}}, {frags: []string{"fixed."}}},
+			want: "delta:no period reset:invalid_output delta:fixed. result", wantCalls: 2, stored: true, lastMsg: "could not be used"},
+		{name: "invalid output twice", scripts: []script{{frags: []string{"x"}}, {frags: []string{"y"}}},
+			want: "delta:x reset:invalid_output delta:y error:coach_validation_failed", wantCalls: 2},
+		{name: "empty response", scripts: []script{{frags: []string{"EMPTY"}}, {frags: []string{"EMPTY"}}},
+			want: "delta:EMPTY reset:invalid_output delta:EMPTY error:coach_empty_response", wantCalls: 2},
+		{name: "no recovery configured", scripts: []script{{frags: []string{"x"}}},
+			opts: func(o *Options) { o.Recoveries = 0 }, want: "delta:x error:coach_validation_failed", wantCalls: 1},
+		{name: "stall after deltas resets", scripts: []script{{frags: []string{"a"}, block: true}, {frags: []string{"b."}}},
+			opts: func(o *Options) { o.IdleTimeout = 20 * time.Millisecond },
+			want: "delta:a reset:stalled delta:b. result", wantCalls: 2, stored: true},
+		{name: "no first byte is retried", scripts: []script{{block: true}, {frags: []string{"b."}}},
+			opts: func(o *Options) { o.FirstByteTimeout = 20 * time.Millisecond },
+			want: "delta:b. result", wantCalls: 2, stored: true},
+		{name: "turn deadline", scripts: []script{{frags: []string{"a"}, block: true}},
+			opts: func(o *Options) { o.TurnTimeout, o.IdleTimeout = 30*time.Millisecond, time.Hour },
+			want: "delta:a error:coach_stream_failed", wantCalls: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := testOptions()
+			if tt.opts != nil {
+				tt.opts(&opts)
+			}
+			m := &fakeModel{scripts: tt.scripts}
+			svc, st, sess := newTestService(t, m, opts, nil)
+			got, rep := runTurn(t, svc, sess.ID)
+			if g := lines(got); g != tt.want {
+				t.Errorf("lines = %q, want %q", g, tt.want)
+			}
+			if m.calls() != tt.wantCalls {
+				t.Errorf("model calls = %d, want %d", m.calls(), tt.wantCalls)
+			}
+			stored, _ := st.Get(context.Background(), "", sess.ID)
+			if gotStored := stored.Version == 2; gotStored != tt.stored {
+				t.Errorf("stored version = %d, want stored=%v", stored.Version, tt.stored)
+			}
+			if !tt.stored && (string(stored.State) != string(sess.State) || len(stored.History) != 0) {
+				t.Errorf("a failed turn changed the session: state %s, history %v", stored.State, stored.History)
+			}
+			if st.locked(sess.ID) {
+				t.Error("the session is still locked after the turn")
+			}
+			if tt.lastMsg != "" {
+				msgs := m.requests[len(m.requests)-1].Messages
+				if last := msgs[len(msgs)-1].Content; !strings.Contains(last, tt.lastMsg) {
+					t.Errorf("last message of the retry = %q, want it to contain %q", last, tt.lastMsg)
+				}
+			}
+			if rep.Attempts != tt.wantCalls {
+				t.Errorf("report attempts = %d, want %d", rep.Attempts, tt.wantCalls)
+			}
+		})
+	}
+}
+
+func TestTurnStoresStateAndHistory(t *testing.T) {
+	m := &fakeModel{scripts: []script{{frags: []string{"one."}}, {frags: []string{"two."}}}}
+	svc, st, sess := newTestService(t, m, testOptions(), nil)
+	runTurn(t, svc, sess.ID)
+	got, _ := runTurn(t, svc, sess.ID)
+	res := got[len(got)-1]
+	if res.Session == nil || res.Session.Version != 3 {
+		t.Fatalf("result session = %+v, want version 3", res.Session)
+	}
+	stored, _ := st.Get(context.Background(), "", sess.ID)
+	if string(stored.State) != `{"turns":2}` {
+		t.Errorf("state = %s, want {\"turns\":2}", stored.State)
+	}
+	if len(stored.History) != 4 || stored.History[3].Content != "two." {
+		t.Errorf("history = %+v, want 4 messages ending with two.", stored.History)
+	}
+}
+
+func TestPreludeComesFirst(t *testing.T) {
+	m := &fakeModel{scripts: []script{{frags: []string{"a."}}}}
+	svc, _, sess := newTestService(t, m, testOptions(), echoContract{prelude: []Event{{Type: EventCard, Card: json.RawMessage(`{"type":"level_up"}`)}}})
+	got, _ := runTurn(t, svc, sess.ID)
+	if g, want := lines(got), `card:{"type":"level_up"} delta:a. result`; g != want {
+		t.Errorf("lines = %q, want %q", g, want)
+	}
+}
+
+func TestClientGoneCancelsAndWritesNothing(t *testing.T) {
+	m := &fakeModel{scripts: []script{{frags: []string{"a", "b"}, block: true}}}
+	svc, st, sess := newTestService(t, m, testOptions(), nil)
+	run, err := svc.StartTurn(context.Background(), "", sess.ID, TurnInput{Message: ptr("hi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	rep := run.Run(context.Background(), func(e Event) error {
+		n++
+		if n == 2 {
+			return errors.New("broken pipe")
+		}
+		return nil
+	})
+	if rep.Outcome != "cancelled" {
+		t.Errorf("outcome = %q, want cancelled", rep.Outcome)
+	}
+	if st.commits != 0 || st.locked(sess.ID) {
+		t.Errorf("commits = %d, locked = %v; want nothing written and the lock released", st.commits, st.locked(sess.ID))
+	}
+}
+
+func TestDrainEndsTurnWithErrorLine(t *testing.T) {
+	m := &fakeModel{scripts: []script{{frags: []string{"a"}, block: true}}}
+	svc, st, sess := newTestService(t, m, testOptions(), nil)
+	run, err := svc.StartTurn(context.Background(), "", sess.ID, TurnInput{Message: ptr("hi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	var got []Event
+	rep := run.Run(ctx, func(e Event) error {
+		got = append(got, e)
+		if e.Type == EventDelta {
+			cancel(ErrShuttingDown)
+		}
+		return nil
+	})
+	if g, want := lines(got), "delta:a error:shutting_down"; g != want {
+		t.Errorf("lines = %q, want %q (outcome %s)", g, want, rep.Outcome)
+	}
+	if st.commits != 0 {
+		t.Errorf("commits = %d, want 0", st.commits)
+	}
+}
+
+func TestStoreDownAtCommit(t *testing.T) {
+	m := &fakeModel{scripts: []script{{frags: []string{"a."}}}}
+	svc, st, sess := newTestService(t, m, testOptions(), nil)
+	run, err := svc.StartTurn(context.Background(), "", sess.ID, TurnInput{Message: ptr("hi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Event
+	run.Run(context.Background(), func(e Event) error {
+		got = append(got, e)
+		st.mu.Lock()
+		st.down = true
+		st.mu.Unlock()
+		return nil
+	})
+	if g, want := lines(got), "delta:a. error:store_unavailable"; g != want {
+		t.Errorf("lines = %q, want %q", g, want)
+	}
+}
+
+func TestStartTurnErrors(t *testing.T) {
+	m := &fakeModel{}
+	svc, st, sess := newTestService(t, m, testOptions(), nil)
+	tests := []struct {
+		name string
+		id   string
+		in   TurnInput
+		want string
+	}{
+		{"malformed id", "../etc", TurnInput{Message: ptr("x")}, CodeSessionNotFound},
+		{"key injection", "abc}:s\r\nFLUSHALL", TurnInput{Message: ptr("x")}, CodeSessionNotFound},
+		{"unknown session", NewID(), TurnInput{Message: ptr("x")}, CodeSessionNotFound},
+		{"input rejected", sess.ID, TurnInput{}, CodeInvalidInput},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := svc.StartTurn(context.Background(), "", tt.id, tt.in)
+			if got := AsError(err).Code; got != tt.want {
+				t.Errorf("StartTurn error code = %q (%v), want %q", got, err, tt.want)
+			}
+			if st.locked(sess.ID) {
+				t.Error("a rejected turn left the session locked")
+			}
+		})
+	}
+	t.Run("busy", func(t *testing.T) {
+		run, err := svc.StartTurn(context.Background(), "", sess.ID, TurnInput{Message: ptr("x")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer run.Abort()
+		if _, err := svc.StartTurn(context.Background(), "", sess.ID, TurnInput{Message: ptr("x")}); !errors.Is(err, ErrBusy) {
+			t.Errorf("second StartTurn error = %v, want ErrBusy", err)
+		}
+	})
+	t.Run("other tenant", func(t *testing.T) {
+		if _, err := svc.StartTurn(context.Background(), "tenant-b", sess.ID, TurnInput{Message: ptr("x")}); !errors.Is(err, ErrNotFound) {
+			t.Errorf("StartTurn by another tenant error = %v, want ErrNotFound", err)
+		}
+	})
+}
+
+func TestUpdate(t *testing.T) {
+	svc, st, sess := newTestService(t, &fakeModel{}, testOptions(), nil)
+	got, err := svc.Update(context.Background(), "", sess.ID, "echo", func(s *Session) (json.RawMessage, error) {
+		return json.RawMessage(`{"turns":9}`), nil
+	})
+	if err != nil || got.Version != 2 || string(got.State) != `{"turns":9}` {
+		t.Fatalf("Update = %+v, %v; want version 2 with the new state", got, err)
+	}
+	_, err = svc.Update(context.Background(), "", sess.ID, "other", func(s *Session) (json.RawMessage, error) { return s.State, nil })
+	if AsError(err).Code != CodeInvalidRequest {
+		t.Errorf("Update on a session of another contract error = %v, want invalid_request", err)
+	}
+	_, err = svc.Update(context.Background(), "", sess.ID, "echo", func(s *Session) (json.RawMessage, error) {
+		return nil, Errorf(KindConflict, CodeNoPendingProposal, "none")
+	})
+	if AsError(err).Code != CodeNoPendingProposal || st.locked(sess.ID) {
+		t.Errorf("Update whose change fails: error %v, locked %v; want the change's error and no lock", err, st.locked(sess.ID))
+	}
+}
+
+func TestCreateSessionErrors(t *testing.T) {
+	svc, _, _ := newTestService(t, &fakeModel{}, testOptions(), nil)
+	for _, tt := range []struct{ contract, locale, want string }{
+		{"nope", "", CodeUnknownContract},
+		{"echo", "fr", CodeInvalidRequest},
+	} {
+		t.Run(tt.contract+"/"+tt.locale, func(t *testing.T) {
+			_, err := svc.CreateSession(context.Background(), "", tt.contract, NewSession{Locale: tt.locale})
+			if AsError(err).Code != tt.want {
+				t.Errorf("CreateSession error = %v, want %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestAppendHistoryCutsAtUserMessage(t *testing.T) {
+	var old []Message
+	for i := 0; i < 4; i++ {
+		old = append(old,
+			Message{Role: RoleUser, Content: fmt.Sprint("u", i)},
+			Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: fmt.Sprint("c", i)}}},
+			Message{Role: RoleTool, ToolCallID: fmt.Sprint("c", i)})
+	}
+	got := appendHistory(old, nil, 5)
+	if len(got) != 3 || got[0].Content != "u3" {
+		t.Errorf("appendHistory kept %+v, want the last whole exchange starting at u3", got)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	svc, _, _ := newTestService(t, &fakeModel{}, Options{BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second, RetryAfterCap: 3 * time.Second}, nil)
+	for n := 1; n <= 6; n++ {
+		d := svc.backoff(n, 0)
+		hi := min(100*time.Millisecond<<(n-1), time.Second)
+		if d < hi/2 || d > hi {
+			t.Errorf("backoff(%d) = %v, want within [%v, %v]", n, d, hi/2, hi)
+		}
+	}
+	if d := svc.backoff(1, 2*time.Second); d != 2*time.Second {
+		t.Errorf("backoff with Retry-After 2s = %v, want 2s", d)
+	}
+	if d := svc.backoff(1, time.Minute); d != 3*time.Second {
+		t.Errorf("backoff with Retry-After 1m = %v, want the 3s cap", d)
+	}
+}
