@@ -1,0 +1,282 @@
+package cards
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/coachgw/coachgw/internal/coach"
+)
+
+// toolFrags streams args as one display_card call with id, cut at the given byte offsets (those past the end are ignored). The
+// opening fragment carries the id and name and no arguments, as OpenAI's streams do.
+func toolFrags(id, args string, cuts ...int) []coach.Fragment {
+	frags := []coach.Fragment{{ToolCallID: id, ToolName: ToolName}}
+	prev := 0
+	for _, c := range append(cuts, len(args)) {
+		if c = min(c, len(args)); c > prev {
+			frags = append(frags, coach.Fragment{ToolArgs: args[prev:c]})
+			prev = c
+		}
+	}
+	return frags
+}
+
+// feed feeds frags to turn and returns the delta events it emitted.
+func feed(turn coach.Turn, frags []coach.Fragment) []coach.Event {
+	var got []coach.Event
+	for _, f := range frags {
+		if err := turn.Feed(f, func(e coach.Event) { got = append(got, e) }); err != nil {
+			panic(err) // Feed is documented never to fail
+		}
+	}
+	return got
+}
+
+func deltaText(t *testing.T, events []coach.Event) string {
+	t.Helper()
+	var b strings.Builder
+	for _, e := range events {
+		if e.Type != coach.EventDelta || e.Block != -1 {
+			t.Errorf("event %+v, want a delta outside any block", e)
+		}
+		if e.Text == "" {
+			t.Errorf("empty delta")
+		}
+		b.WriteString(e.Text)
+	}
+	return b.String()
+}
+
+func firstTurn(t *testing.T) *Turn {
+	t.Helper()
+	return begin(t, New(Config{}), session(t, state{Level: 1}, nil), coach.TurnInput{Message: strPtr("Begin training.")})
+}
+
+func TestFeedStreamsContent(t *testing.T) {
+	const content = "Say \"no\" — then é\u00e9 😀 tab\tand\nline \\ slash / end."
+	args := `{"content":"Say \"no\" \u2014 then \u00e9é \ud83d\ude00 tab\tand\nline \\ slash \/ end.","card_type":"insight","drill_phase":"content"}`
+	var want any
+	if err := json.Unmarshal([]byte(args), &want); err != nil {
+		t.Fatal(err)
+	}
+	if got := want.(map[string]any)["content"]; got != content {
+		t.Fatalf("test data: content decodes to %q, want %q", got, content)
+	}
+	// Every single cut, every cut pair around the escapes, and byte-at-a-time.
+	var cases [][]int
+	for i := 0; i <= len(args); i++ {
+		cases = append(cases, []int{i})
+	}
+	for i := 12; i < 60; i++ {
+		for j := i + 1; j < 64; j++ {
+			cases = append(cases, []int{i, j})
+		}
+	}
+	every := make([]int, len(args))
+	for i := range every {
+		every[i] = i
+	}
+	cases = append(cases, every)
+	for _, cuts := range cases {
+		turn := firstTurn(t)
+		got := deltaText(t, feed(turn, toolFrags("call_1", args, cuts...)))
+		if got != content {
+			t.Fatalf("cuts %v: deltas = %q, want %q", cuts, got, content)
+		}
+		out, err := turn.Finish()
+		if err != nil || out.Fallback {
+			t.Fatalf("cuts %v: Finish = %+v, %v", cuts, out, err)
+		}
+		var card Card
+		if err := json.Unmarshal(out.Result, &card); err != nil || card.Content != got {
+			t.Fatalf("cuts %v: result content %q, want the deltas %q", cuts, card.Content, got)
+		}
+	}
+}
+
+func TestFeedStreamsOnlyRootContent(t *testing.T) {
+	tests := []struct {
+		name, args, want string
+	}{
+		{"content after other fields", `{"card_type":"multiple_choice","options":[{"id":"a","label":"content"}],"content":"Pick one."}`, "Pick one."},
+		{"nested content is not streamed", `{"card_type":"insight","input_config":{"content":"no"},"content":"yes"}`, "yes"},
+		{"a duplicate key is streamed once", `{"card_type":"insight","content":"one","content":"two"}`, "one"},
+		{"invalid JSON stops the stream", `{"content":"abc" "card_type"}`, "abc"},
+		{"a fenced answer is not streamed", "```json\n{\"card_type\":\"insight\",\"content\":\"x\"}\n```", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := deltaText(t, feed(firstTurn(t), toolFrags("c", tt.args, 3, 17, 30)))
+			if got != tt.want {
+				t.Errorf("deltas = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestFeedPlainContentEmitsNothing(t *testing.T) {
+	turn := firstTurn(t)
+	if got := feed(turn, []coach.Fragment{{Content: `{"card_type":"insight",`}, {Content: `"content":"Hi"}`}}); len(got) != 0 {
+		t.Errorf("plain content emitted %+v, want nothing", got)
+	}
+}
+
+func TestFinishFallbacks(t *testing.T) {
+	tests := []struct {
+		name  string
+		frags []coach.Fragment
+		cause string
+		raw   []string // pieces LastRaw must contain
+	}{
+		{"no tool call", []coach.Fragment{{Content: "Sure! Here is a scenario."}}, RuleFallbackNoToolCall, []string{"content=Sure! Here is a scenario."}},
+		{"nothing at all", nil, RuleFallbackNoToolCall, []string{"(empty response)"}},
+		{"unparseable", toolFrags("call_9", `{"card_type":"insight","content":"cut o`, 10), RuleFallbackUnparsable, []string{"id=call_9", `"content":"cut o`}},
+		{"tool call without arguments", toolFrags("call_9", ""), RuleFallbackUnparsable, []string{"id=call_9 name=display_card arguments="}},
+		{"schema", toolFrags("call_9", `{"card_type":"poster","content":"x"}`), RuleFallbackSchema, []string{`"poster"`}},
+		{"invalid card", toolFrags("call_9", `{"card_type":"multiple_choice","content":"Pick","options":[]}`), RuleFallbackInvalid, []string{`"options":[]`}},
+		{"invalid card with text", append(toolFrags("call_9", `{"card_type":"scenario","content":""}`), coach.Fragment{Content: "aside"}),
+			RuleFallbackInvalid, []string{`"content":""`, "content=aside"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			turn := firstTurn(t)
+			feed(turn, tt.frags)
+			out, err := turn.Finish()
+			if err != nil {
+				t.Fatalf("Finish error %v, want a fallback outcome", err)
+			}
+			if !out.Fallback {
+				t.Errorf("Fallback = false, want true")
+			}
+			if got, want := string(out.Result), `{"type":"insight","content":"Let's continue. What's on your mind?"}`; got != want {
+				t.Errorf("Result = %s, want %s", got, want)
+			}
+			if !slices.Contains(out.Rules, tt.cause) {
+				t.Errorf("Rules = %v, want %s", out.Rules, tt.cause)
+			}
+			for _, r := range tt.raw {
+				if !strings.Contains(turn.LastRaw(), r) {
+					t.Errorf("LastRaw() = %q, want it to contain %q", turn.LastRaw(), r)
+				}
+			}
+			if !strings.Contains(out.Diagnostic, tt.cause) || !strings.HasSuffix(out.Diagnostic, turn.LastRaw()) {
+				t.Errorf("Diagnostic = %q, want the cause and the raw response", out.Diagnostic)
+			}
+			st := decode(t, out.State)
+			if st.LastCard == nil || !reflect.DeepEqual(*st.LastCard, fallbackCard()) {
+				t.Errorf("lastCard = %+v, want the fallback card", st.LastCard)
+			}
+			h := out.History
+			if len(h) != 3 || h[1].ToolCalls[0].Arguments != `{"card_type":"insight","content":"Let's continue. What's on your mind?"}` {
+				t.Errorf("history = %+v, want the fallback card as display_card arguments", h)
+			}
+		})
+	}
+}
+
+func TestFinishSuccess(t *testing.T) {
+	turn := firstTurn(t)
+	feed(turn, toolFrags("call_abc", `{"card_type":"prompt","content":"What do you type?"}`, 5))
+	out, err := turn.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Fallback || out.Diagnostic != "" {
+		t.Errorf("Fallback %v Diagnostic %q, want neither", out.Fallback, out.Diagnostic)
+	}
+	if !slices.Equal(out.Rules, []string{RuleDefaultMaxLength}) {
+		t.Errorf("Rules = %v, want [%s]", out.Rules, RuleDefaultMaxLength)
+	}
+	want := []coach.Message{
+		{Role: coach.RoleUser, Content: "Begin training."},
+		{Role: coach.RoleAssistant, ToolCalls: []coach.ToolCall{{ID: "call_abc", Name: ToolName,
+			Arguments: `{"card_type":"prompt","content":"What do you type?","input_config":{"max_length":500,"placeholder":""},"is_iteration":false}`}}},
+		{Role: coach.RoleTool, ToolCallID: "call_abc", Content: ToolAck},
+	}
+	if !slices.EqualFunc(out.History, want, messageEqual) {
+		t.Errorf("History = %+v\nwant      %+v", out.History, want)
+	}
+	if !strings.Contains(turn.LastRaw(), "call_abc") {
+		t.Errorf("LastRaw() = %q, want the raw call", turn.LastRaw())
+	}
+}
+
+func messageEqual(a, b coach.Message) bool {
+	return a.Role == b.Role && a.Content == b.Content && a.ToolCallID == b.ToolCallID && slices.Equal(a.ToolCalls, b.ToolCalls)
+}
+
+func TestFinishToolCallIDs(t *testing.T) {
+	tests := []struct {
+		name  string
+		frags []coach.Fragment
+		id    string // "" means a generated call_ id
+		rules []string
+	}{
+		{"model id", toolFrags("call_x", `{"card_type":"insight","content":"a"}`), "call_x", nil},
+		{"id repeated on every fragment", []coach.Fragment{
+			{ToolCallID: "call_r", ToolName: ToolName, ToolArgs: `{"card_type":"insight",`},
+			{ToolCallID: "call_r", ToolArgs: `"content":"a"}`},
+		}, "call_r", nil},
+		{"id and name repeated on every fragment", []coach.Fragment{
+			{ToolCallID: "call_r", ToolName: ToolName, ToolArgs: `{"card_type":"insight",`},
+			{ToolCallID: "call_r", ToolName: ToolName, ToolArgs: `"content":"a"}`},
+		}, "call_r", nil},
+		{"second call with an id after one without", append(toolFrags("", `{"card_type":"insight","content":"a"}`),
+			toolFrags("call_2", `{"card_type":"scenario","content":"b"}`)...), "", []string{RuleExtraToolCalls}},
+		{"missing id", toolFrags("", `{"card_type":"insight","content":"a"}`), "", nil},
+		{"no tool call", []coach.Fragment{{Content: "hi"}}, "", []string{RuleFallbackNoToolCall}},
+		{"second call by id is ignored", append(toolFrags("call_1", `{"card_type":"insight","content":"a"}`),
+			toolFrags("call_2", `{"card_type":"scenario","content":"b"}`)...), "call_1", []string{RuleExtraToolCalls}},
+		{"second call by name is ignored", append(toolFrags("", `{"card_type":"insight","content":"a"}`),
+			toolFrags("", `{"card_type":"scenario","content":"b"}`)...), "", []string{RuleExtraToolCalls}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			turn := firstTurn(t)
+			deltas := deltaText(t, feed(turn, tt.frags))
+			out, err := turn.Finish()
+			if err != nil {
+				t.Fatal(err)
+			}
+			call := out.History[1].ToolCalls[0]
+			switch {
+			case tt.id != "" && call.ID != tt.id:
+				t.Errorf("call id = %q, want %q", call.ID, tt.id)
+			case tt.id == "" && (!strings.HasPrefix(call.ID, "call_") || len(call.ID) != 29):
+				t.Errorf("call id = %q, want a generated call_<24 hex>", call.ID)
+			}
+			if out.History[2].ToolCallID != call.ID {
+				t.Errorf("tool message answers %q, want %q", out.History[2].ToolCallID, call.ID)
+			}
+			if !slices.Equal(out.Rules, tt.rules) {
+				t.Errorf("Rules = %v, want %v", out.Rules, tt.rules)
+			}
+			if !out.Fallback && deltas != "a" {
+				t.Errorf("deltas = %q, want only the first call's content %q", deltas, "a")
+			}
+		})
+	}
+}
+
+func TestResetDiscardsOutput(t *testing.T) {
+	turn := firstTurn(t)
+	feed(turn, append(toolFrags("call_1", `{"card_type":"insight","content":"first try, cut`), coach.Fragment{Content: "noise"}))
+	turn.Reset()
+	got := deltaText(t, feed(turn, toolFrags("call_2", `{"content":"second","card_type":"scenario"}`, 4)))
+	if got != "second" {
+		t.Errorf("deltas after Reset = %q, want %q", got, "second")
+	}
+	out, err := turn.Finish()
+	if err != nil || out.Fallback {
+		t.Fatalf("Finish = %+v, %v", out, err)
+	}
+	if string(out.Result) != `{"type":"scenario","content":"second"}` || out.History[1].ToolCalls[0].ID != "call_2" {
+		t.Errorf("Result %s with call %s, want the second attempt", out.Result, out.History[1].ToolCalls[0].ID)
+	}
+	if strings.Contains(turn.LastRaw(), "first") || strings.Contains(turn.LastRaw(), "noise") {
+		t.Errorf("LastRaw() = %q still holds the first attempt", turn.LastRaw())
+	}
+}
