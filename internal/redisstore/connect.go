@@ -1,0 +1,222 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// Connect returns a client for rawURL (see the package documentation for the accepted forms)
+// once it has answered a PING within ctx: a *redis.Client for redis:// and rediss://, a failover
+// *redis.Client for redis+sentinel:// and a *redis.ClusterClient for redis+cluster://. A URL that
+// does not parse is an error that does not repeat the URL, which may hold a password; an
+// unreachable server is a coach.ErrUnavailable error.
+func Connect(ctx context.Context, rawURL string) (redis.UniversalClient, error) {
+	t, err := parseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	client := t.client()
+	if err := client.Ping(ctx).Err(); err != nil {
+		_ = client.Close()
+		return nil, failure("connect", err)
+	}
+	return client, nil
+}
+
+// Embedded starts an in-process Redis (miniredis) on a loopback port and returns a client for it
+// and a function that stops both. Its data lives only as long as the process. Keys expire with
+// the wall clock, as in Redis, so abandoned locks and idle sessions go away.
+func Embedded() (client redis.UniversalClient, stop func(), err error) {
+	m, c, err := startEmbedded()
+	if err != nil {
+		return nil, nil, err
+	}
+	var once sync.Once
+	return c, func() {
+		once.Do(func() {
+			_ = c.Close()
+			m.Close()
+		})
+	}, nil
+}
+
+// startEmbedded is Embedded with the server exposed, so that tests can move its clock.
+func startEmbedded() (*miniredis.Miniredis, *redis.Client, error) {
+	m := miniredis.NewMiniRedis()
+	// By default miniredis only expires keys when told to (FastForward); a long-running gateway
+	// needs TTLs that follow real time.
+	m.ClockTTL(true)
+	if err := m.Start(); err != nil {
+		return nil, nil, fmt.Errorf("redisstore: start embedded redis: %w", err)
+	}
+	return m, redis.NewClient(&redis.Options{Addr: m.Addr()}), nil
+}
+
+// target holds the options of exactly one kind of client.
+type target struct {
+	single   *redis.Options
+	failover *redis.FailoverOptions
+	cluster  *redis.ClusterOptions
+}
+
+func (t target) client() redis.UniversalClient {
+	switch {
+	case t.failover != nil:
+		return redis.NewFailoverClient(t.failover)
+	case t.cluster != nil:
+		return redis.NewClusterClient(t.cluster)
+	default:
+		return redis.NewClient(t.single)
+	}
+}
+
+// Default ports of the multi-host forms.
+const (
+	sentinelPort = "26379"
+	clusterPort  = "6379"
+)
+
+// parseURL reads the client options from rawURL without connecting. The multi-host forms are
+// rewritten into go-redis's own failover and cluster URLs, so they accept the same options.
+func parseURL(rawURL string) (target, error) {
+	scheme, rest, ok := strings.Cut(rawURL, "://")
+	if !ok {
+		return target{}, errors.New("redisstore: the Redis URL has no scheme (want redis://, rediss://, redis+sentinel:// or redis+cluster://)")
+	}
+	switch scheme {
+	case "redis", "rediss":
+		o, err := redis.ParseURL(rawURL)
+		if err != nil {
+			return target{}, urlError(err)
+		}
+		return target{single: o}, nil
+	case "redis+sentinel":
+		m, err := splitMulti(rest, sentinelPort)
+		if err != nil {
+			return target{}, err
+		}
+		if len(m.path) < 1 || len(m.path) > 2 {
+			return target{}, errors.New("redisstore: a sentinel URL needs a path /mastername or /mastername/db")
+		}
+		q := m.query
+		q.Set("master_name", m.path[0])
+		if len(m.path) == 2 {
+			if _, err := strconv.Atoi(m.path[1]); err != nil {
+				return target{}, fmt.Errorf("redisstore: invalid database number %q in sentinel URL", m.path[1])
+			}
+			q.Set("db", m.path[1])
+		}
+		if m.user != nil {
+			q.Set("username", m.user.Username())
+			if p, ok := m.user.Password(); ok {
+				q.Set("password", p)
+			}
+		}
+		q["addr"] = append(m.hosts[1:], q["addr"]...)
+		u := url.URL{Scheme: "redis", Host: m.hosts[0], RawQuery: q.Encode()}
+		o, err := redis.ParseFailoverURL(u.String())
+		if err != nil {
+			return target{}, urlError(err)
+		}
+		return target{failover: o}, nil
+	case "redis+cluster":
+		m, err := splitMulti(rest, clusterPort)
+		if err != nil {
+			return target{}, err
+		}
+		if len(m.path) > 0 {
+			return target{}, errors.New("redisstore: a cluster URL takes no path: a cluster has only database 0")
+		}
+		q := m.query
+		q["addr"] = append(m.hosts[1:], q["addr"]...)
+		u := url.URL{Scheme: "redis", User: m.user, Host: m.hosts[0], RawQuery: q.Encode()}
+		o, err := redis.ParseClusterURL(u.String())
+		if err != nil {
+			return target{}, urlError(err)
+		}
+		return target{cluster: o}, nil
+	default:
+		return target{}, fmt.Errorf("redisstore: unsupported Redis URL scheme %q (want redis, rediss, redis+sentinel or redis+cluster)", scheme)
+	}
+}
+
+// multiURL is a URL with a comma-separated host list, which net/url cannot parse.
+type multiURL struct {
+	user  *url.Userinfo
+	hosts []string
+	path  []string
+	query url.Values
+}
+
+// splitMulti parses what follows the scheme of [user[:password]@]host[:port],...[/path][?query],
+// giving every host without a port defaultPort.
+func splitMulti(rest, defaultPort string) (multiURL, error) {
+	var m multiURL
+	rest, rawQuery, _ := strings.Cut(rest, "?")
+	authority, path, _ := strings.Cut(rest, "/")
+	if i := strings.LastIndex(authority, "@"); i >= 0 {
+		name, pass, hasPass := strings.Cut(authority[:i], ":")
+		name, err1 := url.PathUnescape(name)
+		pass, err2 := url.PathUnescape(pass)
+		if err := errors.Join(err1, err2); err != nil {
+			return m, errors.New("redisstore: invalid escape in the Redis URL's user information")
+		}
+		if hasPass {
+			m.user = url.UserPassword(name, pass)
+		} else {
+			m.user = url.User(name)
+		}
+		authority = authority[i+1:]
+	}
+	for h := range strings.SplitSeq(authority, ",") {
+		addr, err := withPort(strings.TrimSpace(h), defaultPort)
+		if err != nil {
+			return m, err
+		}
+		m.hosts = append(m.hosts, addr)
+	}
+	for seg := range strings.SplitSeq(path, "/") {
+		if seg != "" {
+			m.path = append(m.path, seg)
+		}
+	}
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return m, errors.New("redisstore: invalid query in the Redis URL")
+	}
+	m.query = q
+	return m, nil
+}
+
+func withPort(h, defaultPort string) (string, error) {
+	if h == "" {
+		return "", errors.New("redisstore: empty host in the Redis URL's host list")
+	}
+	host, port, err := net.SplitHostPort(h)
+	if err != nil {
+		// No port: h is a name, an IPv4 address or a bracketed IPv6 address.
+		host, port = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]"), defaultPort
+	}
+	if host == "" || port == "" || strings.ContainsAny(host, "[]") {
+		return "", fmt.Errorf("redisstore: invalid host %q in the Redis URL", h)
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// urlError drops the URL that net/url puts into its errors, since it may contain a password.
+func urlError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return fmt.Errorf("redisstore: invalid Redis URL: %w", err)
+}

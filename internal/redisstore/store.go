@@ -1,0 +1,396 @@
+// Package redisstore keeps coach sessions in Redis: it is the go-redis v9 adapter behind
+// coach.Store, plus the client plumbing the gateway needs around it: Connect for standalone,
+// Sentinel and Cluster URLs, Embedded for an in-process server when no Redis is configured, and
+// CountingHook, which proves how many round trips an operation costs.
+//
+// # Key layout
+//
+// A session has two keys under a configurable prefix (default "coachgw"):
+//
+//	{prefix}:{<id>}:s     the session document (JSON); expires after Options.TTL without a write
+//	{prefix}:{<id>}:lock  the token of the writer that claimed the session; expires after the claim's ttl
+//
+// for example coachgw:{3fa9…}:s. The braces are a Redis Cluster hash tag: only the id between
+// them is hashed, so both keys of a session always live in the same slot, and so on the same
+// node. That is what allows Claim, Commit and Delete to touch both keys in one Lua script: a
+// cluster refuses a script whose keys span slots (CROSSSLOT). For the same reason the prefix must
+// not contain braces, or the tag would no longer be the id.
+//
+// # Round trips and atomicity
+//
+// Claim and Commit are one Lua script each, so they are atomic and cost exactly one round trip
+// (a turn costs two). Release and Delete are scripts too, Create is one SET NX, Get one GET.
+// Scripts run with EVALSHA; call Prepare once at startup to load them, otherwise the first call of
+// each script on a server that has not seen it costs one extra round trip (NOSCRIPT, then EVAL).
+//
+// The scripts never decode JSON. The document is written with tenant, version and commit (the
+// token of the claim that wrote it) as its first members, so "the document of this tenant at
+// version N" is a comparison of the document's first bytes (GETRANGE) with a header computed
+// here by the same encoder. That check costs the same however long the history grows.
+//
+// go-redis resends a command whose connection broke before the reply arrived, so a command can
+// run twice. Every operation is therefore idempotent for its own arguments: a resent Claim finds
+// its own token in the lock and succeeds, a resent Commit finds the document it wrote (version
+// and token in the header) and succeeds, and a resent Create finds its own document.
+//
+// # Errors
+//
+// Sessions that do not exist, belong to another tenant or have expired are coach.ErrNotFound; a
+// held lock is coach.ErrBusy; a lost lock or a stale version on Commit is coach.ErrConflict.
+// When Redis cannot be reached or answers that it cannot serve (connection refused, timeouts,
+// LOADING, READONLY, CLUSTERDOWN, MASTERDOWN, TRYAGAIN, OOM, authentication, …) the error is a
+// *coach.Error of KindUnavailable and code coach.CodeStoreUnavailable, and
+// errors.Is(err, coach.ErrUnavailable) holds as well; the Redis error stays in the chain. Other
+// failures are KindInternal.
+//
+// # URLs
+//
+// Connect accepts:
+//
+//	redis://[[user]:password@]host[:port][/db][?options]     one server (redis.ParseURL)
+//	rediss://[[user]:password@]host[:port][/db][?options]    the same over TLS
+//	redis+sentinel://[[user]:password@]host1[:port],host2[:port]/mastername[/db][?options]
+//	redis+cluster://[[user]:password@]host1[:port],host2[:port][?options]
+//
+// Sentinel hosts default to port 26379, cluster hosts to 6379. In the sentinel form the user and
+// password are those of the master (the data node); the sentinels are asked without
+// authentication. The options are go-redis's URL options (dial_timeout, read_timeout, pool_size,
+// …; see redis.ParseFailoverURL and redis.ParseClusterURL).
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/redis/go-redis/v9"
+)
+
+// Options configures a Store. Zero fields take their defaults.
+type Options struct {
+	// Prefix starts every key; default "coachgw". It must not contain '{' or '}'.
+	Prefix string
+	// TTL is how long a session lives without a write; every write (Create, Claim, Commit)
+	// restarts it. Default 24h.
+	TTL time.Duration
+}
+
+// Defaults of Options.
+const (
+	DefaultPrefix = "coachgw"
+	DefaultTTL    = 24 * time.Hour
+)
+
+// Store is a coach.Store in Redis. It is safe for concurrent use.
+type Store struct {
+	client redis.UniversalClient
+	prefix string
+	ttl    time.Duration
+}
+
+var _ coach.Store = (*Store)(nil)
+
+// New returns a Store over client. It panics if opts.Prefix contains a brace, which would break
+// the hash tags that keep a session's keys in one slot.
+func New(client redis.UniversalClient, opts Options) *Store {
+	if opts.Prefix == "" {
+		opts.Prefix = DefaultPrefix
+	}
+	if strings.ContainsAny(opts.Prefix, "{}") {
+		panic(fmt.Sprintf("redisstore: key prefix %q must not contain '{' or '}'", opts.Prefix))
+	}
+	if opts.TTL <= 0 {
+		opts.TTL = DefaultTTL
+	}
+	return &Store{client: client, prefix: opts.Prefix, ttl: opts.TTL}
+}
+
+// Prepare loads the store's scripts into Redis (into every master of a cluster), so that even
+// the first Claim and Commit take a single round trip. It is optional: without it a script is
+// loaded by its first use.
+func (s *Store) Prepare(ctx context.Context) error {
+	for _, sc := range scripts {
+		if err := sc.Load(ctx, s.client).Err(); err != nil {
+			return failure("load scripts", err)
+		}
+	}
+	return nil
+}
+
+// Results of claimScript other than the document itself.
+const (
+	claimNotFound = 0
+	claimBusy     = 1
+)
+
+// claimScript locks a session and returns its document, all or nothing. A document of another
+// tenant is reported as missing, before the lock is looked at, so that neither a lock is taken
+// nor the session's existence revealed.
+//
+// KEYS: document, lock. ARGV: tenant header, token, lock ttl (ms), session ttl (ms).
+var claimScript = redis.NewScript(`
+local doc = redis.call('GET', KEYS[1])
+if not doc or string.sub(doc, 1, #ARGV[1]) ~= ARGV[1] then
+  return 0
+end
+local holder = redis.call('GET', KEYS[2])
+if holder and holder ~= ARGV[2] then
+  return 1
+end
+redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return doc
+`)
+
+// commitScript replaces the document if the lock still holds the token and the stored document
+// is the version the new one follows, and then drops the lock. When the lock is gone but the
+// stored document is the one this token wrote, an earlier attempt of this same commit succeeded.
+//
+// KEYS: document, lock. ARGV: token, header of the expected stored document (tenant, previous
+// version), header of the new document (tenant, version, token), new document, session ttl (ms).
+var commitScript = redis.NewScript(`
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then
+  if redis.call('GETRANGE', KEYS[1], 0, #ARGV[3] - 1) == ARGV[3] then
+    return 1
+  end
+  return 0
+end
+if redis.call('GETRANGE', KEYS[1], 0, #ARGV[2] - 1) ~= ARGV[2] then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[4], 'PX', ARGV[5])
+redis.call('DEL', KEYS[2])
+return 1
+`)
+
+// releaseScript drops the lock only while it holds the token.
+//
+// KEYS: lock. ARGV: token.
+var releaseScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+`)
+
+// deleteScript removes a session of the tenant, lock included.
+//
+// KEYS: document, lock. ARGV: tenant header.
+var deleteScript = redis.NewScript(`
+if redis.call('GETRANGE', KEYS[1], 0, #ARGV[1] - 1) == ARGV[1] then
+  return redis.call('DEL', KEYS[1], KEYS[2])
+end
+return 0
+`)
+
+var scripts = []*redis.Script{claimScript, commitScript, releaseScript, deleteScript}
+
+// Create stores a new session. An id that is already taken is an error.
+func (s *Store) Create(ctx context.Context, sess *coach.Session) error {
+	doc, err := encode(sess, "")
+	if err != nil {
+		return err
+	}
+	key := s.docKey(sess.ID)
+	created, err := s.client.SetNX(ctx, key, doc, s.ttl).Result()
+	if err != nil {
+		return failure("create", err)
+	}
+	if created {
+		return nil
+	}
+	// The rare collision path may cost a second round trip: the document found can be this very
+	// one, written by an attempt whose reply was lost and that go-redis then resent.
+	cur, err := s.client.Get(ctx, key).Result()
+	switch {
+	case err == nil && cur == string(doc):
+		return nil
+	case err != nil && !errors.Is(err, redis.Nil):
+		return failure("create", err)
+	}
+	return coach.Errorf(coach.KindInternal, coach.CodeInternal, "session id %s is already taken", sess.ID)
+}
+
+// Get returns the session id of tenant, or coach.ErrNotFound.
+func (s *Store) Get(ctx context.Context, tenant, id string) (*coach.Session, error) {
+	doc, err := s.client.Get(ctx, s.docKey(id)).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, coach.ErrNotFound
+	}
+	if err != nil {
+		return nil, failure("get", err)
+	}
+	sess, err := decode(doc)
+	if err != nil {
+		return nil, err
+	}
+	if sess.Tenant != tenant {
+		return nil, coach.ErrNotFound
+	}
+	return sess, nil
+}
+
+// Delete removes the session id of tenant and its lock. A missing session, or one of another
+// tenant, is left alone without error. A turn in flight on a deleted session fails its Commit.
+func (s *Store) Delete(ctx context.Context, tenant, id string) error {
+	err := deleteScript.Run(ctx, s.client, s.keys(id), tenantHeader(tenant)).Err()
+	if err != nil {
+		return failure("delete", err)
+	}
+	return nil
+}
+
+// Claim locks the session id of tenant for at most ttl (rounded up to whole milliseconds) and
+// returns it with the lock's token. It is one round trip. A claim counts as activity: it restarts
+// the session's TTL, so a session cannot expire under a turn that just started.
+func (s *Store) Claim(ctx context.Context, tenant, id string, ttl time.Duration) (*coach.Session, string, error) {
+	token := rand.Text()
+	res, err := claimScript.Run(ctx, s.client, s.keys(id), tenantHeader(tenant), token, millis(ttl), millis(s.ttl)).Result()
+	if err != nil {
+		return nil, "", failure("claim", err)
+	}
+	switch v := res.(type) {
+	case string:
+		sess, err := decode(v)
+		if err != nil {
+			s.release(id, token)
+			return nil, "", err
+		}
+		return sess, token, nil
+	case int64:
+		if v == claimBusy {
+			return nil, "", coach.ErrBusy
+		}
+		if v == claimNotFound {
+			return nil, "", coach.ErrNotFound
+		}
+	}
+	s.release(id, token)
+	return nil, "", coach.Errorf(coach.KindInternal, coach.CodeInternal, "unexpected claim result %T %v", res, res)
+}
+
+// release drops a lock this store just took but cannot hand out, on a context of its own: the
+// caller's may be the reason it cannot.
+func (s *Store) release(id, token string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = s.Release(ctx, id, token)
+}
+
+// Commit stores sess, whose Version must be one more than the stored one, and releases the lock
+// held with token, atomically and in one round trip. It returns coach.ErrConflict, having written
+// nothing, when the lock is no longer token's (expired, taken over, or the session deleted) or
+// the stored version is not sess.Version-1. Committing the same token and version again after a
+// success reports success without writing again.
+func (s *Store) Commit(ctx context.Context, sess *coach.Session, token string) error {
+	doc, err := encode(sess, token)
+	if err != nil {
+		return err
+	}
+	n, err := commitScript.Run(ctx, s.client, s.keys(sess.ID),
+		token,
+		versionHeader(sess.Tenant, sess.Version-1),
+		commitHeader(sess.Tenant, sess.Version, token),
+		doc,
+		millis(s.ttl),
+	).Int64()
+	if err != nil {
+		return failure("commit", err)
+	}
+	if n != 1 {
+		return coach.ErrConflict
+	}
+	return nil
+}
+
+// Release drops the lock on session id if it is still held with token; otherwise it does nothing.
+func (s *Store) Release(ctx context.Context, id, token string) error {
+	if err := releaseScript.Run(ctx, s.client, []string{s.lockKey(id)}, token).Err(); err != nil {
+		return failure("release", err)
+	}
+	return nil
+}
+
+// Ping reports whether Redis answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.client.Ping(ctx).Err(); err != nil {
+		return failure("ping", err)
+	}
+	return nil
+}
+
+func (s *Store) docKey(id string) string  { return s.prefix + ":{" + id + "}:s" }
+func (s *Store) lockKey(id string) string { return s.prefix + ":{" + id + "}:lock" }
+func (s *Store) keys(id string) []string  { return []string{s.docKey(id), s.lockKey(id)} }
+
+// millis returns d in whole milliseconds, at least 1: PX rejects 0.
+func millis(d time.Duration) int64 {
+	return max(1, int64((d+time.Millisecond-1)/time.Millisecond))
+}
+
+// record is the stored session document. Tenant, Version and Commit must stay its first fields,
+// in this order: the scripts recognise a document by those leading bytes (see commitHeader).
+type record struct {
+	Tenant  string `json:"tenant"`
+	Version int64  `json:"version"`
+	// Commit is the token of the claim whose commit wrote this version, empty after Create.
+	Commit    string          `json:"commit"`
+	ID        string          `json:"id"`
+	Contract  string          `json:"contract"`
+	Locale    string          `json:"locale"`
+	State     json.RawMessage `json:"state"`
+	History   []coach.Message `json:"history"`
+	CreatedAt time.Time       `json:"createdAt"`
+	UpdatedAt time.Time       `json:"updatedAt"`
+}
+
+func encode(s *coach.Session, token string) ([]byte, error) {
+	b, err := json.Marshal(record{
+		Tenant: s.Tenant, Version: s.Version, Commit: token,
+		ID: s.ID, Contract: s.Contract, Locale: s.Locale, State: s.State, History: s.History,
+		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
+	})
+	if err != nil {
+		return nil, coach.Wrap(err, coach.KindInternal, coach.CodeInternal, "cannot encode session")
+	}
+	return b, nil
+}
+
+func decode(doc string) (*coach.Session, error) {
+	var r record
+	if err := json.Unmarshal([]byte(doc), &r); err != nil {
+		return nil, coach.Wrap(err, coach.KindInternal, coach.CodeInternal, "cannot decode stored session")
+	}
+	return &coach.Session{
+		ID: r.ID, Contract: r.Contract, Locale: r.Locale, Version: r.Version, State: r.State,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Tenant: r.Tenant, History: r.History,
+	}, nil
+}
+
+// tenantHeader returns how a document of tenant begins. It ends with the comma that follows the
+// tenant, so one tenant's header is never a prefix of another's.
+func tenantHeader(tenant string) string {
+	return `{"tenant":` + jsonString(tenant) + `,`
+}
+
+// versionHeader returns how the document of tenant at version begins.
+func versionHeader(tenant string, version int64) string {
+	return tenantHeader(tenant) + `"version":` + strconv.FormatInt(version, 10) + `,`
+}
+
+// commitHeader returns how the document of tenant at version written by the claim token begins.
+func commitHeader(tenant string, version int64, token string) string {
+	return versionHeader(tenant, version) + `"commit":` + jsonString(token) + `,`
+}
+
+// jsonString encodes s exactly as json.Marshal does inside a record.
+func jsonString(s string) string {
+	b, _ := json.Marshal(s) // a string always encodes
+	return string(b)
+}
