@@ -27,7 +27,8 @@ type Options struct {
 	BackoffBase   time.Duration
 	BackoffMax    time.Duration
 	RetryAfterCap time.Duration
-	// Recoveries is how many times a turn is restarted (with a reset line) after text was sent.
+	// Recoveries is how many times a turn is restarted (with a reset line) after text was sent
+	// or its output was unusable; a negative value disables recovery.
 	Recoveries int
 }
 
@@ -67,7 +68,10 @@ func (o Options) withDefaults() Options {
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = d.MaxAttempts
 	}
-	if o.Recoveries < 0 {
+	switch {
+	case o.Recoveries == 0:
+		o.Recoveries = d.Recoveries
+	case o.Recoveries < 0:
 		o.Recoveries = 0
 	}
 	if o.LockTTL <= o.TurnTimeout {

@@ -101,7 +101,7 @@ func TestTurnOutcomes(t *testing.T) {
 		{name: "empty response", scripts: []script{{frags: []string{"EMPTY"}}, {frags: []string{"EMPTY"}}},
 			want: "delta:EMPTY reset:invalid_output delta:EMPTY error:coach_empty_response", wantCalls: 2},
 		{name: "no recovery configured", scripts: []script{{frags: []string{"x"}}},
-			opts: func(o *Options) { o.Recoveries = 0 }, want: "delta:x error:coach_validation_failed", wantCalls: 1},
+			opts: func(o *Options) { o.Recoveries = -1 }, want: "delta:x error:coach_validation_failed", wantCalls: 1},
 		{name: "stall after deltas resets", scripts: []script{{frags: []string{"a"}, block: true}, {frags: []string{"b."}}},
 			opts: func(o *Options) { o.IdleTimeout = 20 * time.Millisecond },
 			want: "delta:a reset:stalled delta:b. result", wantCalls: 2, stored: true},
