@@ -1,0 +1,208 @@
+package toulmin
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/coachgw/coachgw/internal/schema"
+)
+
+// Names of the guard rules, as reported in coach.Outcome.Rules.
+const (
+	RuleUnknownFieldsDropped = "unknown_fields_dropped"
+	RuleStepCoercion         = "step_coercion"
+	RuleEmptyValueRemoval    = "empty_value_removal"
+	RuleFirstTurnBias        = "first_turn_bias"
+	RuleShouldAdvanceGuard   = "should_advance_guard"
+	RuleIsCompleteGuard      = "is_complete_guard"
+	RuleNextStepCorrection   = "next_step_correction"
+	RuleSchemaValidation     = "schema_validation"
+	RuleQuestionAppending    = "question_appending"
+)
+
+// Confidence thresholds of the seed's guards.
+const (
+	// ProposalConfidence is the least confidence at which a first turn for a step may carry a
+	// proposal.
+	ProposalConfidence = 0.8
+	// AdvanceConfidence is the least confidence at which a step may be left or the argument
+	// completed.
+	AdvanceConfidence = 0.6
+)
+
+// Context is what the guards know about the session the result belongs to.
+type Context struct {
+	// Step is the session's current step.
+	Step string
+	// Draft is the session's draft per step.
+	Draft map[string]string
+	// FirstTurn says this is the learner's first message for Step.
+	FirstTurn bool
+	// Rewrite says the learner explicitly asked for better wording.
+	Rewrite bool
+}
+
+// Rule is one server-side guard of the seed. Apply repairs r in place and reports whether it
+// changed anything; an error means r cannot be repaired.
+type Rule struct {
+	Name  string
+	Apply func(r *Result, c *Context) (changed bool, err error)
+}
+
+// rules are the seed's server-side guards in the seed's order; isComplete, which the seed only
+// mentions as the rebuttal's form of shouldAdvance, gets its own guard right after it.
+var rules = []Rule{
+	{RuleStepCoercion, stepCoercion},
+	{RuleEmptyValueRemoval, emptyValueRemoval},
+	{RuleFirstTurnBias, firstTurnBias},
+	{RuleShouldAdvanceGuard, shouldAdvanceGuard},
+	{RuleIsCompleteGuard, isCompleteGuard},
+	{RuleNextStepCorrection, nextStepCorrection},
+	{RuleSchemaValidation, schemaValidation},
+	{RuleQuestionAppending, questionAppending},
+}
+
+// guard applies every rule to r in order and returns the names of those that changed it.
+func guard(r *Result, c *Context) ([]string, error) {
+	var fired []string
+	for _, rule := range rules {
+		changed, err := rule.Apply(r, c)
+		if err != nil {
+			return fired, err
+		}
+		if changed {
+			fired = append(fired, rule.Name)
+		}
+	}
+	return fired, nil
+}
+
+// stepCoercion forces step and proposedUpdate.field to the session's step: the model may only
+// work on the step the session is at, whatever it was told by the learner.
+func stepCoercion(r *Result, c *Context) (bool, error) {
+	changed := false
+	if r.Step != c.Step {
+		r.Step, changed = c.Step, true
+	}
+	if p := r.ProposedUpdate; p != nil && p.Field != c.Step {
+		p.Field, changed = c.Step, true
+	}
+	return changed, nil
+}
+
+// emptyValueRemoval removes a proposal that proposes nothing.
+func emptyValueRemoval(r *Result, _ *Context) (bool, error) {
+	if p := r.ProposedUpdate; p != nil && strings.TrimSpace(p.Value) == "" {
+		r.ProposedUpdate = nil
+		return true, nil
+	}
+	return false, nil
+}
+
+// firstTurnBias removes a proposal made on the learner's first message for a step unless the
+// model is confident (at least ProposalConfidence) or the learner asked for a rewrite: the
+// learner should be coached before being handed text.
+func firstTurnBias(r *Result, c *Context) (bool, error) {
+	if r.ProposedUpdate == nil || !c.FirstTurn || c.Rewrite || atLeast(r.Confidence, ProposalConfidence) {
+		return false, nil
+	}
+	r.ProposedUpdate = nil
+	return true, nil
+}
+
+// shouldAdvanceGuard removes shouldAdvance unless the step has text (the proposal's, else the
+// draft's) that passes the step's heuristic and the model is confident (at least
+// AdvanceConfidence). On the rebuttal, the last step, an accepted shouldAdvance becomes
+// isComplete.
+func shouldAdvanceGuard(r *Result, c *Context) (bool, error) {
+	if r.ShouldAdvance == nil || !*r.ShouldAdvance {
+		return false, nil
+	}
+	r.ShouldAdvance = nil
+	if !ready(r, c) {
+		return true, nil
+	}
+	if c.Step == StepRebuttal {
+		r.IsComplete = ptr(true)
+		return true, nil
+	}
+	r.ShouldAdvance = ptr(true)
+	return false, nil
+}
+
+// isCompleteGuard removes isComplete everywhere but on the rebuttal, and there unless it passes
+// the guards of shouldAdvance.
+func isCompleteGuard(r *Result, c *Context) (bool, error) {
+	if r.IsComplete == nil || !*r.IsComplete {
+		return false, nil
+	}
+	if c.Step == StepRebuttal && ready(r, c) {
+		return false, nil
+	}
+	r.IsComplete = nil
+	return true, nil
+}
+
+// ready reports whether the step's text and the model's confidence allow leaving the step.
+func ready(r *Result, c *Context) bool {
+	text := c.Draft[c.Step]
+	if r.ProposedUpdate != nil {
+		text = r.ProposedUpdate.Value
+	}
+	return strings.TrimSpace(text) != "" && plausible(c.Step, text) && atLeast(r.Confidence, AdvanceConfidence)
+}
+
+// nextStepCorrection sets nextStep to the step after the session's when shouldAdvance is true
+// and removes it otherwise.
+func nextStepCorrection(r *Result, c *Context) (bool, error) {
+	if r.ShouldAdvance != nil && *r.ShouldAdvance {
+		next := Next(c.Step)
+		if r.NextStep != nil && *r.NextStep == next {
+			return false, nil
+		}
+		r.NextStep = &next
+		return true, nil
+	}
+	if r.NextStep == nil {
+		return false, nil
+	}
+	r.NextStep = nil
+	return true, nil
+}
+
+var resultSchema = sync.OnceValue(func() *schema.Validator { return schema.Load("coach-ai-result.json") })
+
+// schemaValidation checks the guarded result against api/schemas/coach-ai-result.json. It
+// never changes the result; it fails the turn on what the guards cannot repair, such as a
+// confidence outside 0..1.
+func schemaValidation(r *Result, _ *Context) (bool, error) {
+	doc, err := schema.Decode(r.encode())
+	if err != nil {
+		return false, invalid("the reply cannot be re-read: %v", err)
+	}
+	if err := resultSchema().Validate(doc); err != nil {
+		return false, invalid("the reply does not match the schema: %v", err)
+	}
+	return false, nil
+}
+
+// questionAppending appends a non-blank nextQuestion to assistantText after a blank line, so
+// the learner sees the question without client-side logic; a blank one is removed.
+func questionAppending(r *Result, _ *Context) (bool, error) {
+	if r.NextQuestion == nil {
+		return false, nil
+	}
+	if strings.TrimSpace(*r.NextQuestion) == "" {
+		r.NextQuestion = nil
+		return true, nil
+	}
+	r.AssistantText += "\n\n" + *r.NextQuestion
+	return true, nil
+}
+
+// atLeast reports whether confidence is present and at least threshold.
+func atLeast(confidence *float64, threshold float64) bool {
+	return confidence != nil && *confidence >= threshold
+}
+
+func ptr[T any](v T) *T { return &v }

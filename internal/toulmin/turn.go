@@ -1,0 +1,222 @@
+package toulmin
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+
+	"github.com/coachgw/coachgw/api"
+	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/extract"
+)
+
+// MaxTokens bounds the model's answer: a short JSON object with 2-3 sentences and a question.
+const MaxTokens = 1024
+
+// turn is one toulmin turn: it streams the model's assistantText as it arrives and guards the
+// complete CoachAIResult at the end.
+type turn struct {
+	state   *State
+	message string
+	ctx     Context
+	req     coach.ModelRequest
+
+	// raw accumulates the model's output of the current attempt; fed counts the bytes of it
+	// already handed to the extractor (or skipped as a leading markdown fence line).
+	raw      bytes.Buffer
+	fed      int
+	fence    fenceState
+	ex       *extract.Extractor
+	stream   streamer
+	stopped  bool
+	streamed strings.Builder
+}
+
+// fenceState tracks a markdown fence line before the JSON, which some models write even when
+// asked not to: it is skipped so that the text still streams (Finish strips it too).
+type fenceState uint8
+
+const (
+	fenceUnknown fenceState = iota // only white space so far
+	fenceLine                      // inside a leading ``` line
+	fenceDone                      // past any fence: everything goes to the extractor
+)
+
+func newTurn(s *coach.Session, st *State, msg string) (*turn, error) {
+	c := cues{firstTurn: st.Turns[st.Step] == 0, rewrite: isRewriteRequest(msg), confirmation: isConfirmation(msg)}
+	sys, err := systemPrompt(s.Locale, st, c)
+	if err != nil {
+		return nil, coach.Wrap(err, coach.KindInternal, coach.CodeInternal, "rendering the toulmin prompt")
+	}
+	hist := window(s.History)
+	msgs := make([]coach.Message, 0, len(hist)+2)
+	msgs = append(msgs, coach.Message{Role: coach.RoleSystem, Content: sys})
+	msgs = append(msgs, hist...)
+	msgs = append(msgs, coach.Message{Role: coach.RoleUser, Content: msg})
+	t := &turn{
+		state:   st,
+		message: msg,
+		ctx:     Context{Step: st.Step, Draft: st.Draft, FirstTurn: c.firstTurn, Rewrite: c.rewrite},
+		req: coach.ModelRequest{
+			Messages:  msgs,
+			Schema:    &coach.OutputSchema{Name: "coach_ai_result", Schema: api.Schema("coach-ai-result.json")},
+			MaxTokens: MaxTokens,
+		},
+	}
+	t.stream.t = t
+	t.ex = extract.New(&t.stream)
+	return t, nil
+}
+
+// Prelude returns nothing: a toulmin turn sends only the model's text.
+func (t *turn) Prelude() []coach.Event { return nil }
+
+// Request returns the model request; its Messages are a fresh copy, since the engine appends a
+// correction to them on a retry.
+func (t *turn) Request() coach.ModelRequest {
+	req := t.req
+	req.Messages = slices.Clone(t.req.Messages)
+	return req
+}
+
+// Feed accumulates the output and emits the root assistantText as it arrives. Tool-call
+// arguments are not part of this contract and are ignored. Output the extractor cannot follow
+// only stops the streaming: Finish judges the complete output.
+func (t *turn) Feed(f coach.Fragment, emit func(coach.Event)) error {
+	if f.Content == "" {
+		return nil
+	}
+	t.raw.WriteString(f.Content)
+	chunk := t.raw.Bytes()[t.fed:]
+	t.fed = t.raw.Len()
+	if t.stopped {
+		return nil
+	}
+	chunk = t.skipFence(chunk)
+	if len(chunk) == 0 {
+		return nil
+	}
+	t.stream.emit = emit
+	err := t.ex.Write(chunk)
+	t.stream.emit = nil
+	if err != nil {
+		t.stopped = true
+	}
+	return nil
+}
+
+// skipFence returns the part of chunk that belongs to the JSON, dropping a leading fence line.
+func (t *turn) skipFence(chunk []byte) []byte {
+	for t.fence != fenceDone && len(chunk) > 0 {
+		switch t.fence {
+		case fenceUnknown:
+			rest := bytes.TrimLeft(chunk, " \t\r\n")
+			switch {
+			case len(rest) == 0:
+				return nil
+			case rest[0] == '`':
+				t.fence, chunk = fenceLine, rest
+			default:
+				t.fence, chunk = fenceDone, rest
+			}
+		case fenceLine:
+			i := bytes.IndexByte(chunk, '\n')
+			if i < 0 {
+				return nil
+			}
+			t.fence, chunk = fenceDone, chunk[i+1:]
+		}
+	}
+	return chunk
+}
+
+// Reset forgets the output of a failed attempt, keeping the buffers.
+func (t *turn) Reset() {
+	t.raw.Reset()
+	t.fed = 0
+	t.fence = fenceUnknown
+	t.ex.Reset()
+	t.stream.done = false
+	t.stopped = false
+	t.streamed.Reset()
+}
+
+// Finish parses and guards the complete output and computes the session's next state. The turn
+// counter of the step grows by one, the surviving proposal (or none) becomes the pending one,
+// and the session moves only without a proposal: shouldAdvance moves it to nextStep and
+// isComplete completes it; with a proposal, both wait until the learner accepts it.
+func (t *turn) Finish() (*coach.Outcome, error) {
+	r, dropped, err := parseResult(t.raw.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	if t.streamed.String() != r.AssistantText {
+		// The client must have seen exactly assistantText; a retry (after a reset line) is
+		// the only way to repair what it saw.
+		return nil, invalid("assistantText must appear exactly once, as a member of the one top-level JSON object")
+	}
+	var fired []string
+	if len(dropped) > 0 {
+		fired = append(fired, RuleUnknownFieldsDropped)
+	}
+	ctx := t.ctx
+	got, err := guard(r, &ctx)
+	if err != nil {
+		return nil, err
+	}
+	fired = append(fired, got...)
+
+	st := *t.state
+	st.Turns = make(map[string]int, len(t.state.Turns)+1)
+	for k, v := range t.state.Turns {
+		st.Turns[k] = v
+	}
+	st.Turns[st.Step]++
+	st.PendingProposal = nil
+	if p := r.ProposedUpdate; p != nil {
+		pp := *p
+		st.PendingProposal = &pp
+	} else {
+		if r.ShouldAdvance != nil && *r.ShouldAdvance {
+			st.Step = *r.NextStep
+		}
+		if r.IsComplete != nil && *r.IsComplete {
+			st.IsComplete = true
+		}
+	}
+	return &coach.Outcome{
+		Result: r.encode(),
+		State:  st.encode(),
+		History: []coach.Message{
+			{Role: coach.RoleUser, Content: t.message},
+			{Role: coach.RoleAssistant, Content: r.AssistantText},
+		},
+		Rules: fired,
+	}, nil
+}
+
+// streamer is the extractor handler of a turn: it streams the first root assistantText.
+type streamer struct {
+	t    *turn
+	emit func(coach.Event)
+	// done is set once the first assistantText ended; a repeated member is not streamed
+	// again (and fails Finish).
+	done bool
+}
+
+// Match selects the root assistantText.
+func (s *streamer) Match(p extract.Path) (int, extract.Action) {
+	if !s.done && len(p) == 1 && p[0].Is("assistantText") {
+		return 0, extract.Stream
+	}
+	return 0, extract.Skip
+}
+
+// Text emits a piece of assistantText.
+func (s *streamer) Text(_ int, _ extract.Path, text []byte) {
+	s.t.streamed.Write(text)
+	s.emit(coach.Delta(string(text)))
+}
+
+// End notes that assistantText is complete.
+func (s *streamer) End(int, extract.Path, []byte) { s.done = true }
