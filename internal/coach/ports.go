@@ -85,7 +85,8 @@ type Tool struct {
 
 // ModelError is a failure of the model endpoint.
 type ModelError struct {
-	// Class is a short label for metrics: "rate_limited", "server", "connect", "timeout", "client", "stream".
+	// Class is a short label for metrics: "rate_limited", "server", "connect", "timeout", "client",
+	// "stream" or "canceled".
 	Class string
 	// Retryable says whether the same request may succeed later.
 	Retryable bool

@@ -20,16 +20,26 @@ import (
 // does not parse is an error that does not repeat the URL, which may hold a password; an
 // unreachable server is a coach.ErrUnavailable error.
 func Connect(ctx context.Context, rawURL string) (redis.UniversalClient, error) {
-	t, err := parseURL(rawURL)
+	client, err := Open(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	client := t.client()
 	if err := client.Ping(ctx).Err(); err != nil {
 		_ = client.Close()
 		return nil, failure("connect", err)
 	}
 	return client, nil
+}
+
+// Open returns a client for rawURL (in any form Connect accepts) without talking to the
+// server: go-redis connects lazily and reconnects by itself, so a gateway started while Redis is
+// down can report itself unready and recover when Redis returns.
+func Open(rawURL string) (redis.UniversalClient, error) {
+	t, err := parseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	return t.client(), nil
 }
 
 // Embedded starts an in-process Redis (miniredis) on a loopback port and returns a client for it
