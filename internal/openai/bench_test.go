@@ -1,0 +1,156 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	oai "github.com/sashabaranov/go-openai"
+
+	"github.com/coachgw/coachgw/api"
+	"github.com/coachgw/coachgw/internal/coach"
+)
+
+var coachSchema = coach.OutputSchema{Name: "coach-ai-result", Schema: api.Schema("coach-ai-result.json")}
+
+// memTransport answers every request with body, in memory, so that benchmarks measure the
+// client's work and not the network's.
+type memTransport struct{ body []byte }
+
+func (m memTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	_ = r.Body.Close()
+	return &http.Response{
+		StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:  http.Header{"Content-Type": {"text/event-stream"}},
+		Body:    io.NopCloser(bytes.NewReader(m.body)),
+		Request: r,
+	}, nil
+}
+
+// sseBodyOf returns a stream of n content chunks like OpenAI's, then finish and [DONE].
+func sseBodyOf(n int) []byte {
+	var b strings.Builder
+	b.WriteString("data: " + chunkRole + "\n\n")
+	for range n {
+		b.WriteString(`data: {"id":"chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT","object":"chat.completion.chunk","created":1741569952,` +
+			`"model":"gpt-4o-2024-08-06","system_fingerprint":"fp_eb9dce56a8","choices":[{"index":0,"delta":{"content":" word"},` +
+			`"logprobs":null,"finish_reason":null}]}` + "\n\n")
+	}
+	b.WriteString("data: " + chunkStop + "\n\ndata: [DONE]\n\n")
+	return []byte(b.String())
+}
+
+// adapterRun streams one completion of n chunks through Client.
+func adapterRun(tb testing.TB, c *Client) int {
+	s, err := c.Stream(context.Background(), hello)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer s.Close()
+	n := 0
+	for {
+		if _, err := s.Next(); err == io.EOF {
+			return n
+		} else if err != nil {
+			tb.Fatal(err)
+		}
+		n++
+	}
+}
+
+// baselineRun streams the same completion with go-openai alone.
+func baselineRun(tb testing.TB, c *oai.Client) int {
+	s, err := c.CreateChatCompletionStream(context.Background(), oai.ChatCompletionRequest{
+		Model: DefaultModel, Messages: []oai.ChatCompletionMessage{{Role: "user", Content: "hi"}},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer s.Close()
+	n := 0
+	for {
+		if _, err := s.Recv(); err == io.EOF {
+			return n
+		} else if err != nil {
+			tb.Fatal(err)
+		}
+		n++
+	}
+}
+
+func memClients(chunks int) (*Client, *oai.Client) {
+	hc := &http.Client{Transport: memTransport{body: sseBodyOf(chunks)}}
+	oc := oai.DefaultConfig(testKey)
+	oc.BaseURL, oc.HTTPClient = "http://mem/v1", hc
+	return New(Config{BaseURL: "http://mem/v1", APIKey: testKey, HTTPClient: hc}), oai.NewClientWithConfig(oc)
+}
+
+// TestNoAllocationsPerChunk checks the hot path: per streamed chunk, the adapter allocates
+// nothing beyond what go-openai itself allocates to parse it.
+func TestNoAllocationsPerChunk(t *testing.T) {
+	perChunk := func(run func(chunks int) func()) float64 {
+		const few, many = 20, 220
+		return (testing.AllocsPerRun(20, run(many)) - testing.AllocsPerRun(20, run(few))) / (many - few)
+	}
+	adapter := perChunk(func(chunks int) func() {
+		c, _ := memClients(chunks)
+		return func() { adapterRun(t, c) }
+	})
+	baseline := perChunk(func(chunks int) func() {
+		_, oc := memClients(chunks)
+		return func() { baselineRun(t, oc) }
+	})
+	// The counts wobble by a fraction when a GC empties a sync.Pool mid-run; an allocation the
+	// adapter made per chunk would add a whole one.
+	if adapter-baseline >= 0.5 {
+		t.Errorf("allocations per chunk: adapter %.3f, go-openai alone %.3f; want no more", adapter, baseline)
+	}
+}
+
+const benchChunks = 200
+
+func BenchmarkStream(b *testing.B) {
+	c, _ := memClients(benchChunks)
+	b.ReportAllocs()
+	for b.Loop() {
+		adapterRun(b, c)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchChunks), "ns/chunk")
+}
+
+// BenchmarkGoOpenAIBaseline is the same stream read with go-openai alone, for comparison.
+func BenchmarkGoOpenAIBaseline(b *testing.B) {
+	_, oc := memClients(benchChunks)
+	b.ReportAllocs()
+	for b.Loop() {
+		baselineRun(b, oc)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchChunks), "ns/chunk")
+}
+
+// BenchmarkRequest measures building a structured-output request, the schema cache included.
+func BenchmarkRequest(b *testing.B) {
+	c, _ := memClients(0)
+	req := hello
+	req.Schema = &coachSchema
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.request(req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStrict measures rewriting the toulmin schema, which the cache does once per schema.
+func BenchmarkStrict(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Strict(coachSchema.Schema); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,147 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	oai "github.com/sashabaranov/go-openai"
+
+	"github.com/coachgw/coachgw/internal/coach"
+)
+
+// Classes of the *coach.ModelError values this package returns.
+const (
+	// ClassRateLimited is HTTP 429; retryable, with the endpoint's Retry-After when it gave one.
+	ClassRateLimited = "rate_limited"
+	// ClassServer is HTTP 5xx, and 409, which OpenAI uses for transient conflicts; retryable.
+	ClassServer = "server"
+	// ClassConnect is a failure to reach the endpoint or to get a response from it; retryable.
+	ClassConnect = "connect"
+	// ClassTimeout is HTTP 408, a network timeout or the context's deadline; retryable.
+	ClassTimeout = "timeout"
+	// ClassClient is any other HTTP 4xx, or a request that cannot be built; not retryable.
+	ClassClient = "client"
+	// ClassStream is a stream that broke or turned malformed after it started; retryable.
+	ClassStream = "stream"
+	// ClassCanceled is a canceled context; not retryable.
+	ClassCanceled = "canceled"
+)
+
+// classify maps err, which ended a request (streaming says after its response began), to a
+// ModelError. The context wins: once it is done, whatever the transport said is a consequence.
+func classify(ctx context.Context, err error, streaming bool) *coach.ModelError {
+	if cerr := ctx.Err(); cerr != nil {
+		if !errors.Is(err, cerr) {
+			err = fmt.Errorf("%w: %w", cerr, err)
+		}
+		if errors.Is(cerr, context.DeadlineExceeded) {
+			return &coach.ModelError{Class: ClassTimeout, Retryable: true, Err: err}
+		}
+		return &coach.ModelError{Class: ClassCanceled, Err: err}
+	}
+	if status := httpStatus(err); status != 0 {
+		return byStatus(status, err)
+	}
+	var op *net.OpError
+	var dns *net.DNSError
+	if errors.As(err, &op) && op.Op == "dial" || errors.As(err, &dns) {
+		return &coach.ModelError{Class: ClassConnect, Retryable: true, Err: err}
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return &coach.ModelError{Class: ClassTimeout, Retryable: true, Err: err}
+	}
+	if streaming {
+		return &coach.ModelError{Class: ClassStream, Retryable: true, Err: err}
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Op != "parse" {
+		// The http.Client failed without a response: reset, EOF, TLS and the like. (A URL
+		// that does not parse is a *url.Error too, but from building the request.)
+		return &coach.ModelError{Class: ClassConnect, Retryable: true, Err: err}
+	}
+	return &coach.ModelError{Class: ClassClient, Err: err}
+}
+
+// httpStatus returns the status of an HTTP error response, or 0. An error event inside a
+// stream is an APIError with no status.
+func httpStatus(err error) int {
+	var ae *oai.APIError
+	if errors.As(err, &ae) {
+		return ae.HTTPStatusCode
+	}
+	var re *oai.RequestError
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode
+	}
+	return 0
+}
+
+func byStatus(status int, err error) *coach.ModelError {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return &coach.ModelError{Class: ClassRateLimited, Retryable: true, Err: err}
+	case status == http.StatusRequestTimeout:
+		return &coach.ModelError{Class: ClassTimeout, Retryable: true, Err: err}
+	case status == http.StatusConflict || status >= 500:
+		return &coach.ModelError{Class: ClassServer, Retryable: true, Err: err}
+	default:
+		// Other 4xx, and 1xx/3xx responses that go-openai also treats as failures (an
+		// unfollowed redirect points at a misconfigured base URL): retrying cannot help.
+		return &coach.ModelError{Class: ClassClient, Err: err}
+	}
+}
+
+// maxRetryAfter caps absurd advice; the engine caps it much lower anyway.
+const maxRetryAfter = 24 * time.Hour
+
+// retryAfter reads the endpoint's advice: OpenAI's retry-after-ms when present, else
+// Retry-After as delay-seconds or an HTTP date. It is zero when there is none or it has passed.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+			return clampDelay(ms * float64(time.Millisecond))
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		return clampDelay(secs * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return clampDelay(float64(t.Sub(now)))
+	}
+	return 0
+}
+
+func clampDelay(ns float64) time.Duration {
+	switch {
+	case math.IsNaN(ns) || ns <= 0:
+		return 0
+	case ns >= float64(maxRetryAfter):
+		return maxRetryAfter
+	default:
+		return time.Duration(ns)
+	}
+}
+
+// fail scrubs the API key from me's message: an endpoint may echo request headers in an error
+// body, which go-openai then quotes. The scrubbed error keeps no chain, so no cause can leak it.
+func (c *Client) fail(me *coach.ModelError) *coach.ModelError {
+	if c.key != "" {
+		if msg := me.Err.Error(); strings.Contains(msg, c.key) {
+			me.Err = errors.New(strings.ReplaceAll(msg, c.key, "****"))
+		}
+	}
+	return me
+}

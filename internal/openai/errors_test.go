@@ -1,0 +1,285 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fixedNow is the clock of tests that send Retry-After as a date.
+var fixedNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func TestHTTPErrors(t *testing.T) {
+	tests := []struct {
+		name           string
+		status         int
+		header         map[string]string
+		body           string
+		wantClass      string
+		wantRetryable  bool
+		wantRetryAfter time.Duration
+	}{
+		{
+			name: "429 with Retry-After seconds", status: 429, header: map[string]string{"Retry-After": "7"},
+			body:      `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`,
+			wantClass: ClassRateLimited, wantRetryable: true, wantRetryAfter: 7 * time.Second,
+		},
+		{
+			name: "429 with Retry-After as an HTTP date", status: 429,
+			header:    map[string]string{"Retry-After": fixedNow.Add(30 * time.Second).Format(http.TimeFormat)},
+			body:      `{"error":{"message":"slow down","type":"requests"}}`,
+			wantClass: ClassRateLimited, wantRetryable: true, wantRetryAfter: 30 * time.Second,
+		},
+		{
+			name: "429 with retry-after-ms preferred", status: 429,
+			header:    map[string]string{"Retry-After": "2", "Retry-After-Ms": "1500"},
+			body:      `{"error":{"message":"slow down","type":"requests"}}`,
+			wantClass: ClassRateLimited, wantRetryable: true, wantRetryAfter: 1500 * time.Millisecond,
+		},
+		{
+			name: "429 without advice", status: 429, body: `{"error":{"message":"slow down"}}`,
+			wantClass: ClassRateLimited, wantRetryable: true,
+		},
+		{
+			name: "500", status: 500, body: `{"error":{"message":"internal","type":"server_error"}}`,
+			wantClass: ClassServer, wantRetryable: true,
+		},
+		{
+			name: "503 with Retry-After", status: 503, header: map[string]string{"Retry-After": "2"},
+			body:      `{"error":{"message":"overloaded","type":"server_error"}}`,
+			wantClass: ClassServer, wantRetryable: true, wantRetryAfter: 2 * time.Second,
+		},
+		{
+			name: "502 with an HTML body", status: 502, body: `<html><body>Bad gateway</body></html>`,
+			wantClass: ClassServer, wantRetryable: true,
+		},
+		{
+			name: "400", status: 400, body: `{"error":{"message":"Invalid schema for response_format","type":"invalid_request_error","param":"response_format"}}`,
+			wantClass: ClassClient,
+		},
+		{
+			name: "404 without a body", status: 404, wantClass: ClassClient,
+		},
+		{
+			name: "408", status: 408, body: `{"error":{"message":"timeout"}}`,
+			wantClass: ClassTimeout, wantRetryable: true,
+		},
+		{
+			name: "409", status: 409, body: `{"error":{"message":"conflict"}}`,
+			wantClass: ClassServer, wantRetryable: true,
+		},
+		{
+			name: "401 echoing the key", status: 401,
+			body:      `{"error":{"message":"Incorrect API key provided: Bearer ` + testKey + `","type":"invalid_request_error"}}`,
+			wantClass: ClassClient,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+				for k, v := range tt.header {
+					w.Header().Set(k, v)
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tt.status)
+				_, _ = io.WriteString(w, tt.body)
+			})
+			c := u.client(Config{})
+			c.http.now = func() time.Time { return fixedNow }
+			s, err := c.Stream(context.Background(), hello)
+			if err == nil {
+				s.Close()
+				t.Fatal("Stream succeeded, want an error")
+			}
+			me := modelError(t, err)
+			if me.Class != tt.wantClass || me.Retryable != tt.wantRetryable || me.RetryAfter != tt.wantRetryAfter {
+				t.Errorf("got class %q retryable %v retry after %v, want %q %v %v (%v)",
+					me.Class, me.Retryable, me.RetryAfter, tt.wantClass, tt.wantRetryable, tt.wantRetryAfter, err)
+			}
+			if strings.Contains(err.Error(), testKey) {
+				t.Errorf("the error shows the API key: %v", err)
+			}
+		})
+	}
+}
+
+func TestConnectErrors(t *testing.T) {
+	// A listener closed right away leaves a loopback port that refuses connections.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedPort := ln.Addr().String()
+	ln.Close()
+
+	tests := []struct {
+		name, baseURL string
+		wantClass     string
+	}{
+		{"connection refused on port 1", "http://127.0.0.1:1/v1", ClassConnect},
+		{"connection refused on a closed port", "http://" + closedPort + "/v1", ClassConnect},
+		{"unparsable base URL", "http://127.0.0.1:bad/v1", ClassClient},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(Config{BaseURL: tt.baseURL, APIKey: testKey}).Stream(context.Background(), hello)
+			me := modelError(t, err)
+			if me.Class != tt.wantClass || me.Retryable != (tt.wantClass == ClassConnect) {
+				t.Errorf("got class %q retryable %v (%v), want %q", me.Class, me.Retryable, err, tt.wantClass)
+			}
+			if strings.Contains(err.Error(), testKey) {
+				t.Errorf("the error shows the API key: %v", err)
+			}
+		})
+	}
+}
+
+func TestClassify(t *testing.T) {
+	expired, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer cancel()
+	canceled, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	live := context.Background()
+	tests := []struct {
+		name      string
+		ctx       context.Context
+		err       error
+		streaming bool
+		wantClass string
+		retryable bool
+	}{
+		{"deadline passed", expired, context.DeadlineExceeded, false, ClassTimeout, true},
+		{"canceled", canceled, errors.New("read: connection reset"), true, ClassCanceled, false},
+		{"network timeout", live, &net.OpError{Op: "read", Err: timeoutErr{}}, true, ClassTimeout, true},
+		{"dial refused", live, &net.OpError{Op: "dial", Err: errors.New("connection refused")}, false, ClassConnect, true},
+		{"dns", live, &net.DNSError{Err: "no such host", Name: "x.invalid"}, false, ClassConnect, true},
+		{"broken stream", live, io.ErrUnexpectedEOF, true, ClassStream, true},
+		{"request not built", live, errors.New("json: unsupported value"), false, ClassClient, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			me := classify(tt.ctx, tt.err, tt.streaming)
+			if me.Class != tt.wantClass || me.Retryable != tt.retryable {
+				t.Errorf("classify = %q retryable %v, want %q %v", me.Class, me.Retryable, tt.wantClass, tt.retryable)
+			}
+			if !errors.Is(me, tt.err) {
+				t.Errorf("classify(%v) loses the cause: %v", tt.err, me)
+			}
+		})
+	}
+}
+
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }
+
+func TestRetryAfter(t *testing.T) {
+	tests := []struct {
+		name   string
+		header http.Header
+		want   time.Duration
+	}{
+		{"none", http.Header{}, 0},
+		{"seconds", http.Header{"Retry-After": {"3"}}, 3 * time.Second},
+		{"fractional seconds", http.Header{"Retry-After": {"0.25"}}, 250 * time.Millisecond},
+		{"date", http.Header{"Retry-After": {fixedNow.Add(time.Minute).Format(http.TimeFormat)}}, time.Minute},
+		{"date in the past", http.Header{"Retry-After": {fixedNow.Add(-time.Minute).Format(http.TimeFormat)}}, 0},
+		{"milliseconds", http.Header{"Retry-After-Ms": {"120"}}, 120 * time.Millisecond},
+		{"negative", http.Header{"Retry-After": {"-5"}}, 0},
+		{"garbage", http.Header{"Retry-After": {"soon"}}, 0},
+		{"huge", http.Header{"Retry-After": {"1e30"}}, maxRetryAfter},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := retryAfter(tt.header, fixedNow); got != tt.want {
+				t.Errorf("retryAfter = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestKeyNeverShown prints a Config and a Client every way a log line might.
+func TestKeyNeverShown(t *testing.T) {
+	cfg := Config{BaseURL: "https://user:secret@example.invalid/v1", APIKey: testKey, Model: "m"}
+	c := New(cfg)
+	var logged bytes.Buffer
+	slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "cfg", cfg, "client", c)
+	js, _ := json.Marshal(cfg)
+	outputs := map[string]string{
+		"Config %v": fmt.Sprintf("%v", cfg), "Config %+v": fmt.Sprintf("%+v", cfg), "Config %#v": fmt.Sprintf("%#v", cfg),
+		"Config %s": fmt.Sprint(cfg), "*Config %+v": fmt.Sprintf("%+v", &cfg), "Config JSON": string(js),
+		"Client %v": fmt.Sprintf("%v", c), "Client %+v": fmt.Sprintf("%+v", c), "Client %#v": fmt.Sprintf("%#v", c),
+		"slog": logged.String(),
+	}
+	for name, out := range outputs {
+		t.Run(name, func(t *testing.T) {
+			if strings.Contains(out, testKey) || strings.Contains(out, "secret") {
+				t.Errorf("%s shows a secret: %s", name, out)
+			}
+		})
+	}
+	t.Run("masked key is marked", func(t *testing.T) {
+		if !strings.Contains(cfg.String(), "APIKey:****") {
+			t.Errorf("String = %s, want the key shown as ****", cfg)
+		}
+	})
+}
+
+func TestParseFormat(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Format
+		wantErr bool
+	}{
+		{"json_schema", FormatJSONSchema, false},
+		{"json_object", FormatJSONObject, false},
+		{"prompt", FormatPrompt, false},
+		{" JSON_Object ", FormatJSONObject, false},
+		{"", FormatJSONSchema, false},
+		{"xml", 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseFormat(tt.in)
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Errorf("ParseFormat(%q) = %v, %v; want %v, error %v", tt.in, got, err, tt.want, tt.wantErr)
+			}
+			if err == nil && got.String() != strings.ToLower(strings.TrimSpace(tt.in)) && tt.in != "" {
+				t.Errorf("String() = %q, want it to round-trip %q", got.String(), tt.in)
+			}
+		})
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     Config
+		wantErr bool
+	}{
+		{"zero config", Config{}, false},
+		{"loopback endpoint", Config{BaseURL: "http://127.0.0.1:9000/v1", Format: FormatPrompt}, false},
+		{"relative URL", Config{BaseURL: "/v1"}, true},
+		{"other scheme", Config{BaseURL: "ftp://example.invalid/v1"}, true},
+		{"unknown format", Config{Format: Format(9)}, true},
+		{"negative timeout", Config{ConnectTimeout: -time.Second}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.cfg.Validate(); (err != nil) != tt.wantErr {
+				t.Errorf("Validate = %v, want error %v", err, tt.wantErr)
+			}
+		})
+	}
+}

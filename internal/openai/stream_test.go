@@ -1,0 +1,324 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coachgw/coachgw/internal/coach"
+)
+
+var hello = coach.ModelRequest{Messages: []coach.Message{{Role: coach.RoleUser, Content: "hi"}}}
+
+func TestFragments(t *testing.T) {
+	tests := []struct {
+		name   string
+		events []string
+		want   []coach.Fragment
+	}{
+		{
+			name:   "text, skipping chunks without choices",
+			events: []string{chunkNoneOf, chunkRole, chunkHel, chunkLo, chunkStop, chunkUsage, done},
+			want:   []coach.Fragment{{}, {Content: "Hel"}, {Content: "lo"}, {FinishReason: "stop"}},
+		},
+		{
+			name: "tool call opened with id and name, then argument pieces",
+			events: []string{
+				`{"choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"display_card","arguments":""}}]},"finish_reason":null}]}`,
+				`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"content\":"}}]},"finish_reason":null}]}`,
+				`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"Hi\"}"}}]},"finish_reason":null}]}`,
+				`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+				done,
+			},
+			want: []coach.Fragment{
+				{ToolCallID: "call_1", ToolName: "display_card"},
+				{ToolArgs: `{"content":`},
+				{ToolArgs: `"Hi"}`},
+				{FinishReason: "tool_calls"},
+			},
+		},
+		{
+			name: "several tool calls in one chunk become one fragment each, the finish reason on the last",
+			events: []string{
+				`{"choices":[{"index":0,"delta":{"content":"x","tool_calls":[` +
+					`{"index":0,"id":"call_1","type":"function","function":{"name":"a","arguments":"{}"}},` +
+					`{"index":1,"id":"call_2","type":"function","function":{"name":"b","arguments":"{\"k\":1}"}}]},"finish_reason":"tool_calls"}]}`,
+				done,
+			},
+			want: []coach.Fragment{
+				{Content: "x", ToolCallID: "call_1", ToolName: "a", ToolArgs: "{}"},
+				{ToolCallID: "call_2", ToolName: "b", ToolArgs: `{"k":1}`, FinishReason: "tool_calls"},
+			},
+		},
+		{
+			name:   "data after [DONE] is ignored",
+			events: []string{chunkHel, "[DONE]", chunkLo},
+			want:   []coach.Fragment{{Content: "Hel"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := newUpstream(t, serve(tt.events...))
+			s, err := u.client(Config{}).Stream(context.Background(), hello)
+			if err != nil {
+				t.Fatalf("Stream: %v", err)
+			}
+			defer s.Close()
+			got, err := collect(t, s)
+			if err != io.EOF {
+				t.Fatalf("stream ended with %v, want io.EOF", err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("fragments =\n%+v\nwant\n%+v", got, tt.want)
+			}
+			if _, err := s.Next(); err != io.EOF {
+				t.Errorf("Next after the end = %v, want io.EOF again", err)
+			}
+		})
+	}
+}
+
+// rawResponse hijacks the connection and writes a response by hand: a body that ends when the
+// connection closes, which the client reads as a clean io.EOF. Only so can a test show that a
+// stream which simply stops is not taken for a complete one.
+func rawResponse(body string) func(http.ResponseWriter, *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			panic(err)
+		}
+		defer conn.Close()
+		_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n" + body)
+		_ = buf.Flush()
+	}
+}
+
+func TestStreamEnd(t *testing.T) {
+	tests := []struct {
+		name   string
+		handle func(http.ResponseWriter, *http.Request)
+		// wantErr is nil for a clean end (io.EOF), else the error's text must contain it.
+		wantErr error
+	}{
+		{
+			name: "connection cut in the middle of a chunked response",
+			handle: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				events(w, chunkHel, chunkLo)
+				conn, _, err := w.(http.Hijacker).Hijack()
+				if err != nil {
+					panic(err)
+				}
+				conn.Close()
+			},
+			wantErr: io.ErrUnexpectedEOF,
+		},
+		{
+			name:    "body ends cleanly without finish_reason or [DONE]",
+			handle:  rawResponse("data: " + chunkHel + "\n\ndata: " + chunkLo + "\n\n"),
+			wantErr: errCut,
+		},
+		{
+			name:    "body ends in the middle of a line",
+			handle:  rawResponse("data: " + chunkHel + "\n\ndata: " + chunkLo + "\n\ndata: {\"choi"),
+			wantErr: errCut,
+		},
+		{
+			name:   "[DONE] without any finish_reason is complete, however spaced",
+			handle: rawResponse("data: " + chunkHel + "\n\ndata: " + chunkLo + "\r\n\r\ndata:[DONE]\r\n\r\n"),
+		},
+		{
+			name:   "finish_reason without [DONE] is complete",
+			handle: rawResponse("data: " + chunkHel + "\n\ndata: " + chunkLo + "\n\ndata: " + chunkStop + "\n\n"),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := newUpstream(t, tt.handle)
+			s, err := u.client(Config{}).Stream(context.Background(), hello)
+			if err != nil {
+				t.Fatalf("Stream: %v", err)
+			}
+			defer s.Close()
+			got, err := collect(t, s)
+			if len(got) < 2 || got[0].Content != "Hel" || got[1].Content != "lo" {
+				t.Errorf("fragments = %+v, want Hel and lo first", got)
+			}
+			if tt.wantErr == nil {
+				if err != io.EOF {
+					t.Fatalf("stream ended with %v, want io.EOF", err)
+				}
+				return
+			}
+			me := modelError(t, err)
+			if me.Class != ClassStream || !me.Retryable {
+				t.Errorf("got class %q retryable %v, want %q retryable", me.Class, me.Retryable, ClassStream)
+			}
+			if !errors.Is(err, tt.wantErr) {
+				t.Errorf("error = %v, want it to wrap %v", err, tt.wantErr)
+			}
+			if _, again := s.Next(); again != err {
+				t.Errorf("Next after the failure = %v, want the same error", again)
+			}
+		})
+	}
+}
+
+func TestLongLines(t *testing.T) {
+	long := strings.Repeat("x", 100<<10)
+	tests := []struct {
+		name    string
+		line    string
+		maxLine int
+		// wantContent is the content delivered, or "" when the stream must fail.
+		wantContent string
+	}{
+		{
+			name:        "a 100 KB chunk under the default limit is delivered",
+			line:        `{"choices":[{"index":0,"delta":{"content":"` + long + `"},"finish_reason":"stop"}]}`,
+			wantContent: long,
+		},
+		{
+			name:    "a 100 KB line over the limit fails without waiting for more",
+			line:    `{"choices":[{"index":0,"delta":{"content":"` + long + `"},"finish_reason":"stop"}]}`,
+			maxLine: 64 << 10,
+		},
+		{
+			name: "a 100 KB line that is not JSON fails",
+			line: long,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var u *upstream
+			u = newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				events(w, tt.line)
+				if tt.wantContent != "" {
+					events(w, done)
+					return
+				}
+				<-u.release // hold the connection open: only the line itself may end the stream
+			})
+			s, err := u.client(Config{MaxLineBytes: tt.maxLine}).Stream(context.Background(), hello)
+			if err != nil {
+				t.Fatalf("Stream: %v", err)
+			}
+			defer s.Close()
+			f, err := nextWithin(t, s)
+			if tt.wantContent != "" {
+				if err != nil || f.Content != tt.wantContent {
+					t.Fatalf("Next = %d bytes of content, %v; want %d bytes", len(f.Content), err, len(tt.wantContent))
+				}
+				return
+			}
+			if me := modelError(t, err); me.Class != ClassStream || !me.Retryable {
+				t.Errorf("got class %q retryable %v (%v), want %q retryable", me.Class, me.Retryable, err, ClassStream)
+			}
+		})
+	}
+}
+
+func TestInStreamErrorEvent(t *testing.T) {
+	u := newUpstream(t, serve(chunkHel, `{"error":{"message":"The server is overloaded.","type":"server_error","code":null}}`))
+	s, err := u.client(Config{}).Stream(context.Background(), hello)
+	if err != nil {
+		t.Fatalf("Stream: %v", err)
+	}
+	defer s.Close()
+	got, err := collect(t, s)
+	if len(got) != 1 || got[0].Content != "Hel" {
+		t.Errorf("fragments = %+v, want Hel", got)
+	}
+	me := modelError(t, err)
+	if me.Class != ClassStream || !me.Retryable || !strings.Contains(err.Error(), "overloaded") {
+		t.Errorf("got %v (class %q retryable %v), want a retryable stream error quoting the message", err, me.Class, me.Retryable)
+	}
+}
+
+// TestCancel checks that canceling the context ends a blocked Next promptly and that the
+// endpoint sees its request end, so an abandoned turn stops costing tokens.
+func TestCancel(t *testing.T) {
+	tests := []struct {
+		name string
+		// midStream cancels after the first fragment; otherwise before the response begins.
+		midStream bool
+	}{
+		{name: "mid-stream", midStream: true},
+		{name: "before the response"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			serverSaw := make(chan struct{})
+			var u *upstream
+			u = newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+				if tt.midStream {
+					w.Header().Set("Content-Type", "text/event-stream")
+					events(w, chunkHel)
+				}
+				select {
+				case <-r.Context().Done():
+					close(serverSaw)
+				case <-u.release:
+				}
+			})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			c := u.client(Config{})
+			var err error
+			if tt.midStream {
+				s, serr := c.Stream(ctx, hello)
+				if serr != nil {
+					t.Fatalf("Stream: %v", serr)
+				}
+				defer s.Close()
+				if f, ferr := nextWithin(t, s); ferr != nil || f.Content != "Hel" {
+					t.Fatalf("first Next = %+v, %v", f, ferr)
+				}
+				cancel()
+				_, err = nextWithin(t, s)
+			} else {
+				errs := make(chan error, 1)
+				go func() {
+					_, serr := c.Stream(ctx, hello)
+					errs <- serr
+				}()
+				u.request(t)
+				cancel()
+				select {
+				case err = <-errs:
+				case <-time.After(wait):
+					t.Fatal("Stream did not return after cancel")
+				}
+			}
+			me := modelError(t, err)
+			if me.Class != ClassCanceled || me.Retryable || !errors.Is(err, context.Canceled) {
+				t.Errorf("got %v (class %q retryable %v), want %q, not retryable, wrapping context.Canceled", err, me.Class, me.Retryable, ClassCanceled)
+			}
+			select {
+			case <-serverSaw:
+			case <-time.After(wait):
+				t.Fatal("the endpoint never saw its request end")
+			}
+		})
+	}
+}
+
+func TestCloseTwice(t *testing.T) {
+	u := newUpstream(t, serve(chunkHel, chunkStop, done))
+	s, err := u.client(Config{}).Stream(context.Background(), hello)
+	if err != nil {
+		t.Fatalf("Stream: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("first Close = %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close = %v, want nil", err)
+	}
+}
