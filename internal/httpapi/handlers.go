@@ -1,0 +1,172 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/toulmin"
+)
+
+// decode reads a JSON request body into dst: application/json only, at most MaxBodyBytes,
+// valid UTF-8, one JSON value.
+func (s *Server) decode(c echo.Context, dst any) error {
+	req := c.Request()
+	if mt, _, err := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType)); err != nil || mt != echo.MIMEApplicationJSON {
+		return newHTTPError(http.StatusUnsupportedMediaType, codeUnsupportedMedia, "send the body as application/json")
+	}
+	body, err := io.ReadAll(io.LimitReader(req.Body, s.deps.MaxBodyBytes+1))
+	if err != nil {
+		return coach.Errorf(coach.KindInvalid, coach.CodeInvalidRequest, "reading the body: %v", err)
+	}
+	if int64(len(body)) > s.deps.MaxBodyBytes {
+		return newHTTPError(http.StatusRequestEntityTooLarge, codeBodyTooLarge, "the body is larger than the limit")
+	}
+	if !utf8.Valid(body) {
+		return coach.Errorf(coach.KindInvalid, coach.CodeInvalidRequest, "the body is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(dst); err != nil {
+		return coach.Errorf(coach.KindInvalid, coach.CodeInvalidRequest, "malformed JSON body: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return coach.Errorf(coach.KindInvalid, coach.CodeInvalidRequest, "unexpected data after the JSON body")
+	}
+	return nil
+}
+
+type createSessionRequest struct {
+	Contract string `json:"contract"`
+	Module   string `json:"module"`
+	Locale   string `json:"locale"`
+}
+
+func (s *Server) createSession(c echo.Context) error {
+	var in createSessionRequest
+	if err := s.decode(c, &in); err != nil {
+		return err
+	}
+	sess, err := s.deps.Service.CreateSession(c.Request().Context(), tenant(c), in.Contract, coach.NewSession{Locale: in.Locale, Module: in.Module})
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderLocation, "/v1/sessions/"+sess.ID)
+	return c.JSON(http.StatusCreated, sess)
+}
+
+func (s *Server) getSession(c echo.Context) error {
+	sess, err := s.deps.Service.GetSession(c.Request().Context(), tenant(c), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, sess)
+}
+
+func (s *Server) deleteSession(c echo.Context) error {
+	if err := s.deps.Service.DeleteSession(c.Request().Context(), tenant(c), c.Param("id")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+type draftRequest struct {
+	Field string `json:"field"`
+	Value string `json:"value"`
+}
+
+func (s *Server) putDraft(c echo.Context) error {
+	var in draftRequest
+	if err := s.decode(c, &in); err != nil {
+		return err
+	}
+	if err := s.checkText("value", in.Value); err != nil {
+		return err
+	}
+	sess, err := s.deps.Service.Update(c.Request().Context(), tenant(c), c.Param("id"), toulmin.Name,
+		func(sess *coach.Session) (json.RawMessage, error) { return toulmin.SetDraft(sess.State, in.Field, in.Value) })
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, sess)
+}
+
+type proposalRequest struct {
+	Action string `json:"action"`
+}
+
+func (s *Server) postProposal(c echo.Context) error {
+	var in proposalRequest
+	if err := s.decode(c, &in); err != nil {
+		return err
+	}
+	sess, err := s.deps.Service.Update(c.Request().Context(), tenant(c), c.Param("id"), toulmin.Name,
+		func(sess *coach.Session) (json.RawMessage, error) { return toulmin.Decide(sess.State, in.Action) })
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, sess)
+}
+
+func (s *Server) postTurn(c echo.Context) error {
+	var in coach.TurnInput
+	if err := s.decode(c, &in); err != nil {
+		return err
+	}
+	return s.turn(c, c.Param("id"), in)
+}
+
+// coachRequest is the body of the seed's /api/coach route.
+type coachRequest struct {
+	SessionID string  `json:"sessionId"`
+	Message   *string `json:"message"`
+	Step      string  `json:"step"`
+}
+
+func (s *Server) postCoach(c echo.Context) error {
+	var in coachRequest
+	if err := s.decode(c, &in); err != nil {
+		return err
+	}
+	if in.SessionID == "" {
+		return coach.FieldError("sessionId", "sessionId is required")
+	}
+	return s.turn(c, in.SessionID, coach.TurnInput{Message: in.Message, Step: in.Step})
+}
+
+// checkText rejects text a learner cannot have typed: over the length limit, or with control
+// characters other than line breaks and tabs.
+func (s *Server) checkText(field, text string) error {
+	if utf8.RuneCountInString(text) > s.deps.MaxMessageChars {
+		return coach.FieldError(field, "%s is longer than %d characters", field, s.deps.MaxMessageChars)
+	}
+	if i := strings.IndexFunc(text, func(r rune) bool {
+		return (r < 0x20 && r != '\n' && r != '\r' && r != '\t') || r == 0x7f
+	}); i >= 0 {
+		return coach.FieldError(field, "%s contains a control character", field)
+	}
+	return nil
+}
+
+func (s *Server) listModules(c echo.Context) error {
+	if s.deps.Modules == nil {
+		return c.JSON(http.StatusOK, []any{})
+	}
+	return c.JSON(http.StatusOK, s.deps.Modules.Summaries())
+}
+
+func (s *Server) getModule(c echo.Context) error {
+	if s.deps.Modules != nil {
+		if def, ok := s.deps.Modules.Definition(c.Param("id")); ok {
+			return c.JSON(http.StatusOK, def)
+		}
+	}
+	return coach.Errorf(coach.KindNotFound, coach.CodeModuleNotFound, "no module %q", c.Param("id"))
+}

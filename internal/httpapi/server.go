@@ -1,0 +1,165 @@
+// Package httpapi is the gateway's HTTP adapter: the routes of api/openapi.yaml on Echo, the
+// NDJSON stream of a turn, request ids and access logs, and the one mapping from domain errors to
+// HTTP statuses.
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/rs/zerolog"
+
+	"github.com/coachgw/coachgw/internal/coach"
+)
+
+// Modules lists the loaded learning modules for the /v1/modules routes.
+type Modules interface {
+	// Summaries returns the JSON-ready list of loaded modules.
+	Summaries() any
+	// Definition returns the JSON-ready definition of module id.
+	Definition(id string) (any, bool)
+}
+
+// Deps is what the Server needs.
+type Deps struct {
+	Service *coach.Service
+	Modules Modules
+	// Ready reports whether the state store and the model endpoint answer.
+	Ready func(ctx context.Context) error
+	// Metrics serves /metrics; nil leaves the route out.
+	Metrics http.Handler
+	Log     zerolog.Logger
+	// MaxBodyBytes bounds request bodies; MaxMessageChars bounds a turn's message.
+	MaxBodyBytes    int64
+	MaxMessageChars int
+}
+
+// Server serves the gateway's API.
+type Server struct {
+	deps Deps
+	echo *echo.Echo
+
+	draining atomic.Bool
+	open     atomic.Int64
+	streams  sync.WaitGroup
+	// drain is cancelled when open streams must end; turns watch it.
+	drain       context.Context
+	cancelDrain context.CancelFunc
+}
+
+// New returns a Server with every route registered.
+func New(d Deps) *Server {
+	if d.MaxBodyBytes <= 0 {
+		d.MaxBodyBytes = 64 << 10
+	}
+	if d.MaxMessageChars <= 0 {
+		d.MaxMessageChars = 8000
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	s := &Server{deps: d, echo: e}
+	s.drain, s.cancelDrain = context.WithCancel(context.Background())
+	e.HTTPErrorHandler = s.errorHandler
+	e.Use(s.requestContext)
+
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	if d.Metrics != nil {
+		e.GET("/metrics", echo.WrapHandler(d.Metrics))
+	}
+	v1 := e.Group("/v1")
+	v1.POST("/sessions", s.createSession)
+	v1.GET("/sessions/:id", s.getSession)
+	v1.DELETE("/sessions/:id", s.deleteSession)
+	v1.PUT("/sessions/:id/draft", s.putDraft)
+	v1.POST("/sessions/:id/proposal", s.postProposal)
+	v1.POST("/sessions/:id/turns", s.postTurn)
+	v1.GET("/modules", s.listModules)
+	v1.GET("/modules/:id", s.getModule)
+	e.POST("/api/coach", s.postCoach)
+	return s
+}
+
+// Handler returns the HTTP handler.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// OpenStreams returns how many turn streams are open.
+func (s *Server) OpenStreams() int { return int(s.open.Load()) }
+
+// StartDrain makes /readyz fail and refuses new turns, so a load balancer stops sending them
+// while the open ones finish.
+func (s *Server) StartDrain() { s.draining.Store(true) }
+
+// EndStreams ends every open turn with a shutting_down error line and waits for them to finish
+// writing, or for ctx.
+func (s *Server) EndStreams(ctx context.Context) {
+	s.cancelDrain()
+	done := make(chan struct{})
+	go func() { s.streams.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+type ctxKey int
+
+const tenantKey ctxKey = iota
+
+var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// requestContext gives every request an id (the caller's X-Request-Id when it is sane), a logger
+// that carries it, and one access log line.
+func (s *Server) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		req := c.Request()
+		id := req.Header.Get(echo.HeaderXRequestID)
+		if !requestIDPattern.MatchString(id) {
+			id = coach.NewID()[:16]
+		}
+		c.Response().Header().Set(echo.HeaderXRequestID, id)
+		log := s.deps.Log.With().Str("request_id", id).Logger()
+		c.SetRequest(req.WithContext(log.WithContext(req.Context())))
+
+		err := next(c)
+		if err != nil {
+			c.Error(err)
+		}
+		log.Info().Str("method", req.Method).Str("path", req.URL.Path).
+			Int("status", c.Response().Status).Int64("bytes", c.Response().Size).
+			Dur("duration", time.Since(start)).Msg("request")
+		return nil
+	}
+}
+
+func logger(c echo.Context) *zerolog.Logger { return zerolog.Ctx(c.Request().Context()) }
+
+// tenant returns the tenant the request acts for.
+func tenant(c echo.Context) string {
+	t, _ := c.Request().Context().Value(tenantKey).(string)
+	return t
+}
+
+func (s *Server) healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(c echo.Context) error {
+	if s.draining.Load() {
+		return newHTTPError(http.StatusServiceUnavailable, coach.CodeShuttingDown, "the gateway is shutting down")
+	}
+	if s.deps.Ready != nil {
+		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+		defer cancel()
+		if err := s.deps.Ready(ctx); err != nil {
+			return newHTTPError(http.StatusServiceUnavailable, "not_ready", err.Error())
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+}

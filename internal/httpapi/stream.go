@@ -1,0 +1,97 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/ndjson"
+)
+
+// turn runs one turn of session id and streams it as NDJSON. Problems found before the first line
+// are ordinary HTTP errors; after that, the stream's last line says how the turn ended.
+func (s *Server) turn(c echo.Context, id string, in coach.TurnInput) error {
+	if s.draining.Load() {
+		return newHTTPError(http.StatusServiceUnavailable, coach.CodeShuttingDown, "the gateway is shutting down")
+	}
+	for field, text := range map[string]*string{"message": in.Message, "selected": in.Selected} {
+		if text != nil {
+			if err := s.checkText(field, *text); err != nil {
+				return err
+			}
+		}
+	}
+	req := c.Request()
+	run, err := s.deps.Service.StartTurn(req.Context(), tenant(c), id, in)
+	if err != nil {
+		if e := coach.AsError(err); e.Kind == coach.KindStream {
+			// The seed reports these (e.g. coach_step_mismatch) as the stream's error line.
+			s.writeHeader(c)
+			w := newLineWriter(c.Response())
+			return w.emit(coach.Event{Type: coach.EventError, Code: e.Code, Message: e.Message})
+		}
+		return err
+	}
+
+	s.streams.Add(1)
+	s.open.Add(1)
+	defer func() { s.open.Add(-1); s.streams.Done() }()
+	ctx, cancel := context.WithCancelCause(req.Context())
+	defer cancel(nil)
+	stop := context.AfterFunc(s.drain, func() { cancel(coach.ErrShuttingDown) })
+	defer stop()
+
+	s.writeHeader(c)
+	w := newLineWriter(c.Response())
+	rep := run.Run(ctx, w.emit)
+
+	log := logger(c)
+	ev := log.Info()
+	if rep.Diagnostic != "" {
+		log.Error().Str("session", id).Strs("rules", rep.Rules).Str("model_response", rep.Diagnostic).
+			Msg("model output was unusable; a fallback was sent")
+	}
+	if rep.Err != nil && rep.Outcome != "cancelled" {
+		ev = log.Warn().Err(rep.Err)
+	}
+	ev.Str("session", id).Str("contract", rep.Contract).Str("outcome", rep.Outcome).
+		Dur("first_delta", rep.FirstDelta).Dur("duration", rep.Duration).Int("deltas", rep.Deltas).
+		Int("attempts", rep.Attempts).Int("resets", rep.Resets).Strs("rules", rep.Rules).Msg("turn")
+	return nil
+}
+
+// writeHeader starts an NDJSON stream and pushes the header out at once, so proxies and clients
+// see the stream begin before the model's first token.
+func (s *Server) writeHeader(c echo.Context) {
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, "application/x-ndjson")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	h.Set("X-Content-Type-Options", "nosniff")
+	c.Response().WriteHeader(http.StatusOK)
+	_ = http.NewResponseController(c.Response().Writer).Flush()
+}
+
+// lineWriter writes events as NDJSON lines, each flushed as soon as it is written.
+type lineWriter struct {
+	w   *echo.Response
+	rc  *http.ResponseController
+	buf []byte
+}
+
+func newLineWriter(w *echo.Response) *lineWriter {
+	return &lineWriter{w: w, rc: http.NewResponseController(w.Writer), buf: make([]byte, 0, 512)}
+}
+
+func (l *lineWriter) emit(e coach.Event) error {
+	var err error
+	if l.buf, err = ndjson.Append(l.buf[:0], e); err != nil {
+		return err
+	}
+	if _, err := l.w.Write(l.buf); err != nil {
+		return err
+	}
+	return l.rc.Flush()
+}
