@@ -91,7 +91,9 @@ func (s *Server) putDraft(c echo.Context) error {
 		return err
 	}
 	sess, err := s.deps.Service.Update(c.Request().Context(), tenant(c), c.Param("id"), toulmin.Name,
-		func(sess *coach.Session) (json.RawMessage, error) { return toulmin.SetDraft(sess.State, in.Field, in.Value) })
+		func(sess *coach.Session) (json.RawMessage, error) {
+			return toulmin.SetDraft(sess.State, in.Field, in.Value)
+		})
 	if err != nil {
 		return err
 	}
