@@ -1,0 +1,332 @@
+package module
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/schema"
+)
+
+// Bounds on what a turn echoes into errors and logs.
+const (
+	maxViolations = 1500 // bytes of schema violations in a validation error
+	maxDiagnostic = 4000 // bytes of model output in a diagnostic
+	maxIgnored    = 20   // unknown topic references listed in a diagnostic
+)
+
+// Finish turns the complete output into the turn's result.
+//
+// Output that is not JSON once a markdown fence is stripped becomes a fallback result: the raw
+// text as one paragraph block, response_type "conversational". Output in the legacy form format
+// is migrated to a structured response. The model's meta.progress is advisory: the topics it
+// names count when they are topics of this module, and the server then replaces the whole object
+// with its own figures (so a malformed progress object costs no retry). Everything else must
+// follow the response schema, and its forms must be answerable; otherwise the turn fails with
+// coach_validation_failed, which the engine retries once with the problem fed back.
+func (t *turn) Finish() (*coach.Outcome, error) {
+	raw := t.stream.out
+	if len(schema.StripFence(raw)) == 0 {
+		return nil, coach.Errorf(coach.KindStream, coach.CodeEmptyResponse, "the reply was empty")
+	}
+	var rules, diag []string
+	var doc map[string]any
+	var reported []string
+	var forms []*Form
+	decoded, err := schema.Decode(raw)
+	if err != nil {
+		doc = fallbackResponse(strings.TrimSpace(string(raw)))
+		rules = append(rules, RuleFallback)
+		diag = append(diag, "model output is not JSON and was sent as markdown: "+clip(raw, maxDiagnostic))
+	} else {
+		decoded = schema.StripNulls(decoded)
+		if legacy, ok := legacyForm(decoded); ok {
+			decoded = migrateLegacy(legacy, t.sess.Locale)
+			rules = append(rules, RuleLegacyForm)
+		}
+		reported = takeProgress(decoded)
+		if err := responseSchema().Validate(decoded); err != nil {
+			return nil, coach.Errorf(coach.KindStream, coach.CodeValidationFailed, "%s", clip([]byte(err.Error()), maxViolations))
+		}
+		doc = decoded.(map[string]any) // the schema requires an object
+		if forms, err = offeredForms(doc); err != nil {
+			return nil, coach.Errorf(coach.KindStream, coach.CodeValidationFailed, "%s", err.Error())
+		}
+	}
+
+	cov := t.learner.clone()
+	var refs []string
+	var unknown []string
+	for _, ref := range reported {
+		if id, ok := t.mod.Resolve(ref); ok {
+			refs = append(refs, id)
+		} else if strings.TrimSpace(ref) != "" && !slices.Contains(unknown, ref) {
+			unknown = append(unknown, ref)
+		}
+	}
+	cov.add(refs)
+	if len(unknown) > 0 {
+		rules = append(rules, RuleUnknownTopic)
+		diag = append(diag, "ignored topics the model reported that module "+t.mod.ID+" does not have: "+quoteList(unknown, maxIgnored))
+	}
+
+	st := t.st
+	st.CoveredTopics = cov.ids()
+	st.Percentage = cov.percentage()
+	reached := cov.newMilestones(st.Milestones)
+	st.Milestones = append(slices.Clone(st.Milestones), reached...)
+	if len(forms) > 0 {
+		st.Forms = make(map[string]*Form, len(forms))
+		for _, f := range forms {
+			st.Forms[f.ID] = f
+		}
+	}
+	progress := map[string]any{
+		"percentage":       st.Percentage,
+		"covered_topics":   st.CoveredTopics,
+		"newly_covered":    cov.since(t.before),
+		"remaining_topics": len(cov.covered) - cov.n,
+	}
+	if len(reached) > 0 {
+		progress["milestone"] = reached[len(reached)-1]
+	}
+	doc["meta"].(map[string]any)["progress"] = progress
+
+	result, err := marshalOrdered(doc)
+	if err != nil {
+		return nil, coach.Wrap(err, coach.KindInternal, coach.CodeInternal, "encoding the module result")
+	}
+	state, err := json.Marshal(st)
+	if err != nil {
+		return nil, coach.Wrap(err, coach.KindInternal, coach.CodeInternal, "encoding module state")
+	}
+	return &coach.Outcome{
+		Result: result,
+		State:  state,
+		History: []coach.Message{
+			{Role: coach.RoleUser, Content: t.user},
+			{Role: coach.RoleAssistant, Content: string(result)},
+		},
+		Fallback:   slices.Contains(rules, RuleFallback),
+		Rules:      rules,
+		Diagnostic: strings.Join(diag, "; "),
+	}, nil
+}
+
+// fallbackResponse wraps text that is not JSON as a structured response.
+func fallbackResponse(text string) map[string]any {
+	return map[string]any{
+		"content": map[string]any{
+			"text_blocks": []any{map[string]any{"type": "paragraph", "content": text}},
+		},
+		"meta": map[string]any{"response_type": "conversational"},
+	}
+}
+
+// legacyForm returns doc when it is a response in the legacy form format,
+// {"type":"form","title":…,"fields":[…]}.
+func legacyForm(doc any) (map[string]any, bool) {
+	m, ok := doc.(map[string]any)
+	if !ok || m["type"] != "form" {
+		return nil, false
+	}
+	if _, structured := m["content"]; structured {
+		return nil, false
+	}
+	return m, true
+}
+
+// defaultIntro introduces a migrated legacy form that has neither title nor description.
+var defaultIntro = map[string]string{
+	"en": "Here is a short form you can fill in, or simply answer in your own words.",
+	"es": "Aquí tienes un breve formulario que puedes completar, o simplemente responde con tus propias palabras.",
+}
+
+// migrateLegacy converts a legacy form to the structured format: the title (else description,
+// else a default intro) as a paragraph, and the form, optional, with an id made from its title.
+func migrateLegacy(m map[string]any, locale string) map[string]any {
+	title, _ := m["title"].(string)
+	desc, _ := m["description"].(string)
+	intro := strings.TrimSpace(title)
+	if intro == "" {
+		intro = strings.TrimSpace(desc)
+	}
+	if intro == "" {
+		intro = defaultIntro[locale]
+		if intro == "" {
+			intro = defaultIntro["en"]
+		}
+	}
+	form := map[string]any{"id": formID(title), "fields": m["fields"], "optional": true}
+	if title != "" {
+		form["title"] = title
+	}
+	if desc != "" {
+		form["description"] = desc
+	}
+	if label, ok := m["submit_label"].(string); ok {
+		form["submit_label"] = label
+	}
+	return map[string]any{
+		"content": map[string]any{
+			"text_blocks": []any{map[string]any{"type": "paragraph", "content": intro}},
+			"forms":       []any{form},
+		},
+		"meta": map[string]any{"response_type": "assessment"},
+	}
+}
+
+// takeProgress removes meta.progress from doc and returns the topic references in its
+// covered_topics and newly_covered lists.
+func takeProgress(doc any) []string {
+	m, _ := doc.(map[string]any)
+	meta, _ := m["meta"].(map[string]any)
+	if meta == nil {
+		return nil
+	}
+	p, _ := meta["progress"].(map[string]any)
+	delete(meta, "progress")
+	var refs []string
+	for _, key := range []string{"covered_topics", "newly_covered"} {
+		list, _ := p[key].([]any)
+		for _, v := range list {
+			if s, ok := v.(string); ok {
+				refs = append(refs, s)
+			}
+		}
+	}
+	return refs
+}
+
+// offeredForms returns the forms of a schema-valid response after checking that each can be
+// answered (Form.check) and that form ids are unique, since submissions name forms by id.
+func offeredForms(doc map[string]any) ([]*Form, error) {
+	raw, ok := doc["content"].(map[string]any)["forms"]
+	if !ok {
+		return nil, nil
+	}
+	data, err := json.Marshal(raw)
+	if err != nil {
+		return nil, err
+	}
+	var forms []*Form
+	if err := json.Unmarshal(data, &forms); err != nil {
+		return nil, fmt.Errorf("content.forms: %w", err)
+	}
+	for i, f := range forms {
+		if slices.ContainsFunc(forms[:i], func(o *Form) bool { return o.ID == f.ID }) {
+			return nil, fmt.Errorf("content.forms: duplicate form id %q", f.ID)
+		}
+		if err := f.check(); err != nil {
+			return nil, errors.New("content.forms: " + err.Error())
+		}
+	}
+	return forms, nil
+}
+
+// clip returns b as valid UTF-8 of at most n bytes, marked when cut.
+func clip(b []byte, n int) string {
+	if len(b) <= n {
+		return strings.ToValidUTF8(string(b), "\uFFFD")
+	}
+	return strings.ToValidUTF8(string(b[:n]), "") + "…"
+}
+
+func quoteList(items []string, n int) string {
+	q := make([]string, 0, min(len(items), n))
+	for _, s := range items[:min(len(items), n)] {
+		q = append(q, strconv.Quote(clip([]byte(s), 80)))
+	}
+	if len(items) > n {
+		q = append(q, fmt.Sprintf("and %d more", len(items)-n))
+	}
+	return strings.Join(q, ", ")
+}
+
+// keyOrder fixes the member order of the JSON the gateway writes. The result is also the history
+// the model sees as its own earlier replies, and a block's type written before its content is
+// what lets the next reply stream without buffering.
+var keyOrder = func() map[string]int {
+	keys := []string{
+		"id", "type", "level", "title", "value", "label", "description", "content",
+		"text_blocks", "forms", "media", "next_step",
+		"response_type", "progress", "module_state", "emotion",
+		"percentage", "covered_topics", "newly_covered", "remaining_topics", "milestone",
+	}
+	m := make(map[string]int, len(keys))
+	for i, k := range keys {
+		m[k] = i
+	}
+	return m
+}()
+
+// marshalOrdered encodes a decoded JSON document compactly, without HTML escaping, with object
+// members in keyOrder and then by name.
+func marshalOrdered(v any) (json.RawMessage, error) {
+	var b bytes.Buffer
+	if err := writeOrdered(&b, v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func writeOrdered(b *bytes.Buffer, v any) error {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, func(a, c string) int {
+			ra, oka := keyOrder[a]
+			rc, okc := keyOrder[c]
+			switch {
+			case oka && okc:
+				return ra - rc
+			case oka:
+				return -1
+			case okc:
+				return 1
+			}
+			return strings.Compare(a, c)
+		})
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := writeOrdered(b, k); err != nil {
+				return err
+			}
+			b.WriteByte(':')
+			if err := writeOrdered(b, x[k]); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+	case []any:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := writeOrdered(b, e); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	default:
+		enc := json.NewEncoder(b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(x); err != nil {
+			return err
+		}
+		b.Truncate(b.Len() - 1) // Encode's newline
+	}
+	return nil
+}
