@@ -351,3 +351,27 @@ func TestBackoff(t *testing.T) {
 		t.Errorf("backoff with Retry-After 1m = %v, want the 3s cap", d)
 	}
 }
+
+func TestDeltaBufferJoinsPiecesOfOneFragment(t *testing.T) {
+	var got []Event
+	send := func(e Event) { got = append(got, e) }
+	var d deltaBuffer
+	for _, e := range []Event{
+		Delta("Good "), Delta("\n"), Delta("day"),
+		{Type: EventDelta, Text: "A", Block: 0, BlockType: "heading"},
+		{Type: EventDelta, Text: "B", Block: 1, BlockType: "paragraph"},
+		{Type: EventDelta, Text: "C", Block: 1, BlockType: "paragraph"},
+		{Type: EventCard, Card: json.RawMessage(`{}`)},
+		Delta("x"),
+	} {
+		d.add(e, send)
+	}
+	d.flush(send)
+	want := []string{"delta:Good \nday", "delta:A", "delta:BC", "card:{}", "delta:x"}
+	if g := lines(got); g != strings.Join(want, " ") {
+		t.Errorf("lines = %q, want %q", g, strings.Join(want, " "))
+	}
+	if got[1].Block != 0 || got[2].Block != 1 || got[2].BlockType != "paragraph" {
+		t.Errorf("blocks = %+v, want each delta in its own block", got)
+	}
+}

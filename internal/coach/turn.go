@@ -201,6 +201,8 @@ func (r *TurnRun) attempt(ctx context.Context, req ModelRequest, send func(Event
 		return nil, timeout(err)
 	}
 	defer st.Close()
+	var deltas deltaBuffer
+	collect := func(e Event) { deltas.add(e, send) }
 	for {
 		f, err := st.Next()
 		if err == io.EOF {
@@ -213,7 +215,9 @@ func (r *TurnRun) attempt(ctx context.Context, req ModelRequest, send func(Event
 		if f.Content == "" && f.ToolArgs == "" && f.ToolCallID == "" {
 			continue
 		}
-		if err := r.turn.Feed(f, send); err != nil {
+		err = r.turn.Feed(f, collect)
+		deltas.flush(send)
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -303,4 +307,35 @@ func appendHistory(old, add []Message, limit int) []Message {
 		cut++
 	}
 	return all[cut:]
+}
+
+// deltaBuffer joins the deltas that one fragment yields, so a fragment becomes at most one delta
+// line per text block however many pieces (escape sequences, runs) the contract found in it.
+type deltaBuffer struct {
+	text      []byte
+	block     int
+	blockType string
+}
+
+// add buffers a delta, first sending what is buffered when e belongs elsewhere.
+func (d *deltaBuffer) add(e Event, send func(Event)) {
+	if e.Type != EventDelta {
+		d.flush(send)
+		send(e)
+		return
+	}
+	if len(d.text) > 0 && (e.Block != d.block || e.BlockType != d.blockType) {
+		d.flush(send)
+	}
+	d.text = append(d.text, e.Text...)
+	d.block, d.blockType = e.Block, e.BlockType
+}
+
+// flush sends the buffered delta, if any.
+func (d *deltaBuffer) flush(send func(Event)) {
+	if len(d.text) == 0 {
+		return
+	}
+	send(Event{Type: EventDelta, Text: string(d.text), Block: d.block, BlockType: d.blockType})
+	d.text = d.text[:0]
 }
