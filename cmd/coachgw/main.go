@@ -1,0 +1,62 @@
+// Command coachgw is the coaching gateway: it streams coaching turns from any OpenAI-compatible
+// model endpoint to coaching front ends as NDJSON, with session state in Redis. With nothing
+// configured it runs on an embedded Redis and an embedded replay model. See README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/coachgw/coachgw/internal/app"
+	"github.com/coachgw/coachgw/internal/config"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "coachgw:", err)
+		os.Exit(1)
+	}
+}
+
+// run starts the gateway and serves until ctx is done, then drains and returns nil.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if len(args) > 0 {
+		return errors.New("coachgw takes no arguments; it is configured by environment variables (see README.md)")
+	}
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, stdout)
+	log.Info().Object("config", cfg).Msg("starting coachgw")
+
+	a, err := app.New(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	return a.Serve(ctx, ln)
+}
+
+func newLogger(cfg config.Config, w io.Writer) zerolog.Logger {
+	level, _ := zerolog.ParseLevel(cfg.LogLevel) // config.Load has checked it
+	if cfg.LogFormat == "console" {
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+	}
+	return zerolog.New(w).Level(level).With().Timestamp().Logger()
+}

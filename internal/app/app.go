@@ -1,0 +1,224 @@
+// Package app wires the gateway together from its configuration: the state store, the model
+// endpoint (or the embedded replay model), the contracts, the engine and the HTTP server. It
+// owns start-up and graceful shutdown; cmd/coachgw and the end-to-end tests share it.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+
+	"github.com/coachgw/coachgw/internal/cards"
+	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/config"
+	"github.com/coachgw/coachgw/internal/fakellm"
+	"github.com/coachgw/coachgw/internal/httpapi"
+	"github.com/coachgw/coachgw/internal/module"
+	"github.com/coachgw/coachgw/internal/openai"
+	"github.com/coachgw/coachgw/internal/redisstore"
+	"github.com/coachgw/coachgw/internal/replay"
+	"github.com/coachgw/coachgw/internal/toulmin"
+)
+
+// App is a configured gateway, ready to serve.
+type App struct {
+	cfg      config.Config
+	log      zerolog.Logger
+	api      *httpapi.Server
+	store    *redisstore.Store
+	modelURL string
+	closers  []func()
+}
+
+// New builds the gateway. Problems that make it useless (an unparsable setting, an invalid
+// module file) are errors; a Redis that does not answer yet is not: the gateway starts unready
+// and recovers when Redis comes back.
+func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (a *App, err error) {
+	a = &App{cfg: cfg, log: log}
+	defer func() {
+		if err != nil {
+			a.Close()
+		}
+	}()
+
+	client, err := a.redis()
+	if err != nil {
+		return nil, err
+	}
+	a.store = redisstore.New(client, redisstore.Options{Prefix: cfg.RedisPrefix, TTL: cfg.SessionTTL})
+	if err := a.store.Prepare(ctx); err != nil {
+		log.Error().Err(err).Msg("Redis does not answer; the gateway is not ready until it does")
+	}
+
+	model, err := a.model()
+	if err != nil {
+		return nil, err
+	}
+	modules, err := module.LoadRegistry(cfg.ModulesDir)
+	if err != nil {
+		return nil, fmt.Errorf("loading learning modules: %w", err)
+	}
+	contracts := []coach.Contract{
+		toulmin.New(),
+		cards.New(cards.Config{CyclesPerLevel: cfg.CardsCyclesPerLevel, MaxLevel: cfg.CardsMaxLevel}),
+		module.New(modules),
+	}
+	svc := coach.NewService(a.store, model, contracts, coach.Options{
+		HistoryLimit:     cfg.HistoryLimit,
+		FirstByteTimeout: cfg.FirstByteTimeout,
+		IdleTimeout:      cfg.IdleTimeout,
+		TurnTimeout:      cfg.TurnTimeout,
+		MaxAttempts:      cfg.MaxAttempts,
+		RetryAfterCap:    cfg.RetryAfterCap,
+	}, nil)
+	a.api = httpapi.New(httpapi.Deps{
+		Service:         svc,
+		Modules:         moduleCatalog{modules},
+		Ready:           a.ready,
+		Log:             log,
+		MaxBodyBytes:    cfg.MaxBodyBytes,
+		MaxMessageChars: cfg.MaxMessageChars,
+	})
+	return a, nil
+}
+
+// redis returns the configured Redis client, or an embedded one when none is configured.
+func (a *App) redis() (redis.UniversalClient, error) {
+	if a.cfg.RedisURL == "" {
+		client, stop, err := redisstore.Embedded()
+		if err != nil {
+			return nil, fmt.Errorf("starting the embedded Redis: %w", err)
+		}
+		a.closers = append(a.closers, stop)
+		a.log.Warn().Msg("REDIS_URL is not set: sessions live in an embedded in-process Redis and are lost on exit")
+		return client, nil
+	}
+	client, err := redisstore.Open(a.cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	a.closers = append(a.closers, func() { _ = client.Close() })
+	return client, nil
+}
+
+// model returns the client of the configured model endpoint, or of the embedded replay model
+// served on a loopback port, so that both go through the same client code.
+func (a *App) model() (coach.Model, error) {
+	format, err := openai.ParseFormat(a.cfg.ResponseFormat)
+	if err != nil {
+		return nil, err
+	}
+	cfg := openai.Config{
+		BaseURL: a.cfg.OpenAIBaseURL, APIKey: a.cfg.OpenAIAPIKey, Model: a.cfg.Model,
+		Format: format, ConnectTimeout: a.cfg.ConnectTimeout,
+	}
+	if cfg.BaseURL == "" {
+		_, base, stop, err := fakellm.Start(fakellm.Options{
+			DelayMin: a.cfg.ReplayDelayMin, DelayMax: a.cfg.ReplayDelayMax,
+			Responder: replay.Responder(), Model: "coachgw-replay", Log: a.log.With().Str("component", "replay").Logger(),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("starting the embedded replay model: %w", err)
+		}
+		a.closers = append(a.closers, stop)
+		a.log.Warn().Str("url", base).Msg("OPENAI_BASE_URL is not set: answering with the embedded replay model")
+		cfg.BaseURL, cfg.APIKey, cfg.Model = base, "", "coachgw-replay"
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	a.modelURL = cfg.BaseURL
+	return openai.New(cfg), nil
+}
+
+// ready reports whether Redis answers and the model endpoint accepts connections.
+func (a *App) ready(ctx context.Context) error {
+	if err := a.store.Ping(ctx); err != nil {
+		return errors.New("redis does not answer")
+	}
+	u, err := url.Parse(a.modelURL)
+	if err != nil {
+		return errors.New("the model endpoint URL does not parse")
+	}
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(u.Hostname(), port))
+	if err != nil {
+		return errors.New("the model endpoint does not accept connections")
+	}
+	return conn.Close()
+}
+
+// Handler returns the gateway's HTTP handler.
+func (a *App) Handler() http.Handler { return a.api.Handler() }
+
+// Serve answers requests on ln until ctx is done, then shuts down gracefully: readiness fails
+// first, no new turn is accepted, open streams may finish until 80% of the shutdown timeout
+// and are then ended with a shutting_down error line, and the server closes.
+func (a *App) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           a.api.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	a.log.Info().Str("addr", ln.Addr().String()).Msg("listening")
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	a.log.Info().Int("open_streams", a.api.OpenStreams()).Dur("timeout", a.cfg.ShutdownTimeout).Msg("shutting down: draining open streams")
+	a.api.StartDrain()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
+	defer cancel()
+	streamsCtx, cancelStreams := context.WithTimeout(shutdownCtx, a.cfg.ShutdownTimeout*8/10)
+	defer cancelStreams()
+	go func() {
+		<-streamsCtx.Done()
+		if shutdownCtx.Err() == nil && a.api.OpenStreams() > 0 {
+			a.log.Warn().Int("open_streams", a.api.OpenStreams()).Msg("drain deadline: ending open streams")
+		}
+		a.api.EndStreams(shutdownCtx)
+	}()
+	err := srv.Shutdown(shutdownCtx)
+	if err != nil {
+		a.log.Error().Err(err).Msg("shutdown deadline passed with connections still open")
+		_ = srv.Close()
+	}
+	a.log.Info().Msg("stopped")
+	return nil
+}
+
+// Close releases what New started.
+func (a *App) Close() {
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		a.closers[i]()
+	}
+	a.closers = nil
+}
+
+// moduleCatalog serves the module registry to the HTTP layer.
+type moduleCatalog struct{ reg *module.Registry }
+
+func (m moduleCatalog) Summaries() any { return m.reg.List() }
+
+func (m moduleCatalog) Definition(id string) (any, bool) {
+	mod, ok := m.reg.Get(id)
+	return mod, ok
+}
