@@ -11,45 +11,44 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coachgw/coachgw/internal/apptest"
 	"github.com/coachgw/coachgw/internal/config"
 	"github.com/coachgw/coachgw/internal/fakellm"
 )
 
-func msg(s string) map[string]string { return map[string]string{"message": s} }
-
 func TestToulminNormalTurnExactLines(t *testing.T) {
-	g := startGateway(t, nil)
-	s := g.create("toulmin", nil)
-	out := obj("assistantText", "Good start.\nWhy \"now\"?", "step", "claim", "confidence", 0.5, "nextQuestion", "Who is affected?")
+	g := apptest.Start(t, nil)
+	s := g.Create("toulmin", nil)
+	out := apptest.Obj("assistantText", "Good start.\nWhy \"now\"?", "step", "claim", "confidence", 0.5, "nextQuestion", "Who is affected?")
 	cut := strings.Index(out, `\nWhy`)
-	g.llm.Enqueue(fakellm.Reply{Chunks: []string{out[:cut-2], out[cut-2 : cut+3], out[cut+3:]}})
+	g.LLM.Enqueue(fakellm.Reply{Chunks: []string{out[:cut-2], out[cut-2 : cut+3], out[cut+3:]}})
 
-	tr := g.turn(s.ID, msg("Cities should ban cars."))
-	if tr.status != http.StatusOK || tr.header.Get("Content-Type") != "application/x-ndjson" ||
-		tr.header.Get("X-Accel-Buffering") != "no" || tr.header.Get("Cache-Control") != "no-cache" {
-		t.Fatalf("status %d, headers %v; want a 200 NDJSON stream without buffering", tr.status, tr.header)
+	tr := g.Turn(s.ID, apptest.Msg("Cities should ban cars."))
+	if tr.Status != http.StatusOK || tr.Header.Get("Content-Type") != "application/x-ndjson" ||
+		tr.Header.Get("X-Accel-Buffering") != "no" || tr.Header.Get("Cache-Control") != "no-cache" {
+		t.Fatalf("status %d, headers %v; want a 200 NDJSON stream without buffering", tr.Status, tr.Header)
 	}
 	wantDeltas := []string{`{"type":"delta","text":"Good star"}`, `{"type":"delta","text":"t.\nW"}`, `{"type":"delta","text":"hy \"now\"?"}`}
 	var gotDeltas []string
-	for _, l := range tr.lines[:len(tr.lines)-1] {
-		gotDeltas = append(gotDeltas, l.raw)
+	for _, l := range tr.Lines[:len(tr.Lines)-1] {
+		gotDeltas = append(gotDeltas, l.Raw)
 	}
 	if !reflect.DeepEqual(gotDeltas, wantDeltas) {
-		t.Logf("stream: %s", tr.body)
+		t.Logf("stream: %s", tr.Body)
 		t.Errorf("delta lines =\n%s\nwant\n%s", strings.Join(gotDeltas, "\n"), strings.Join(wantDeltas, "\n"))
 	}
-	res := tr.last()
+	res := tr.Last()
 	wantResult := `{"assistantText":"Good start.\nWhy \"now\"?\n\nWho is affected?","step":"claim","confidence":0.5,"nextQuestion":"Who is affected?"}`
 	if res.Type != "result" || string(res.Result) != wantResult {
-		t.Errorf("result line = %s\nwant result %s", res.raw, wantResult)
+		t.Errorf("result line = %s\nwant result %s", res.Raw, wantResult)
 	}
 	if res.Session.Version != 2 || !strings.Contains(string(res.Session.State), `"turns":{"claim":1}`) {
 		t.Errorf("result session = %+v, want version 2 with one claim turn", res.Session)
 	}
-	if got := g.get(s.ID); got.Version != 2 {
+	if got := g.Get(s.ID); got.Version != 2 {
 		t.Errorf("stored version = %d, want 2", got.Version)
 	}
-	req := g.llm.Requests()[0]
+	req := g.LLM.Requests()[0]
 	if req.ResponseFormat != "json_schema" || req.Messages[0].Role != "system" || req.Messages[len(req.Messages)-1].Content != "Cities should ban cars." {
 		t.Errorf("upstream request: format %q, messages %+v", req.ResponseFormat, req.Messages)
 	}
@@ -67,21 +66,21 @@ func TestToulminGuards(t *testing.T) {
 		check   func(t *testing.T, result map[string]any, state map[string]any)
 	}{
 		{name: "step coercion", first: true, message: "hello",
-			output: obj("assistantText", "Let's go.", "step", "rebuttal"),
+			output: apptest.Obj("assistantText", "Let's go.", "step", "rebuttal"),
 			check: func(t *testing.T, r, _ map[string]any) {
 				if r["step"] != "claim" {
 					t.Errorf("step = %v, want claim", r["step"])
 				}
 			}},
 		{name: "empty value removal", message: "again",
-			output: obj("assistantText", "Ok.", "step", "claim", "confidence", 0.9, "proposedUpdate", map[string]string{"field": "claim", "value": "  ", "rationale": "x"}),
+			output: apptest.Obj("assistantText", "Ok.", "step", "claim", "confidence", 0.9, "proposedUpdate", map[string]string{"field": "claim", "value": "  ", "rationale": "x"}),
 			check: func(t *testing.T, r, _ map[string]any) {
 				if _, ok := r["proposedUpdate"]; ok {
 					t.Errorf("proposedUpdate with a blank value survived: %v", r)
 				}
 			}},
 		{name: "first-turn bias strips a low-confidence proposal", first: true, message: long,
-			output: obj("assistantText", "Try this.", "step", "claim", "confidence", 0.7, "proposedUpdate", proposal),
+			output: apptest.Obj("assistantText", "Try this.", "step", "claim", "confidence", 0.7, "proposedUpdate", proposal),
 			check: func(t *testing.T, r, st map[string]any) {
 				if _, ok := r["proposedUpdate"]; ok {
 					t.Errorf("first-turn proposal with confidence 0.7 survived: %v", r)
@@ -91,7 +90,7 @@ func TestToulminGuards(t *testing.T) {
 				}
 			}},
 		{name: "first-turn bias keeps an explicit rewrite request", first: true, message: "Please rewrite: " + long,
-			output: obj("assistantText", "Here.", "step", "claim", "confidence", 0.7, "proposedUpdate", proposal),
+			output: apptest.Obj("assistantText", "Here.", "step", "claim", "confidence", 0.7, "proposedUpdate", proposal),
 			check: func(t *testing.T, r, st map[string]any) {
 				if _, ok := r["proposedUpdate"]; !ok {
 					t.Errorf("the rewrite request's proposal was stripped: %v", r)
@@ -101,28 +100,28 @@ func TestToulminGuards(t *testing.T) {
 				}
 			}},
 		{name: "shouldAdvance needs a proposal or a draft", message: "next",
-			output: obj("assistantText", "Move on.", "step", "claim", "confidence", 0.9, "shouldAdvance", true, "nextStep", "grounds"),
+			output: apptest.Obj("assistantText", "Move on.", "step", "claim", "confidence", 0.9, "shouldAdvance", true, "nextStep", "grounds"),
 			check: func(t *testing.T, r, st map[string]any) {
 				if r["shouldAdvance"] != nil || r["nextStep"] != nil || st["step"] != "claim" {
 					t.Errorf("result %v, state step %v; want no advance", r, st["step"])
 				}
 			}},
 		{name: "shouldAdvance needs confidence 0.6", message: long,
-			output: obj("assistantText", "Ok.", "step", "claim", "confidence", 0.5, "proposedUpdate", proposal, "shouldAdvance", true),
+			output: apptest.Obj("assistantText", "Ok.", "step", "claim", "confidence", 0.5, "proposedUpdate", proposal, "shouldAdvance", true),
 			check: func(t *testing.T, r, _ map[string]any) {
 				if r["shouldAdvance"] != nil {
 					t.Errorf("shouldAdvance survived confidence 0.5: %v", r)
 				}
 			}},
 		{name: "shouldAdvance needs text passing the heuristics", message: "x",
-			output: obj("assistantText", "Ok.", "step", "claim", "confidence", 0.9, "proposedUpdate", map[string]string{"field": "claim", "value": "Cars?", "rationale": "r"}, "shouldAdvance", true),
+			output: apptest.Obj("assistantText", "Ok.", "step", "claim", "confidence", 0.9, "proposedUpdate", map[string]string{"field": "claim", "value": "Cars?", "rationale": "r"}, "shouldAdvance", true),
 			check: func(t *testing.T, r, _ map[string]any) {
 				if r["shouldAdvance"] != nil {
 					t.Errorf("shouldAdvance survived a claim failing the heuristics: %v", r)
 				}
 			}},
 		{name: "nextStep correction", message: long,
-			output: obj("assistantText", "Great.", "step", "claim", "confidence", 0.9, "proposedUpdate", proposal, "shouldAdvance", true, "nextStep", "rebuttal"),
+			output: apptest.Obj("assistantText", "Great.", "step", "claim", "confidence", 0.9, "proposedUpdate", proposal, "shouldAdvance", true, "nextStep", "rebuttal"),
 			check: func(t *testing.T, r, st map[string]any) {
 				if r["shouldAdvance"] != true || r["nextStep"] != "grounds" {
 					t.Errorf("result %v, want shouldAdvance with nextStep grounds", r)
@@ -132,36 +131,36 @@ func TestToulminGuards(t *testing.T) {
 				}
 			}},
 		{name: "isComplete only on rebuttal", message: long,
-			output: obj("assistantText", "Done!", "step", "claim", "confidence", 1, "proposedUpdate", proposal, "isComplete", true),
+			output: apptest.Obj("assistantText", "Done!", "step", "claim", "confidence", 1, "proposedUpdate", proposal, "isComplete", true),
 			check: func(t *testing.T, r, st map[string]any) {
 				if r["isComplete"] != nil || st["isComplete"] != false {
 					t.Errorf("isComplete accepted on the claim step: result %v, state %v", r, st["isComplete"])
 				}
 			}},
 		{name: "question appending", first: true, message: "hello",
-			output: obj("assistantText", "Hi.", "step", "claim", "nextQuestion", "What do you claim?"),
+			output: apptest.Obj("assistantText", "Hi.", "step", "claim", "nextQuestion", "What do you claim?"),
 			check: func(t *testing.T, r, _ map[string]any) {
 				if r["assistantText"] != "Hi.\n\nWhat do you claim?" {
 					t.Errorf("assistantText = %q, want the question appended", r["assistantText"])
 				}
 			}},
 	}
-	g := startGateway(t, nil)
+	g := apptest.Start(t, nil)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := g.create("toulmin", nil)
+			s := g.Create("toulmin", nil)
 			if !tt.first {
-				g.llm.Enqueue(fakellm.Reply{Content: obj("assistantText", "Tell me more.", "step", "claim")})
-				if tr := g.turn(s.ID, msg("warm-up")); tr.last().Type != "result" {
-					t.Fatalf("warm-up turn: %s", tr.body)
+				g.LLM.Enqueue(fakellm.Reply{Content: apptest.Obj("assistantText", "Tell me more.", "step", "claim")})
+				if tr := g.Turn(s.ID, apptest.Msg("warm-up")); tr.Last().Type != "result" {
+					t.Fatalf("warm-up turn: %s", tr.Body)
 				}
 			}
-			g.llm.Enqueue(fakellm.Reply{Content: tt.output})
-			tr := g.turn(s.ID, msg(tt.message))
-			tr.checkEnding(t)
-			res := tr.last()
+			g.LLM.Enqueue(fakellm.Reply{Content: tt.output})
+			tr := g.Turn(s.ID, apptest.Msg(tt.message))
+			tr.CheckEnding(t)
+			res := tr.Last()
 			if res.Type != "result" {
-				t.Fatalf("last line = %s, want a result", res.raw)
+				t.Fatalf("last line = %s, want a result", res.Raw)
 			}
 			var r, st map[string]any
 			if err := json.Unmarshal(res.Result, &r); err != nil {
@@ -176,45 +175,45 @@ func TestToulminGuards(t *testing.T) {
 }
 
 func TestToulminRebuttalCompletes(t *testing.T) {
-	g := startGateway(t, nil)
-	s := g.create("toulmin", nil)
+	g := apptest.Start(t, nil)
+	s := g.Create("toulmin", nil)
 	for _, step := range []string{"claim", "grounds", "warrant", "groundsBacking", "warrantBacking", "qualifier"} {
-		if code := g.call("PUT", "/v1/sessions/"+s.ID+"/draft", map[string]string{"field": step, "value": "Some text for " + step + " because reasons"}, nil); code != 200 {
+		if code := g.Call("PUT", "/v1/sessions/"+s.ID+"/draft", map[string]string{"field": step, "value": "Some text for " + step + " because reasons"}, nil); code != 200 {
 			t.Fatalf("PUT draft %s: %d", step, code)
 		}
 	}
 	// Walk the step forward through accepted proposals, then complete on rebuttal.
 	for _, step := range []string{"claim", "grounds", "warrant", "groundsBacking", "warrantBacking", "qualifier"} {
 		value := "In most cases this " + step + " holds because the evidence shows it clearly."
-		g.llm.Enqueue(fakellm.Reply{Content: obj("assistantText", "Nice.", "step", step, "confidence", 0.9,
+		g.LLM.Enqueue(fakellm.Reply{Content: apptest.Obj("assistantText", "Nice.", "step", step, "confidence", 0.9,
 			"proposedUpdate", map[string]string{"field": step, "value": value, "rationale": "r"}, "shouldAdvance", true)})
-		g.llm.Enqueue(fakellm.Reply{Content: obj("assistantText", "Nice.", "step", step, "confidence", 0.9,
+		g.LLM.Enqueue(fakellm.Reply{Content: apptest.Obj("assistantText", "Nice.", "step", step, "confidence", 0.9,
 			"proposedUpdate", map[string]string{"field": step, "value": value, "rationale": "r"}, "shouldAdvance", true)})
-		g.turn(s.ID, msg("first try"))
-		if tr := g.turn(s.ID, msg(value)); tr.last().Type != "result" {
-			t.Fatalf("%s: %s", step, tr.body)
+		g.Turn(s.ID, apptest.Msg("first try"))
+		if tr := g.Turn(s.ID, apptest.Msg(value)); tr.Last().Type != "result" {
+			t.Fatalf("%s: %s", step, tr.Body)
 		}
-		if code := g.call("POST", "/v1/sessions/"+s.ID+"/proposal", map[string]string{"action": "accept"}, nil); code != 200 {
+		if code := g.Call("POST", "/v1/sessions/"+s.ID+"/proposal", map[string]string{"action": "accept"}, nil); code != 200 {
 			t.Fatalf("accept on %s: %d", step, code)
 		}
 	}
-	g.llm.Enqueue(fakellm.Reply{Content: obj("assistantText", "Think of exceptions.", "step", "rebuttal")})
-	g.turn(s.ID, msg("hmm"))
-	if code := g.call("PUT", "/v1/sessions/"+s.ID+"/draft", map[string]string{"field": "rebuttal", "value": "Unless public transport fails, the ban works."}, nil); code != 200 {
+	g.LLM.Enqueue(fakellm.Reply{Content: apptest.Obj("assistantText", "Think of exceptions.", "step", "rebuttal")})
+	g.Turn(s.ID, apptest.Msg("hmm"))
+	if code := g.Call("PUT", "/v1/sessions/"+s.ID+"/draft", map[string]string{"field": "rebuttal", "value": "Unless public transport fails, the ban works."}, nil); code != 200 {
 		t.Fatalf("PUT rebuttal draft: %d", code)
 	}
-	g.llm.Enqueue(fakellm.Reply{Content: obj("assistantText", "Complete!", "step", "rebuttal", "confidence", 0.9, "shouldAdvance", true)})
-	tr := g.turn(s.ID, msg("Unless public transport fails."))
+	g.LLM.Enqueue(fakellm.Reply{Content: apptest.Obj("assistantText", "Complete!", "step", "rebuttal", "confidence", 0.9, "shouldAdvance", true)})
+	tr := g.Turn(s.ID, apptest.Msg("Unless public transport fails."))
 	var r map[string]any
-	_ = json.Unmarshal(tr.last().Result, &r)
+	_ = json.Unmarshal(tr.Last().Result, &r)
 	if r["isComplete"] != true || r["shouldAdvance"] != nil {
 		t.Errorf("rebuttal result = %v, want shouldAdvance converted to isComplete", r)
 	}
-	if !strings.Contains(string(tr.last().Session.State), `"isComplete":true`) {
-		t.Errorf("session state = %s, want isComplete", tr.last().Session.State)
+	if !strings.Contains(string(tr.Last().Session.State), `"isComplete":true`) {
+		t.Errorf("session state = %s, want isComplete", tr.Last().Session.State)
 	}
-	if tr := g.turn(s.ID, msg("more?")); tr.status != http.StatusConflict {
-		t.Errorf("turn on a complete session: status %d, want 409", tr.status)
+	if tr := g.Turn(s.ID, apptest.Msg("more?")); tr.Status != http.StatusConflict {
+		t.Errorf("turn on a complete session: status %d, want 409", tr.Status)
 	}
 }
 
@@ -232,28 +231,28 @@ func TestToulminErrorCodes(t *testing.T) {
 		want    string
 		calls   int
 	}{
-		{"unparseable output", []fakellm.Reply{{Content: `{"assistantText":"Hi", oops`}, {Content: "not json"}}, msg("hi"), "coach_validation_failed", 2},
-		{"schema-invalid output", []fakellm.Reply{{Content: obj("assistantText", "Hi.", "step", "claim", "confidence", 7)}, {Content: obj("assistantText", "Hi.", "step", "claim", "confidence", 7)}}, msg("hi"), "coach_validation_failed", 2},
-		{"empty assistantText", []fakellm.Reply{{Content: obj("assistantText", "", "step", "claim")}, {Content: obj("assistantText", " ", "step", "claim")}}, msg("hi"), "coach_empty_response", 2},
+		{"unparseable output", []fakellm.Reply{{Content: `{"assistantText":"Hi", oops`}, {Content: "not json"}}, apptest.Msg("hi"), "coach_validation_failed", 2},
+		{"schema-invalid output", []fakellm.Reply{{Content: apptest.Obj("assistantText", "Hi.", "step", "claim", "confidence", 7)}, {Content: apptest.Obj("assistantText", "Hi.", "step", "claim", "confidence", 7)}}, apptest.Msg("hi"), "coach_validation_failed", 2},
+		{"empty assistantText", []fakellm.Reply{{Content: apptest.Obj("assistantText", "", "step", "claim")}, {Content: apptest.Obj("assistantText", " ", "step", "claim")}}, apptest.Msg("hi"), "coach_empty_response", 2},
 		{"step mismatch", nil, map[string]string{"message": "hi", "step": "warrant"}, "coach_step_mismatch", 0},
-		{"upstream failure", []fakellm.Reply{{Fault: fakellm.Fault{Status: 500}}, {Fault: fakellm.Fault{Status: 502}}, {Fault: fakellm.Fault{Status: 503}}}, msg("hi"), "coach_stream_failed", 3},
-		{"upstream rejects the request", []fakellm.Reply{{Fault: fakellm.Fault{Status: 400}}}, msg("hi"), "coach_stream_failed", 1},
-		{"cut twice after text went out", []fakellm.Reply{cutAfterText, cutAfterText}, msg("hi"), "coach_stream_failed", 2},
+		{"upstream failure", []fakellm.Reply{{Fault: fakellm.Fault{Status: 500}}, {Fault: fakellm.Fault{Status: 502}}, {Fault: fakellm.Fault{Status: 503}}}, apptest.Msg("hi"), "coach_stream_failed", 3},
+		{"upstream rejects the request", []fakellm.Reply{{Fault: fakellm.Fault{Status: 400}}}, apptest.Msg("hi"), "coach_stream_failed", 1},
+		{"cut twice after text went out", []fakellm.Reply{cutAfterText, cutAfterText}, apptest.Msg("hi"), "coach_stream_failed", 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := startGateway(t, func(c *config.Config) { c.MaxAttempts = 3 })
-			s := g.create("toulmin", nil)
-			g.llm.Enqueue(tt.replies...)
-			tr := g.turn(s.ID, tt.body)
-			tr.checkEnding(t)
-			if tr.status != http.StatusOK || tr.last().Error != tt.want {
-				t.Errorf("status %d, lines %q; want 200 ending in error %s", tr.status, tr.kinds(), tt.want)
+			g := apptest.Start(t, func(c *config.Config) { c.MaxAttempts = 3 })
+			s := g.Create("toulmin", nil)
+			g.LLM.Enqueue(tt.replies...)
+			tr := g.Turn(s.ID, tt.body)
+			tr.CheckEnding(t)
+			if tr.Status != http.StatusOK || tr.Last().Error != tt.want {
+				t.Errorf("status %d, lines %q; want 200 ending in error %s", tr.Status, tr.Kinds(), tt.want)
 			}
-			if n := len(g.llm.Requests()); n != tt.calls {
+			if n := len(g.LLM.Requests()); n != tt.calls {
 				t.Errorf("model calls = %d, want %d", n, tt.calls)
 			}
-			if got := g.get(s.ID); got.Version != 1 {
+			if got := g.Get(s.ID); got.Version != 1 {
 				t.Errorf("a failed turn stored version %d, want 1", got.Version)
 			}
 		})
@@ -261,12 +260,12 @@ func TestToulminErrorCodes(t *testing.T) {
 }
 
 func TestToulminClientDisconnectCancelsUpstream(t *testing.T) {
-	g := startGateway(t, nil)
-	s := g.create("toulmin", nil)
-	g.llm.Enqueue(fakellm.Reply{Chunks: []string{`{"assistantText":"A long `, `answer that stalls.","step":"claim"}`},
+	g := apptest.Start(t, nil)
+	s := g.Create("toulmin", nil)
+	g.LLM.Enqueue(fakellm.Reply{Chunks: []string{`{"assistantText":"A long `, `answer that stalls.","step":"claim"}`},
 		Fault: fakellm.Fault{StallAfter: 1, Stall: time.Minute}})
-	b, _ := json.Marshal(msg("hi"))
-	resp, err := http.Post(g.url+"/v1/sessions/"+s.ID+"/turns", "application/json", bytes.NewReader(b))
+	b, _ := json.Marshal(apptest.Msg("hi"))
+	resp, err := http.Post(g.URL+"/v1/sessions/"+s.ID+"/turns", "application/json", bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,48 +273,48 @@ func TestToulminClientDisconnectCancelsUpstream(t *testing.T) {
 	if err != nil || !strings.Contains(first, `"delta"`) {
 		t.Fatalf("first line %q, %v; want a delta", first, err)
 	}
-	eventually(t, "the upstream stream is open", func() bool { return g.llm.Open() == 1 })
+	apptest.Eventually(t, "the upstream stream is open", func() bool { return g.LLM.Open() == 1 })
 	resp.Body.Close()
 	start := time.Now()
-	eventually(t, "the upstream request is cancelled", func() bool { return g.llm.Open() == 0 })
+	apptest.Eventually(t, "the upstream request is cancelled", func() bool { return g.LLM.Open() == 0 })
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("upstream cancelled after %v", d)
 	}
 	// Nothing written, lock released: the next turn goes through on version 1.
-	g.llm.Enqueue(fakellm.Reply{Content: obj("assistantText", "Hi.", "step", "claim")})
-	eventually(t, "the session is free again", func() bool {
-		tr := g.turn(s.ID, msg("again"))
-		return tr.status == http.StatusOK && tr.last().Session.Version == 2
+	g.LLM.Enqueue(fakellm.Reply{Content: apptest.Obj("assistantText", "Hi.", "step", "claim")})
+	apptest.Eventually(t, "the session is free again", func() bool {
+		tr := g.Turn(s.ID, apptest.Msg("again"))
+		return tr.Status == http.StatusOK && tr.Last().Session.Version == 2
 	})
 }
 
 func TestToulminConcurrentTurnsOneBusy(t *testing.T) {
-	g := startGateway(t, nil)
-	s := g.create("toulmin", nil)
-	g.llm.Enqueue(fakellm.Reply{Chunks: []string{`{"assistantText":"Slow `, `answer.","step":"claim"}`}, Fault: fakellm.Fault{StallAfter: 1, Stall: 300 * time.Millisecond}})
+	g := apptest.Start(t, nil)
+	s := g.Create("toulmin", nil)
+	g.LLM.Enqueue(fakellm.Reply{Chunks: []string{`{"assistantText":"Slow `, `answer.","step":"claim"}`}, Fault: fakellm.Fault{StallAfter: 1, Stall: 300 * time.Millisecond}})
 	var wg sync.WaitGroup
-	var first turnResponse
+	var first apptest.TurnResponse
 	wg.Add(1)
-	go func() { defer wg.Done(); first = g.turn(s.ID, msg("one")) }()
-	eventually(t, "the first turn reached the model", func() bool { return g.llm.Open() == 1 })
+	go func() { defer wg.Done(); first = g.Turn(s.ID, apptest.Msg("one")) }()
+	apptest.Eventually(t, "the first turn reached the model", func() bool { return g.LLM.Open() == 1 })
 	var body struct{ Error string }
-	second := g.post("/v1/sessions/"+s.ID+"/turns", msg("two"))
-	_ = json.Unmarshal([]byte(second.body), &body)
-	if second.status != http.StatusConflict || body.Error != "session_busy" {
-		t.Errorf("second turn: status %d body %s; want 409 session_busy", second.status, second.body)
+	second := g.Post("/v1/sessions/"+s.ID+"/turns", apptest.Msg("two"))
+	_ = json.Unmarshal([]byte(second.Body), &body)
+	if second.Status != http.StatusConflict || body.Error != "session_busy" {
+		t.Errorf("second turn: status %d body %s; want 409 session_busy", second.Status, second.Body)
 	}
 	wg.Wait()
-	if first.last().Type != "result" || first.last().Session.Version != 2 {
-		t.Errorf("first turn: %q, want a stored result", first.kinds())
+	if first.Last().Type != "result" || first.Last().Session.Version != 2 {
+		t.Errorf("first turn: %q, want a stored result", first.Kinds())
 	}
 }
 
 func TestCoachRouteIsAToulminTurn(t *testing.T) {
-	g := startGateway(t, nil)
-	s := g.create("toulmin", nil)
-	g.llm.Enqueue(fakellm.Reply{Content: obj("assistantText", "Hi there.", "step", "claim")})
-	tr := g.post("/api/coach", map[string]string{"sessionId": s.ID, "message": "hello", "step": "claim"})
-	if tr.kinds() != strings.TrimSpace(strings.Repeat("delta ", len(tr.lines)-1))+" result" || tr.text() != "Hi there." {
-		t.Errorf("/api/coach lines %q text %q", tr.kinds(), tr.text())
+	g := apptest.Start(t, nil)
+	s := g.Create("toulmin", nil)
+	g.LLM.Enqueue(fakellm.Reply{Content: apptest.Obj("assistantText", "Hi there.", "step", "claim")})
+	tr := g.Post("/api/coach", map[string]string{"sessionId": s.ID, "message": "hello", "step": "claim"})
+	if tr.Kinds() != strings.TrimSpace(strings.Repeat("delta ", len(tr.Lines)-1))+" result" || tr.Text() != "Hi there." {
+		t.Errorf("/api/coach lines %q text %q", tr.Kinds(), tr.Text())
 	}
 }

@@ -1,4 +1,7 @@
-package app_test
+// Package apptest starts a real coachgw on a loopback port, in front of a scripted fakellm and on
+// a real Redis whenever one is reachable, and reads its NDJSON streams: the harness of every
+// end-to-end test.
+package apptest
 
 import (
 	"bufio"
@@ -22,35 +25,38 @@ import (
 	"github.com/coachgw/coachgw/internal/redisstore/redistest"
 )
 
-// gateway is a real coachgw serving on a loopback port in front of a scripted fakellm, on a real
+// Gateway is a real coachgw serving on a loopback port in front of a scripted fakellm, on a real
 // Redis whenever one is reachable.
-type gateway struct {
-	t   *testing.T
-	url string
-	llm *fakellm.Server
-	log *syncBuffer
+type Gateway struct {
+	t *testing.T
+	// URL is the gateway's base URL.
+	URL string
+	// LLM is the scripted model endpoint behind it.
+	LLM *fakellm.Server
+	// Log holds the gateway's log lines.
+	Log *SyncBuffer
 }
 
-// syncBuffer collects the gateway's log lines.
-type syncBuffer struct {
+// SyncBuffer collects the gateway's log lines.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
 }
 
-// startGateway starts a gateway; change adjusts its configuration.
-func startGateway(t *testing.T, change func(*config.Config)) *gateway {
+// Start starts a gateway; change adjusts its configuration.
+func Start(t *testing.T, change func(*config.Config)) *Gateway {
 	t.Helper()
 	llm, base, stopLLM, err := fakellm.Start(fakellm.Options{ChunkMin: 3, ChunkMax: 8})
 	if err != nil {
@@ -65,7 +71,7 @@ func startGateway(t *testing.T, change func(*config.Config)) *gateway {
 	if change != nil {
 		change(&cfg)
 	}
-	logs := &syncBuffer{}
+	logs := &SyncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	a, err := app.New(ctx, cfg, zerolog.New(logs))
 	if err != nil {
@@ -90,18 +96,18 @@ func startGateway(t *testing.T, change func(*config.Config)) *gateway {
 			t.Logf("gateway log:\n%s", logs.String())
 		}
 	})
-	return &gateway{t: t, url: "http://" + ln.Addr().String(), llm: llm, log: logs}
+	return &Gateway{t: t, URL: "http://" + ln.Addr().String(), LLM: llm, Log: logs}
 }
 
-// call sends a JSON request and decodes a JSON answer into out (when not nil).
-func (g *gateway) call(method, path string, body any, out any) int {
+// Call sends a JSON request and decodes a JSON answer into out (when not nil).
+func (g *Gateway) Call(method, path string, body any, out any) int {
 	g.t.Helper()
 	var r io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
 		r = bytes.NewReader(b)
 	}
-	req, _ := http.NewRequest(method, g.url+path, r)
+	req, _ := http.NewRequest(method, g.URL+path, r)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -116,69 +122,74 @@ func (g *gateway) call(method, path string, body any, out any) int {
 	return resp.StatusCode
 }
 
-type session struct {
+// Session is a session as the API returns it.
+type Session struct {
 	ID       string          `json:"id"`
 	Contract string          `json:"contract"`
 	Version  int64           `json:"version"`
 	State    json.RawMessage `json:"state"`
 }
 
-func (g *gateway) create(contract string, extra map[string]string) session {
+// Create creates a session of contract with extra body members (module, locale).
+func (g *Gateway) Create(contract string, extra map[string]string) Session {
 	g.t.Helper()
 	body := map[string]string{"contract": contract}
 	for k, v := range extra {
 		body[k] = v
 	}
-	var s session
-	if code := g.call("POST", "/v1/sessions", body, &s); code != http.StatusCreated {
+	var s Session
+	if code := g.Call("POST", "/v1/sessions", body, &s); code != http.StatusCreated {
 		g.t.Fatalf("creating a %s session: status %d", contract, code)
 	}
 	return s
 }
 
-func (g *gateway) get(id string) session {
+// Get reads a session.
+func (g *Gateway) Get(id string) Session {
 	g.t.Helper()
-	var s session
-	if code := g.call("GET", "/v1/sessions/"+id, nil, &s); code != http.StatusOK {
+	var s Session
+	if code := g.Call("GET", "/v1/sessions/"+id, nil, &s); code != http.StatusOK {
 		g.t.Fatalf("GET session: status %d", code)
 	}
 	return s
 }
 
-// line is one decoded NDJSON line, with its raw text.
-type line struct {
+// Line is one decoded NDJSON line, with its raw text.
+type Line struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text"`
 	Block     *int            `json:"block"`
 	BlockType string          `json:"blockType"`
 	Card      json.RawMessage `json:"card"`
 	Result    json.RawMessage `json:"result"`
-	Session   session         `json:"session"`
+	Session   Session         `json:"session"`
 	Fallback  bool            `json:"fallback"`
 	Reason    string          `json:"reason"`
 	Error     string          `json:"error"`
 	Message   string          `json:"message"`
-	raw       string
+	// Raw is the line as it was sent.
+	Raw string
 }
 
-// turnResponse is a turn's answer: its status and, for a stream, its lines.
-type turnResponse struct {
-	status int
-	header http.Header
-	lines  []line
-	body   string
+// TurnResponse is a turn's answer: its status and, for a stream, its lines.
+type TurnResponse struct {
+	Status int
+	Header http.Header
+	Lines  []Line
+	Body   string
 }
 
-// turn posts a turn and reads the whole answer.
-func (g *gateway) turn(id string, body any) turnResponse {
+// Turn posts a turn and reads the whole answer.
+func (g *Gateway) Turn(id string, body any) TurnResponse {
 	g.t.Helper()
-	return g.post("/v1/sessions/"+id+"/turns", body)
+	return g.Post("/v1/sessions/"+id+"/turns", body)
 }
 
-func (g *gateway) post(path string, body any) turnResponse {
+// Post posts body to path and reads the whole answer.
+func (g *Gateway) Post(path string, body any) TurnResponse {
 	g.t.Helper()
 	b, _ := json.Marshal(body)
-	resp, err := http.Post(g.url+path, "application/json", bytes.NewReader(b))
+	resp, err := http.Post(g.URL+path, "application/json", bytes.NewReader(b))
 	if err != nil {
 		g.t.Fatalf("POST %s: %v", path, err)
 	}
@@ -187,26 +198,26 @@ func (g *gateway) post(path string, body any) turnResponse {
 	if err != nil {
 		g.t.Fatalf("reading the stream: %v", err)
 	}
-	tr := turnResponse{status: resp.StatusCode, header: resp.Header, body: string(raw)}
+	tr := TurnResponse{Status: resp.StatusCode, Header: resp.Header, Body: string(raw)}
 	if resp.Header.Get("Content-Type") == "application/x-ndjson" {
 		sc := bufio.NewScanner(bytes.NewReader(raw))
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
-			var l line
+			var l Line
 			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 				g.t.Fatalf("line %q is not JSON: %v", sc.Text(), err)
 			}
-			l.raw = sc.Text()
-			tr.lines = append(tr.lines, l)
+			l.Raw = sc.Text()
+			tr.Lines = append(tr.Lines, l)
 		}
 	}
 	return tr
 }
 
-// kinds renders the lines compactly, e.g. "delta delta result".
-func (tr turnResponse) kinds() string {
+// Kinds renders the lines compactly, e.g. "delta delta result".
+func (tr TurnResponse) Kinds() string {
 	var k []string
-	for _, l := range tr.lines {
+	for _, l := range tr.Lines {
 		if l.Type == "error" {
 			k = append(k, "error:"+l.Error)
 			continue
@@ -216,10 +227,10 @@ func (tr turnResponse) kinds() string {
 	return strings.Join(k, " ")
 }
 
-// text concatenates the delta texts after the last reset.
-func (tr turnResponse) text() string {
+// Text concatenates the delta texts after the last reset.
+func (tr TurnResponse) Text() string {
 	var b strings.Builder
-	for _, l := range tr.lines {
+	for _, l := range tr.Lines {
 		switch l.Type {
 		case "delta":
 			b.WriteString(l.Text)
@@ -230,30 +241,33 @@ func (tr turnResponse) text() string {
 	return b.String()
 }
 
-// last returns the stream's last line.
-func (tr turnResponse) last() line {
-	if len(tr.lines) == 0 {
-		return line{}
+// Last returns the stream's last line.
+func (tr TurnResponse) Last() Line {
+	if len(tr.Lines) == 0 {
+		return Line{}
 	}
-	return tr.lines[len(tr.lines)-1]
+	return tr.Lines[len(tr.Lines)-1]
 }
 
-// checkEnding fails unless the stream ends with exactly one result or error line.
-func (tr turnResponse) checkEnding(t *testing.T) {
+// CheckEnding fails unless the stream ends with exactly one result or error line.
+func (tr TurnResponse) CheckEnding(t *testing.T) {
 	t.Helper()
 	ends := 0
-	for _, l := range tr.lines {
+	for _, l := range tr.Lines {
 		if l.Type == "result" || l.Type == "error" {
 			ends++
 		}
 	}
-	if last := tr.last().Type; ends != 1 || (last != "result" && last != "error") {
-		t.Errorf("stream %q does not end with exactly one result or error line", tr.kinds())
+	if last := tr.Last().Type; ends != 1 || (last != "result" && last != "error") {
+		t.Errorf("stream %q does not end with exactly one result or error line", tr.Kinds())
 	}
 }
 
-// eventually polls cond for up to 3 s.
-func eventually(t *testing.T, what string, cond func() bool) {
+// Msg is a turn body with a message.
+func Msg(s string) map[string]string { return map[string]string{"message": s} }
+
+// Eventually polls cond for up to 3 s.
+func Eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Second)
 	for !cond() {
@@ -264,8 +278,8 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// obj builds model output JSON with keys in the given order: obj("assistantText", "Hi", ...).
-func obj(kv ...any) string {
+// Obj builds model output JSON with keys in the given order: Obj("assistantText", "Hi", ...).
+func Obj(kv ...any) string {
 	var b strings.Builder
 	b.WriteByte('{')
 	for i := 0; i < len(kv); i += 2 {
