@@ -28,8 +28,9 @@ type Report struct {
 	Resets     int
 	// Rules lists the guard rules that changed the result.
 	Rules []string
-	// Diagnostic carries Outcome.Diagnostic.
+	// Diagnostic and Notice carry the Outcome's.
 	Diagnostic string
+	Notice     string
 	Err        error
 }
 

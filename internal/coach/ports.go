@@ -163,4 +163,6 @@ type Outcome struct {
 	// Diagnostic, when set, is worth an error-level log: e.g. the full model response that a
 	// fallback replaced.
 	Diagnostic string
+	// Notice, when set, is worth a warning: something the model said was ignored.
+	Notice string
 }

@@ -116,7 +116,7 @@ func (r *TurnRun) Run(ctx context.Context, emit func(Event) error) Report {
 		return fail(err)
 	}
 	committed = true
-	rep.Rules, rep.Diagnostic = out.Rules, out.Diagnostic
+	rep.Rules, rep.Diagnostic, rep.Notice = out.Rules, out.Diagnostic, out.Notice
 	send(Event{Type: EventResult, Result: out.Result, Session: &next, Fallback: out.Fallback})
 	if out.Fallback {
 		return finish("fallback", nil)

@@ -53,6 +53,9 @@ func (s *Server) turn(c echo.Context, id string, in coach.TurnInput) error {
 		log.Error().Str("session", id).Strs("rules", rep.Rules).Str("model_response", rep.Diagnostic).
 			Msg("model output was unusable; a fallback was sent")
 	}
+	if rep.Notice != "" {
+		log.Warn().Str("session", id).Str("notice", rep.Notice).Msg("part of the model output was ignored")
+	}
 	if rep.Err != nil && rep.Outcome != "cancelled" {
 		ev = log.Warn().Err(rep.Err)
 	}

@@ -351,7 +351,7 @@ func TestFinishProgressIsTheServers(t *testing.T) {
 	if !slices.Contains(r.out.Rules, RuleUnknownTopic) {
 		t.Errorf("rules = %v, want %s", r.out.Rules, RuleUnknownTopic)
 	}
-	contains(t, "diagnostic", r.out.Diagnostic, `"...12 topics...", "Quantum Physics"`)
+	contains(t, "notice", r.out.Notice, `"...12 topics...", "Quantum Physics"`)
 	if err := responseSchema().Validate(resultDoc(t, r.out.Result)); err != nil {
 		t.Errorf("result does not validate: %v", err)
 	}
@@ -422,8 +422,6 @@ func TestFinishFallbackAndMigration(t *testing.T) {
 		{"fenced JSON is accepted", "```json\n" + response("fenced") + "\n```", false, "", "paragraph", "fenced", "conversational", ""},
 		{"fenced JSON without a language", "```\n" + response("fenced") + "\n```\n", false, "", "paragraph", "fenced", "conversational", ""},
 		{"fenced non-JSON", "```\nJust text\n```", true, RuleFallback, "paragraph", "```\nJust text\n```", "conversational", ""},
-		{"JSON followed by text", response("x") + " and more", true, RuleFallback, "paragraph", response("x") + " and more", "conversational", ""},
-		{"truncated JSON", response("x")[:30], true, RuleFallback, "paragraph", response("x")[:30], "conversational", ""},
 		{"legacy form", legacy, false, RuleLegacyForm, "paragraph", "Quick Check-in", "assessment", "quick_check_in"},
 		{"legacy form with description only", `{"type":"form","description":"Tell me more","fields":[]}`, false, RuleLegacyForm, "paragraph", "Tell me more", "assessment", "form"},
 		{"legacy form with neither", `{"type":"form","fields":[]}`, false, RuleLegacyForm, "paragraph", defaultIntro["en"], "assessment", "form"},
@@ -488,6 +486,24 @@ func TestFinishFallbackAndMigration(t *testing.T) {
 			t.Error("the fallback dropped the offered form")
 		}
 	})
+}
+
+// TestFinishBrokenJSONIsRetried covers output that starts like JSON but does not parse: a
+// corrective retry beats showing the learner raw JSON as markdown.
+func TestFinishBrokenJSONIsRetried(t *testing.T) {
+	c := newContract(t)
+	for _, tt := range []struct{ name, output string }{
+		{"JSON followed by text", response("x") + " and more"},
+		{"truncated JSON", response("x")[:30]},
+		{"fenced truncated JSON", "```json\n" + response("x")[:30]},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runTurn(t, c, newSession(t, c, "quarters", "en"), message("hello"), tt.output)
+			if got := coach.AsError(r.err).Code; got != coach.CodeValidationFailed {
+				t.Errorf("Finish error = %v, want %s", r.err, coach.CodeValidationFailed)
+			}
+		})
+	}
 }
 
 func TestFinishErrors(t *testing.T) {

@@ -35,10 +35,16 @@ func (t *turn) Finish() (*coach.Outcome, error) {
 		return nil, coach.Errorf(coach.KindStream, coach.CodeEmptyResponse, "the reply was empty")
 	}
 	var rules, diag []string
+	var notice string
 	var doc map[string]any
 	var reported []string
 	var forms []*Form
 	decoded, err := schema.Decode(raw)
+	if err != nil && looksLikeJSON(raw) {
+		// Broken JSON (typically cut off) is worth a corrective retry; shown as markdown it
+		// would put raw JSON in front of the learner.
+		return nil, coach.Errorf(coach.KindStream, coach.CodeValidationFailed, "the reply is not valid JSON: %v", err)
+	}
 	if err != nil {
 		doc = fallbackResponse(strings.TrimSpace(string(raw)))
 		rules = append(rules, RuleFallback)
@@ -72,7 +78,7 @@ func (t *turn) Finish() (*coach.Outcome, error) {
 	cov.add(refs)
 	if len(unknown) > 0 {
 		rules = append(rules, RuleUnknownTopic)
-		diag = append(diag, "ignored topics the model reported that module "+t.mod.ID+" does not have: "+quoteList(unknown, maxIgnored))
+		notice = "ignored topics the model reported that module " + t.mod.ID + " does not have: " + quoteList(unknown, maxIgnored)
 	}
 
 	st := t.st
@@ -115,7 +121,14 @@ func (t *turn) Finish() (*coach.Outcome, error) {
 		Fallback:   slices.Contains(rules, RuleFallback),
 		Rules:      rules,
 		Diagnostic: strings.Join(diag, "; "),
+		Notice:     notice,
 	}, nil
+}
+
+// looksLikeJSON reports whether raw, without a fence, starts like a JSON object or array.
+func looksLikeJSON(raw []byte) bool {
+	t := schema.StripFence(raw)
+	return len(t) > 0 && (t[0] == '{' || t[0] == '[')
 }
 
 // fallbackResponse wraps text that is not JSON as a structured response.
