@@ -1,0 +1,110 @@
+package extract
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+)
+
+// countHandler is the benchmarks' Handler: it streams the root assistantText,
+// captures the root step and only counts what it receives.
+type countHandler struct {
+	text, ends int
+}
+
+func (h *countHandler) Match(p Path) (int, Action) {
+	if len(p) != 1 {
+		return 0, Skip
+	}
+	switch {
+	case p[0].Is("assistantText"):
+		return 1, Stream
+	case p[0].Is("step"):
+		return 2, Capture
+	}
+	return 0, Skip
+}
+
+func (h *countHandler) Text(_ int, _ Path, text []byte) { h.text += len(text) }
+
+func (h *countHandler) End(int, Path, []byte) { h.ends++ }
+
+// benchSentences are JSON-encoded pieces of model prose: mostly plain ASCII
+// with the escapes, raw Unicode and \u escapes a model really emits.
+var benchSentences = []string{
+	`The claim follows directly from the grounds you supplied: quarterly revenue rose by twelve percent while costs stayed flat. `,
+	`As the analyst put it, \"growth is durable\" — at least for the next two quarters. `,
+	`\n\n`,
+	`Caf\u00e9 owners in S\u00e3o Paulo reported a na\u00efve r\u00e9sum\u00e9 of demand \u2014 still, it counts as backing. `,
+	`A rebuttal would need evidence that the trend reverses; none was offered so far. `,
+	`Raw Unicode is common too: café, São Paulo, 東京, and an emoji 😀 or \ud83d\ude80 now and then. `,
+	`\n- First, restate the claim.\n- Second, check the warrant.\n\tThen cite the file C:\\data\\q3.csv. `,
+	`Overall the argument is reasonably strong, so the qualifier \"probably\" fits well here. `,
+}
+
+// benchDoc returns a realistic Toulmin result of about size bytes whose
+// assistantText holds almost all of it.
+func benchDoc(size int) []byte {
+	const tail = `","step":"claim","confidence":0.7,"claim":"Revenue growth is durable.",` +
+		`"grounds":["Q3 revenue +12%","costs flat"],"warrant":"Growth without cost growth persists.",` +
+		`"backing":{"source":"analyst report","year":2024,"pages":[3,4,17]},` +
+		`"qualifier":"probably","rebuttal":null,"done":false,"meta":{"assistantText":"not streamed"}}`
+	var b bytes.Buffer
+	b.WriteString(`{"assistantText":"`)
+	for i := 0; b.Len()+len(tail) < size; i++ {
+		b.WriteString(benchSentences[i%len(benchSentences)])
+	}
+	b.WriteString(tail)
+	return b.Bytes()
+}
+
+// realisticCuts cuts a document of length n into chunks of 3 to 8 bytes, the
+// way a model's token stream arrives.
+func realisticCuts(n int, seed uint64) []int {
+	r := rand.New(rand.NewPCG(seed, 1))
+	var cuts []int
+	for c := 3 + r.IntN(6); c < n; c += 3 + r.IntN(6) {
+		cuts = append(cuts, c)
+	}
+	return cuts
+}
+
+// fixedCuts cuts a document of length n into chunks of size bytes.
+func fixedCuts(n, size int) []int {
+	var cuts []int
+	for c := size; c < n; c += size {
+		cuts = append(cuts, c)
+	}
+	return cuts
+}
+
+func BenchmarkExtract(b *testing.B) {
+	sizes := []struct {
+		name string
+		n    int
+	}{{"1KiB", 1 << 10}, {"64KiB", 64 << 10}, {"1MiB", 1 << 20}}
+	for _, size := range sizes {
+		doc := benchDoc(size.n)
+		chunkings := []struct {
+			name string
+			cuts []int
+		}{
+			{"realistic", realisticCuts(len(doc), 1)},
+			{"64B", fixedCuts(len(doc), 64)},
+			{"1B", fixedCuts(len(doc), 1)},
+		}
+		for _, ch := range chunkings {
+			b.Run("size="+size.name+"/chunk="+ch.name, func(b *testing.B) {
+				e := New(&countHandler{})
+				b.SetBytes(int64(len(doc)))
+				b.ReportAllocs()
+				for b.Loop() {
+					e.Reset()
+					if err := feed(e, doc, ch.cuts); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
