@@ -1,0 +1,16 @@
+# syntax=docker/dockerfile:1
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/coachgw ./cmd/coachgw \
+ && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/fakellm ./cmd/fakellm
+
+# A static binary needs nothing but CA certificates (for rediss:// and https model endpoints).
+FROM scratch
+COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/
+COPY --from=build /out/coachgw /out/fakellm /usr/local/bin/
+USER 65532:65532
+EXPOSE 8080
+ENTRYPOINT ["/usr/local/bin/coachgw"]
