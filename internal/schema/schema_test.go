@@ -1,0 +1,60 @@
+package schema
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestStripFence(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"no fence", `  {"a":1} `, `{"a":1}`},
+		{"json fence", "```json\n{\"a\":1}\n```", `{"a":1}`},
+		{"bare fence", "```\n{\"a\":1}\n```\n", `{"a":1}`},
+		{"unclosed fence", "```json\n{\"a\":1}", `{"a":1}`},
+		{"fence without newline", "```{}", "```{}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := string(StripFence([]byte(tt.in))); got != tt.want {
+				t.Errorf("StripFence(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecodeAndStripNulls(t *testing.T) {
+	doc, err := Decode([]byte("```json\n{\"a\":null,\"b\":{\"c\":null,\"d\":1.50},\"e\":[{\"f\":null}]}\n```"))
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	got := StripNulls(doc)
+	want := map[string]any{"b": map[string]any{"d": json.Number("1.50")}, "e": []any{map[string]any{}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("StripNulls = %#v, want %#v", got, want)
+	}
+	for _, bad := range []string{`{"a":1} trailing`, `{"a":`, ``} {
+		if _, err := Decode([]byte(bad)); err == nil {
+			t.Errorf("Decode(%q) succeeded, want an error", bad)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	v := Load("coach-ai-result.json")
+	ok, _ := Decode([]byte(`{"assistantText":"Hi.","step":"claim","confidence":0.5}`))
+	if err := v.Validate(ok); err != nil {
+		t.Errorf("Validate(valid) = %v, want nil", err)
+	}
+	bad, _ := Decode([]byte(`{"assistantText":"","step":"conclusion","confidence":2}`))
+	err := v.Validate(bad)
+	if err == nil {
+		t.Fatal("Validate(invalid) = nil, want the violations")
+	}
+	for _, want := range []string{"assistantText", "step", "confidence"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate error %q does not mention %s", err, want)
+		}
+	}
+}
