@@ -1,0 +1,228 @@
+// Package metrics owns the gateway's Prometheus metrics: what turns do (as the engine's
+// coach.Observer), how Redis commands fare (as a go-redis hook), and what the HTTP layer serves.
+// Each Metrics has a registry of its own, so tests and several instances in one process never
+// collide on the global default registry.
+//
+// Label values come from small fixed sets in the gateway's own code (contract names, outcome and
+// error codes, guard rule names, ModelError classes, reset reasons, Redis command names, route
+// templates); nothing a client sends, such as a session id, becomes a label.
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/coachgw/coachgw/internal/coach"
+)
+
+const namespace = "coachgw"
+
+// Buckets, in seconds. A first delta takes from a few milliseconds (replay model, cached prompt)
+// to the model's first-byte deadline (30s by default); a turn's duration runs up to the turn
+// timeout (120s by default); a Redis command normally takes well under a millisecond on loopback
+// and a few milliseconds across a network, and anything near a second means trouble.
+var (
+	firstDeltaBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20, 30}
+	durationBuckets   = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20, 30, 60, 120}
+	redisBuckets      = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}
+)
+
+// Metrics holds the gateway's metrics and the registry that serves them. Its methods are safe for
+// concurrent use.
+type Metrics struct {
+	reg     *prometheus.Registry
+	handler http.Handler
+
+	turns              *prometheus.CounterVec
+	firstDelta         *prometheus.HistogramVec
+	turnDuration       *prometheus.HistogramVec
+	upstreamErrors     *prometheus.CounterVec
+	retries            *prometheus.CounterVec
+	resets             *prometheus.CounterVec
+	ruleFirings        *prometheus.CounterVec
+	validationFailures *prometheus.CounterVec
+	fallbacks          *prometheus.CounterVec
+	deltas             *prometheus.CounterVec
+	openStreams        prometheus.Gauge
+
+	redisDuration *prometheus.HistogramVec
+	redisErrors   *prometheus.CounterVec
+
+	httpRequests *prometheus.CounterVec
+	httpDuration *prometheus.HistogramVec
+}
+
+var _ coach.Observer = (*Metrics)(nil)
+
+// New returns Metrics registered on a registry of their own, together with the Go runtime and
+// process collectors.
+func New() *Metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	f := promauto.With(reg)
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return f.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help}, labels)
+	}
+	histogram := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+		return f.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: name, Help: help, Buckets: buckets,
+		}, labels)
+	}
+	m := &Metrics{
+		reg: reg,
+		turns: counter("turns_total",
+			"Finished turns by outcome: ok, fallback, cancelled, or the error code of the stream's error line.",
+			"contract", "outcome"),
+		firstDelta: histogram("time_to_first_delta_seconds",
+			"Time from a turn's start to its first delta line, for turns that sent one.",
+			firstDeltaBuckets, "contract"),
+		turnDuration: histogram("turn_duration_seconds",
+			"Time from a turn's start to its last line, for every finished turn.",
+			durationBuckets, "contract"),
+		upstreamErrors: counter("upstream_errors_total",
+			"Failed model calls by class (rate_limited, server, connect, timeout, client, stream).",
+			"contract", "class"),
+		retries: counter("retries_total",
+			"Model calls repeated before any text of the turn was sent, by the class of the failure.",
+			"contract", "class"),
+		resets: counter("resets_total",
+			"Turns restarted after a recoverable fault, by reason (stream_interrupted, stalled, invalid_output).",
+			"contract", "reason"),
+		ruleFirings: counter("guard_rule_firings_total",
+			"Guard rules that changed a turn's result, by rule name.",
+			"contract", "rule"),
+		validationFailures: counter("validation_failures_total",
+			"Model answers rejected as unusable (unparseable, schema-invalid or empty): those retried "+
+				"with a correction plus those that ended their turn.",
+			"contract"),
+		fallbacks: counter("fallbacks_total",
+			"Results the gateway substituted for unusable model output, by kind (card, markdown).",
+			"contract", "kind"),
+		deltas: counter("deltas_total",
+			"Delta lines sent.",
+			"contract"),
+		openStreams: f.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "open_streams",
+			Help: "Turn streams in progress.",
+		}),
+		redisDuration: histogram("redis_command_duration_seconds",
+			"Redis round trips by command; a pipeline is one round trip labelled pipeline, "+
+				"a new connection's handshake pipeline handshake, and opening a connection dial.",
+			redisBuckets, "command"),
+		redisErrors: counter("redis_errors_total",
+			"Redis round trips that failed (not counting missing keys, callers that gave up, and "+
+				"optional handshake commands the server refused), by command as in "+
+				"coachgw_redis_command_duration_seconds.",
+			"command"),
+		httpRequests: counter("http_requests_total",
+			"HTTP requests by method, route template and status.",
+			"method", "route", "status"),
+		httpDuration: histogram("http_request_duration_seconds",
+			"HTTP request durations by route template; a turn's request lasts as long as its stream.",
+			durationBuckets, "route"),
+	}
+	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		// A collector that fails (say, the process collector on an odd platform) should not hide
+		// the gateway's own metrics.
+		ErrorHandling: promhttp.ContinueOnError,
+	})
+	return m
+}
+
+// Handler returns the handler that serves the metrics in the Prometheus exposition formats.
+func (m *Metrics) Handler() http.Handler { return m.handler }
+
+// TurnStarted counts an open stream.
+func (m *Metrics) TurnStarted(string) { m.openStreams.Inc() }
+
+// TurnEnded records a finished turn: its outcome, timings, deltas, the guard rules that fired,
+// and whether its result was a fallback or its model output failed validation.
+func (m *Metrics) TurnEnded(r coach.Report) {
+	m.openStreams.Dec()
+	m.turns.WithLabelValues(r.Contract, r.Outcome).Inc()
+	m.turnDuration.WithLabelValues(r.Contract).Observe(r.Duration.Seconds())
+	if r.Deltas > 0 {
+		m.firstDelta.WithLabelValues(r.Contract).Observe(r.FirstDelta.Seconds())
+	}
+	m.deltas.WithLabelValues(r.Contract).Add(float64(r.Deltas))
+	for _, rule := range r.Rules {
+		m.ruleFirings.WithLabelValues(r.Contract, rule).Inc()
+	}
+	switch r.Outcome {
+	case "fallback":
+		m.fallbacks.WithLabelValues(r.Contract, fallbackKind(r.Contract)).Inc()
+	case coach.CodeValidationFailed, coach.CodeEmptyResponse:
+		// The engine resets with invalid_output for both codes (counted in Reset); counting both
+		// here too keeps the metric one meaning: an answer the gateway could not use.
+		m.validationFailures.WithLabelValues(r.Contract).Inc()
+	}
+}
+
+// fallbackKind names what a contract falls back to.
+func fallbackKind(contract string) string {
+	switch contract {
+	case "cards":
+		return "card"
+	case "module":
+		return "markdown"
+	default:
+		return "other"
+	}
+}
+
+// ModelFailed counts a failed model call.
+func (m *Metrics) ModelFailed(contract, class string) {
+	m.upstreamErrors.WithLabelValues(contract, class).Inc()
+}
+
+// Retried counts a model call repeated before any text was sent.
+func (m *Metrics) Retried(contract, class string) {
+	m.retries.WithLabelValues(contract, class).Inc()
+}
+
+// Reset counts a turn restarted after a fault it could recover from (the client saw a reset
+// line if text had been sent); an invalid_output restart also counts as a validation failure.
+func (m *Metrics) Reset(contract, reason string) {
+	m.resets.WithLabelValues(contract, reason).Inc()
+	if reason == "invalid_output" {
+		m.validationFailures.WithLabelValues(contract).Inc()
+	}
+}
+
+// ObserveHTTP records one served HTTP request. route must be the route template (e.g.
+// "/v1/sessions/:id"), never the raw path, so that session ids stay out of the labels; an empty
+// route (no route matched) is recorded as "unmatched". Methods outside the standard set are
+// recorded as "other", since a client can send any method name.
+func (m *Metrics) ObserveHTTP(method, route string, status int, d time.Duration) {
+	if route == "" {
+		route = "unmatched"
+	}
+	m.httpRequests.WithLabelValues(methodLabel(method), route, statusLabel(status)).Inc()
+	m.httpDuration.WithLabelValues(route).Observe(d.Seconds())
+}
+
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return method
+	default:
+		return "other"
+	}
+}
+
+func statusLabel(status int) string {
+	if status < 100 || status > 599 {
+		return "other"
+	}
+	return strconv.Itoa(status)
+}

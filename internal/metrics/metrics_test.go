@@ -1,0 +1,344 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/coachgw/coachgw/internal/coach"
+)
+
+// want is one expected series value; value -1 means the series must not exist.
+type want struct {
+	name   string
+	labels []string
+	value  float64
+}
+
+func TestObserver(t *testing.T) {
+	tests := []struct {
+		name  string
+		calls func(m *Metrics)
+		want  []want
+	}{
+		{
+			name: "ok turn with deltas and guard rules",
+			calls: func(m *Metrics) {
+				m.TurnStarted("toulmin")
+				m.TurnEnded(coach.Report{
+					Contract: "toulmin", Outcome: "ok", FirstDelta: 250 * time.Millisecond,
+					Duration: 2 * time.Second, Deltas: 5, Attempts: 1,
+					Rules: []string{"strip_proposal", "force_advance", "strip_proposal"},
+				})
+			},
+			want: []want{
+				{"coachgw_turns_total", []string{"contract", "toulmin", "outcome", "ok"}, 1},
+				{"coachgw_time_to_first_delta_seconds", []string{"contract", "toulmin"}, 1},
+				{"coachgw_turn_duration_seconds", []string{"contract", "toulmin"}, 1},
+				{"coachgw_deltas_total", []string{"contract", "toulmin"}, 5},
+				{"coachgw_guard_rule_firings_total", []string{"contract", "toulmin", "rule", "strip_proposal"}, 2},
+				{"coachgw_guard_rule_firings_total", []string{"contract", "toulmin", "rule", "force_advance"}, 1},
+				{"coachgw_open_streams", nil, 0},
+				{"coachgw_fallbacks_total", []string{"contract", "toulmin", "kind", "other"}, -1},
+				{"coachgw_validation_failures_total", []string{"contract", "toulmin"}, -1},
+			},
+		},
+		{
+			name: "a turn without deltas has no time to first delta",
+			calls: func(m *Metrics) {
+				m.TurnStarted("cards")
+				m.TurnEnded(coach.Report{Contract: "cards", Outcome: "coach_stream_failed", Duration: time.Second})
+			},
+			want: []want{
+				{"coachgw_turns_total", []string{"contract", "cards", "outcome", "coach_stream_failed"}, 1},
+				{"coachgw_time_to_first_delta_seconds", []string{"contract", "cards"}, -1},
+				{"coachgw_turn_duration_seconds", []string{"contract", "cards"}, 1},
+				{"coachgw_deltas_total", []string{"contract", "cards"}, 0},
+			},
+		},
+		{
+			name: "fallbacks by contract",
+			calls: func(m *Metrics) {
+				for _, c := range []string{"cards", "cards", "module"} {
+					m.TurnStarted(c)
+					m.TurnEnded(coach.Report{Contract: c, Outcome: "fallback", Deltas: 1, FirstDelta: time.Millisecond})
+				}
+			},
+			want: []want{
+				{"coachgw_fallbacks_total", []string{"contract", "cards", "kind", "card"}, 2},
+				{"coachgw_fallbacks_total", []string{"contract", "module", "kind", "markdown"}, 1},
+				{"coachgw_turns_total", []string{"contract", "cards", "outcome", "fallback"}, 2},
+				{"coachgw_turns_total", []string{"contract", "module", "outcome", "fallback"}, 1},
+			},
+		},
+		{
+			name: "validation failures: invalid_output resets and turns ended by unusable output",
+			calls: func(m *Metrics) {
+				m.TurnStarted("toulmin")
+				m.Reset("toulmin", "invalid_output")
+				m.TurnEnded(coach.Report{Contract: "toulmin", Outcome: coach.CodeValidationFailed, Resets: 1})
+				m.TurnStarted("toulmin")
+				m.Reset("toulmin", "stalled")
+				m.TurnEnded(coach.Report{Contract: "toulmin", Outcome: coach.CodeEmptyResponse})
+				m.TurnStarted("toulmin")
+				m.TurnEnded(coach.Report{Contract: "toulmin", Outcome: coach.CodeStepMismatch})
+			},
+			want: []want{
+				{"coachgw_validation_failures_total", []string{"contract", "toulmin"}, 3},
+				{"coachgw_resets_total", []string{"contract", "toulmin", "reason", "invalid_output"}, 1},
+				{"coachgw_resets_total", []string{"contract", "toulmin", "reason", "stalled"}, 1},
+				{"coachgw_turns_total", []string{"contract", "toulmin", "outcome", coach.CodeStepMismatch}, 1},
+			},
+		},
+		{
+			name: "upstream errors and retries by class",
+			calls: func(m *Metrics) {
+				m.ModelFailed("module", "rate_limited")
+				m.Retried("module", "rate_limited")
+				m.ModelFailed("module", "rate_limited")
+				m.Retried("module", "rate_limited")
+				m.ModelFailed("module", "server")
+			},
+			want: []want{
+				{"coachgw_upstream_errors_total", []string{"contract", "module", "class", "rate_limited"}, 2},
+				{"coachgw_upstream_errors_total", []string{"contract", "module", "class", "server"}, 1},
+				{"coachgw_retries_total", []string{"contract", "module", "class", "rate_limited"}, 2},
+				{"coachgw_retries_total", []string{"contract", "module", "class", "server"}, -1},
+			},
+		},
+		{
+			name: "open streams follow started and ended turns",
+			calls: func(m *Metrics) {
+				m.TurnStarted("toulmin")
+				m.TurnStarted("cards")
+				m.TurnStarted("module")
+				m.TurnEnded(coach.Report{Contract: "cards", Outcome: "cancelled"})
+			},
+			want: []want{
+				{"coachgw_open_streams", nil, 2},
+				{"coachgw_turns_total", []string{"contract", "cards", "outcome", "cancelled"}, 1},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := New()
+			tt.calls(m)
+			for _, w := range tt.want {
+				if got := value(t, m, w.name, w.labels...); got != w.value {
+					t.Errorf("%s%q = %v, want %v", w.name, w.labels, got, w.value)
+				}
+			}
+		})
+	}
+}
+
+func TestHistogramBuckets(t *testing.T) {
+	m := New()
+	m.TurnStarted("toulmin")
+	m.TurnEnded(coach.Report{Contract: "toulmin", Outcome: "ok", Deltas: 1,
+		FirstDelta: 3 * time.Millisecond, Duration: 90 * time.Second})
+
+	tests := []struct {
+		name      string
+		metric    string
+		bounds    []float64
+		sum       float64
+		firstHits float64 // the smallest upper bound that counts the observation
+	}{
+		{"time to first delta spans 1ms to 30s", "coachgw_time_to_first_delta_seconds", firstDeltaBuckets, 0.003, 0.005},
+		{"turn duration spans up to the turn timeout", "coachgw_turn_duration_seconds", durationBuckets, 90, 120},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := series(t, m, tt.metric, "contract", "toulmin")
+			if s == nil {
+				t.Fatalf("no %s series", tt.metric)
+			}
+			h := s.GetHistogram()
+			var bounds []float64
+			first := -1.0
+			for _, b := range h.GetBucket() {
+				bounds = append(bounds, b.GetUpperBound())
+				if first < 0 && b.GetCumulativeCount() == 1 {
+					first = b.GetUpperBound()
+				}
+			}
+			if !slices.Equal(bounds, tt.bounds) {
+				t.Errorf("buckets = %v, want %v", bounds, tt.bounds)
+			}
+			if h.GetSampleSum() != tt.sum {
+				t.Errorf("sum = %v, want %v", h.GetSampleSum(), tt.sum)
+			}
+			if first != tt.firstHits {
+				t.Errorf("first bucket counting the observation = %v, want %v", first, tt.firstHits)
+			}
+		})
+	}
+}
+
+func TestObserveHTTP(t *testing.T) {
+	tests := []struct {
+		name          string
+		method, route string
+		status        int
+		want          []string // method, route, status labels
+	}{
+		{"route template", http.MethodPost, "/v1/sessions/:id/turns", 200, []string{"POST", "/v1/sessions/:id/turns", "200"}},
+		{"error status", http.MethodGet, "/v1/sessions/:id", 404, []string{"GET", "/v1/sessions/:id", "404"}},
+		{"no route matched", http.MethodGet, "", 404, []string{"GET", "unmatched", "404"}},
+		{"made-up method", "BREW", "/healthz", 405, []string{"other", "/healthz", "405"}},
+		{"impossible status", http.MethodGet, "/healthz", 0, []string{"GET", "/healthz", "other"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := New()
+			m.ObserveHTTP(tt.method, tt.route, tt.status, 20*time.Millisecond)
+			labels := []string{"method", tt.want[0], "route", tt.want[1], "status", tt.want[2]}
+			if got := value(t, m, "coachgw_http_requests_total", labels...); got != 1 {
+				t.Errorf("http_requests_total%q = %v, want 1", labels, got)
+			}
+			if got := count(t, m, "coachgw_http_requests_total"); got != 1 {
+				t.Errorf("http_requests_total has %d series, want 1", got)
+			}
+			if got := value(t, m, "coachgw_http_request_duration_seconds", "route", tt.want[1]); got != 1 {
+				t.Errorf("http_request_duration_seconds{route=%q} count = %v, want 1", tt.want[1], got)
+			}
+		})
+	}
+}
+
+func TestHandlerServesEverything(t *testing.T) {
+	m := New()
+	m.TurnStarted("toulmin")
+	m.TurnEnded(coach.Report{Contract: "toulmin", Outcome: "ok", Deltas: 2, FirstDelta: time.Millisecond})
+	m.ObserveHTTP(http.MethodGet, "/healthz", 200, time.Millisecond)
+
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status = %d, want 200", resp.StatusCode)
+	}
+	wantLines := []string{
+		`coachgw_turns_total{contract="toulmin",outcome="ok"} 1`,
+		`coachgw_deltas_total{contract="toulmin"} 2`,
+		`coachgw_open_streams 0`,
+		`coachgw_http_requests_total{method="GET",route="/healthz",status="200"} 1`,
+		`# TYPE go_goroutines gauge`,
+	}
+	if runtime.GOOS == "linux" {
+		wantLines = append(wantLines, `# TYPE process_cpu_seconds_total counter`)
+	}
+	for _, w := range wantLines {
+		if !strings.Contains(string(body), w+"\n") {
+			t.Errorf("exposition lacks %q", w)
+		}
+	}
+}
+
+// TestNaming lints every metric the package defines against Prometheus' naming conventions.
+func TestNaming(t *testing.T) {
+	m := New()
+	// Give every vector a series so that Gather returns its family.
+	m.TurnStarted("toulmin")
+	m.TurnEnded(coach.Report{Contract: "toulmin", Outcome: "fallback", Deltas: 1, Rules: []string{"r"}})
+	m.ModelFailed("toulmin", "server")
+	m.Retried("toulmin", "server")
+	m.Reset("toulmin", "invalid_output")
+	m.ObserveHTTP(http.MethodGet, "/healthz", 200, time.Millisecond)
+	h := m.RedisHook()
+	_ = h.ProcessHook(func(ctx context.Context, cmd redis.Cmder) error { return errors.New("down") })(
+		context.Background(), redis.NewCmd(context.Background(), "get", "k"))
+
+	mfs, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ours []string
+	for _, mf := range mfs {
+		if strings.HasPrefix(mf.GetName(), namespace+"_") {
+			ours = append(ours, mf.GetName())
+		}
+	}
+	wantNames := []string{
+		"coachgw_deltas_total", "coachgw_fallbacks_total", "coachgw_guard_rule_firings_total",
+		"coachgw_http_request_duration_seconds", "coachgw_http_requests_total", "coachgw_open_streams",
+		"coachgw_redis_command_duration_seconds", "coachgw_redis_errors_total", "coachgw_resets_total",
+		"coachgw_retries_total", "coachgw_time_to_first_delta_seconds", "coachgw_turn_duration_seconds",
+		"coachgw_turns_total", "coachgw_upstream_errors_total", "coachgw_validation_failures_total",
+	}
+	if !slices.Equal(ours, wantNames) {
+		t.Errorf("metrics = %q, want %q", ours, wantNames)
+	}
+	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		if strings.HasPrefix(p.Metric, namespace+"_") {
+			t.Errorf("lint: %s: %s", p.Metric, p.Text)
+		}
+	}
+}
+
+func TestInstancesAreIndependent(t *testing.T) {
+	a, b := New(), New()
+	a.ModelFailed("toulmin", "server")
+	if got := value(t, a, "coachgw_upstream_errors_total", "contract", "toulmin", "class", "server"); got != 1 {
+		t.Errorf("first instance: got %v, want 1", got)
+	}
+	if got := value(t, b, "coachgw_upstream_errors_total", "contract", "toulmin", "class", "server"); got != -1 {
+		t.Errorf("second instance: got %v, want no series", got)
+	}
+}
+
+func TestConcurrentTurns(t *testing.T) {
+	m := New()
+	const turns = 50
+	var wg sync.WaitGroup
+	for i := range turns {
+		wg.Go(func() {
+			contract := []string{"toulmin", "cards"}[i%2]
+			m.TurnStarted(contract)
+			m.Reset(contract, "stream_interrupted")
+			m.TurnEnded(coach.Report{Contract: contract, Outcome: "ok", Deltas: 3, FirstDelta: time.Millisecond})
+		})
+	}
+	wg.Wait()
+	tests := []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"coachgw_turns_total", []string{"contract", "toulmin", "outcome", "ok"}, turns / 2},
+		{"coachgw_turns_total", []string{"contract", "cards", "outcome", "ok"}, turns / 2},
+		{"coachgw_deltas_total", []string{"contract", "cards"}, 3 * turns / 2},
+		{"coachgw_resets_total", []string{"contract", "toulmin", "reason", "stream_interrupted"}, turns / 2},
+		{"coachgw_open_streams", nil, 0},
+	}
+	for _, tt := range tests {
+		if got := value(t, m, tt.name, tt.labels...); got != tt.want {
+			t.Errorf("%s%q = %v, want %v", tt.name, tt.labels, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,106 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"net"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisHook is a go-redis hook that times every round trip and counts the failed ones. Add it
+// with client.AddHook(m.RedisHook()).
+//
+// A command is labelled by its name as go-redis reports it (lowercase: "get", "evalsha"); a
+// pipeline or transaction is one round trip labelled "pipeline"; opening a connection is
+// labelled "dial", and the pipeline of CLIENT commands go-redis sends on a new connection
+// "handshake".
+//
+// A failure is anything but a normal answer, with three exceptions: redis.Nil (a missing key is
+// an answer), context.Canceled (the caller gave up, which says nothing about Redis), and an error
+// reply to the handshake's HELLO or CLIENT commands (go-redis probes optional features with them,
+// such as CLIENT SETINFO, which servers before 7.2 refuse, and carries on without). A deadline
+// that expires does count: that is Redis or the network being slow.
+type RedisHook struct {
+	m *Metrics
+}
+
+var _ redis.Hook = (*RedisHook)(nil)
+
+// RedisHook returns a hook that records into m.
+func (m *Metrics) RedisHook() *RedisHook { return &RedisHook{m: m} }
+
+// DialHook times opening a connection.
+func (h *RedisHook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		start := time.Now()
+		conn, err := next(ctx, network, addr)
+		h.record("dial", start, isFailure(err))
+		return conn, err
+	}
+}
+
+// ProcessHook times each command.
+func (h *RedisHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		start := time.Now()
+		err := next(ctx, cmd)
+		h.record(cmd.Name(), start, cmdFailed(cmd, err))
+		return err
+	}
+}
+
+// ProcessPipelineHook times each pipeline or transaction as one round trip. It fails when any of
+// its commands failed, since go-redis reports only the first error.
+func (h *RedisHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		start := time.Now()
+		err := next(ctx, cmds)
+		label, handshake := "pipeline", len(cmds) > 0
+		failed := false
+		for _, cmd := range cmds {
+			handshake = handshake && isHandshake(cmd)
+			failed = failed || cmdFailed(cmd, cmd.Err())
+		}
+		if handshake {
+			label = "handshake"
+		}
+		if !failed && !isReply(err) {
+			// Without any answer (say, a broken connection) the commands' own errors may be unset.
+			failed = isFailure(err)
+		}
+		h.record(label, start, failed)
+		return err
+	}
+}
+
+func (h *RedisHook) record(command string, start time.Time, failed bool) {
+	h.m.redisDuration.WithLabelValues(command).Observe(time.Since(start).Seconds())
+	if failed {
+		h.m.redisErrors.WithLabelValues(command).Inc()
+	}
+}
+
+// cmdFailed reports whether err, the outcome of cmd, counts as a failure.
+func cmdFailed(cmd redis.Cmder, err error) bool {
+	if isHandshake(cmd) && isReply(err) {
+		return false
+	}
+	return isFailure(err)
+}
+
+func isHandshake(cmd redis.Cmder) bool {
+	name := cmd.Name()
+	return name == "hello" || name == "client"
+}
+
+// isReply reports whether err is an error reply from the server, rather than no reply.
+func isReply(err error) bool {
+	var reply redis.Error
+	return errors.As(err, &reply)
+}
+
+func isFailure(err error) bool {
+	return err != nil && !errors.Is(err, redis.Nil) && !errors.Is(err, context.Canceled)
+}
