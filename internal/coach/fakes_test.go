@@ -221,3 +221,20 @@ func (t *echoTurn) Finish() (*Outcome, error) {
 	st, _ := json.Marshal(map[string]int{"turns": t.turns + 1})
 	return &Outcome{Result: res, State: st, History: []Message{{Role: RoleUser, Content: t.msg}, {Role: RoleAssistant, Content: text}}}, nil
 }
+
+// fallbackContract is echoContract whose turns fall back to a fixed answer.
+type fallbackContract struct{ echoContract }
+
+func (c fallbackContract) Begin(s *Session, in TurnInput) (Turn, error) {
+	t, err := c.echoContract.Begin(s, in)
+	if err != nil {
+		return nil, err
+	}
+	return &fallbackTurn{t.(*echoTurn)}, nil
+}
+
+type fallbackTurn struct{ *echoTurn }
+
+func (t *fallbackTurn) Fallback(cause error) (*Outcome, error) {
+	return &Outcome{Result: json.RawMessage(`{"text":"fallback"}`), State: json.RawMessage(`{"turns":1}`), Fallback: true, Diagnostic: cause.Error()}, nil
+}

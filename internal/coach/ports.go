@@ -32,8 +32,26 @@ type Store interface {
 // Model streams one chat completion.
 type Model interface {
 	// Stream starts a completion. Errors before the stream starts should be *ModelError so the
-	// pipeline can tell what is worth retrying.
+	// pipeline can tell what is worth retrying. A Model should call Activity(ctx), when not
+	// nil, whenever bytes of the answer's body arrive.
 	Stream(ctx context.Context, req ModelRequest) (Stream, error)
+}
+
+type activityKey struct{}
+
+// WithActivity returns a copy of ctx that carries alive, for Activity.
+func WithActivity(ctx context.Context, alive func()) context.Context {
+	return context.WithValue(ctx, activityKey{}, alive)
+}
+
+// Activity returns the function that a Model asked with ctx calls whenever bytes of the
+// answer's body arrive, or nil. The engine's first-byte and idle deadlines then measure whether
+// the endpoint still sends at all, not how fast it completes fragments: a slow but live stream
+// (one byte at a time, or SSE keep-alive comments) runs on until the turn's own deadline,
+// while an endpoint that sends nothing is given up on after the idle deadline.
+func Activity(ctx context.Context) func() {
+	f, _ := ctx.Value(activityKey{}).(func())
+	return f
 }
 
 // Stream is a completion in progress.
@@ -146,6 +164,15 @@ type Turn interface {
 	// Finish parses and guards the complete output. A KindStream error here (invalid or empty
 	// output) may be retried with its message fed back to the model.
 	Finish() (*Outcome, error)
+}
+
+// Fallback is implemented by turns that have an answer of their own for output the model could
+// not get right even after the corrective retry (the cards contract's fallback card). Turns
+// without it end such a turn with the error line.
+type Fallback interface {
+	// Fallback returns the outcome to store and answer in place of the unusable output; cause
+	// is the last attempt's error.
+	Fallback(cause error) (*Outcome, error)
 }
 
 // Outcome is what a finished turn stores and answers.

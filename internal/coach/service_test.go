@@ -375,3 +375,35 @@ func TestDeltaBufferJoinsPiecesOfOneFragment(t *testing.T) {
 		t.Errorf("blocks = %+v, want each delta in its own block", got)
 	}
 }
+
+func TestFallbackAfterTheCorrectiveRetry(t *testing.T) {
+	tests := []struct {
+		name    string
+		scripts []script
+		want    string
+		outcome string
+	}{
+		{"retry fixes it", []script{{frags: []string{"bad"}}, {frags: []string{"good."}}}, "delta:bad reset:invalid_output delta:good. result", "ok"},
+		{"retry fails too", []script{{frags: []string{"bad"}}, {frags: []string{"worse"}}}, "delta:bad reset:invalid_output delta:worse reset:invalid_output result", "fallback"},
+		{"nothing streamed", []script{{frags: []string{}}, {frags: []string{}}}, "result", "fallback"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &fakeModel{scripts: tt.scripts}
+			svc, st, sess := newTestService(t, m, testOptions(), fallbackContract{})
+			got, rep := runTurn(t, svc, sess.ID)
+			if g := lines(got); g != tt.want {
+				t.Errorf("lines = %q, want %q", g, tt.want)
+			}
+			if stored, _ := st.Get(context.Background(), "", sess.ID); stored.Version != 2 {
+				t.Errorf("stored version = %d, want the turn stored", stored.Version)
+			}
+			if m.calls() != 2 {
+				t.Errorf("model calls = %d, want 2", m.calls())
+			}
+			if rep.Outcome != tt.outcome {
+				t.Errorf("outcome = %q, want %q", rep.Outcome, tt.outcome)
+			}
+		})
+	}
+}

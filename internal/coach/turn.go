@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 )
 
@@ -150,12 +151,25 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), rep *Report) (
 		if isModel && me.Retryable && !sent && retries+1 < s.opts.MaxAttempts {
 			retries++
 			s.obs.Retried(r.contract, me.Class)
+			// The failed call may have fed output that showed no text yet (e.g. the keys
+			// before assistantText); the next call starts its answer from scratch.
+			r.turn.Reset()
 			if !sleep(ctx, s.backoff(retries, me.RetryAfter)) {
 				return nil, context.Cause(ctx)
 			}
 			continue
 		}
 		invalid := isInvalidOutput(err)
+		if invalid && recoveries >= s.opts.Recoveries {
+			if fb, ok := r.turn.(Fallback); ok {
+				if sent {
+					// The text this attempt streamed is not what the fallback says.
+					rep.Resets++
+					send(Event{Type: EventReset, Reason: resetReason(err)})
+				}
+				return fb.Fallback(err)
+			}
+		}
 		// A failed call that sent nothing has had its retries above; recovery is for calls that
 		// failed after text went out, and for output that was unusable.
 		if recoveries >= s.opts.Recoveries || !(invalid || sent && isModel && me.Retryable) {
@@ -182,13 +196,25 @@ var (
 )
 
 // attempt makes one model call and feeds its fragments to the turn. A watchdog timer enforces
-// the first-byte deadline and then, reset by every fragment, the idle deadline.
+// the first-byte deadline and then, reset by every fragment and every arrival of bytes the
+// model reports (see Activity), the idle deadline.
 func (r *TurnRun) attempt(ctx context.Context, req ModelRequest, send func(Event)) (*Outcome, error) {
 	s := r.svc
 	actx, acancel := context.WithCancelCause(ctx)
 	defer acancel(nil)
-	watchdog := time.AfterFunc(s.opts.FirstByteTimeout, func() { acancel(errFirstByte) })
+	var started atomic.Bool
+	watchdog := time.AfterFunc(s.opts.FirstByteTimeout, func() {
+		if started.Load() {
+			acancel(errIdle)
+		} else {
+			acancel(errFirstByte)
+		}
+	})
 	defer watchdog.Stop()
+	alive := func() {
+		started.Store(true)
+		watchdog.Reset(s.opts.IdleTimeout)
+	}
 	timeout := func(err error) error {
 		if cause := context.Cause(actx); cause == errFirstByte || cause == errIdle {
 			return &ModelError{Class: "timeout", Retryable: true, Err: cause}
@@ -196,7 +222,7 @@ func (r *TurnRun) attempt(ctx context.Context, req ModelRequest, send func(Event
 		return err
 	}
 
-	st, err := s.model.Stream(actx, req)
+	st, err := s.model.Stream(WithActivity(actx, alive), req)
 	if err != nil {
 		return nil, timeout(err)
 	}
@@ -211,7 +237,7 @@ func (r *TurnRun) attempt(ctx context.Context, req ModelRequest, send func(Event
 		if err != nil {
 			return nil, timeout(err)
 		}
-		watchdog.Reset(s.opts.IdleTimeout)
+		alive()
 		if f.Content == "" && f.ToolArgs == "" && f.ToolCallID == "" {
 			continue
 		}
