@@ -35,6 +35,10 @@ type Gateway struct {
 	LLM *fakellm.Server
 	// Log holds the gateway's log lines.
 	Log *SyncBuffer
+	// Config is the configuration the gateway runs with: RedisURL ("" for the embedded Redis)
+	// and RedisPrefix say where its sessions live.
+	Config config.Config
+	stop   func()
 }
 
 // SyncBuffer collects the gateway's log lines.
@@ -58,18 +62,39 @@ func (s *SyncBuffer) String() string {
 // Start starts a gateway; change adjusts its configuration.
 func Start(t *testing.T, change func(*config.Config)) *Gateway {
 	t.Helper()
-	llm, base, stopLLM, err := fakellm.Start(fakellm.Options{ChunkMin: 3, ChunkMax: 8})
+	return StartWith(t, Options{Config: change})
+}
+
+// Options configure StartWith.
+type Options struct {
+	// Config, when set, adjusts the gateway's configuration.
+	Config func(*config.Config)
+	// LLM configures the scripted model endpoint, e.g. its Fixtures. Zero chunk bounds stream 3
+	// to 8 bytes of text per event.
+	LLM fakellm.Options
+	// Prefix, when set, is the Redis key prefix instead of a fresh one of the test's own, so that
+	// gateways started with the same Prefix (e.g. from redistest.Prefix) share their sessions.
+	Prefix string
+}
+
+// StartWith starts a gateway configured by o.
+func StartWith(t *testing.T, o Options) *Gateway {
+	t.Helper()
+	llm, base, stopLLM, err := fakellm.Start(o.LLM)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := config.Default()
 	cfg.OpenAIBaseURL = base
 	cfg.RedisURL = redistest.URL(t)
-	cfg.RedisPrefix = redistest.Prefix(t, cfg.RedisURL)
+	cfg.RedisPrefix = o.Prefix
+	if cfg.RedisPrefix == "" {
+		cfg.RedisPrefix = redistest.Prefix(t, cfg.RedisURL)
+	}
 	cfg.FirstByteTimeout, cfg.IdleTimeout, cfg.TurnTimeout = 2*time.Second, 2*time.Second, 10*time.Second
 	cfg.ShutdownTimeout = 5 * time.Second
-	if change != nil {
-		change(&cfg)
+	if o.Config != nil {
+		o.Config(&cfg)
 	}
 	logs := &SyncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -85,19 +110,29 @@ func Start(t *testing.T, change func(*config.Config)) *Gateway {
 	}
 	done := make(chan error, 1)
 	go func() { done <- a.Serve(ctx, ln) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+			a.Close()
+			stopLLM()
+		})
+	}
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-		a.Close()
-		stopLLM()
+		stop()
 		if t.Failed() {
 			t.Logf("gateway log:\n%s", logs.String())
 		}
 	})
-	return &Gateway{t: t, URL: "http://" + ln.Addr().String(), LLM: llm, Log: logs}
+	return &Gateway{t: t, URL: "http://" + ln.Addr().String(), LLM: llm, Log: logs, Config: cfg, stop: stop}
 }
+
+// Stop drains and stops the gateway and its model endpoint before the test ends, e.g. to
+// check that nothing of them is left running; the test's cleanup does it otherwise.
+func (g *Gateway) Stop() { g.stop() }
 
 // Call sends a JSON request and decodes a JSON answer into out (when not nil).
 func (g *Gateway) Call(method, path string, body any, out any) int {
@@ -213,6 +248,85 @@ func (g *Gateway) Post(path string, body any) TurnResponse {
 	}
 	return tr
 }
+
+// Stream is a turn's answer read line by line, for tests that act while the stream is open.
+type Stream struct {
+	Status int
+	Header http.Header
+	// Lines holds the lines read so far.
+	Lines []Line
+	resp  *http.Response
+	sc    *bufio.Scanner
+	raw   bytes.Buffer
+}
+
+// OpenStream posts body as JSON to url and returns the answer as soon as its header arrived.
+// It reports failures as errors, so any goroutine may call it.
+func OpenStream(url string, body any) (*Stream, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.Post(url, "application/json", bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	s := &Stream{Status: resp.StatusCode, Header: resp.Header, resp: resp}
+	s.sc = bufio.NewScanner(io.TeeReader(resp.Body, &s.raw))
+	s.sc.Buffer(make([]byte, 1<<20), 1<<20)
+	return s, nil
+}
+
+// OpenTurn opens a turn of session id; see OpenStream.
+func (g *Gateway) OpenTurn(id string, body any) *Stream {
+	g.t.Helper()
+	s, err := OpenStream(g.URL+"/v1/sessions/"+id+"/turns", body)
+	if err != nil {
+		g.t.Fatalf("opening a turn: %v", err)
+	}
+	return s
+}
+
+// Next reads the next NDJSON line; it returns io.EOF after the last one, and an error for an
+// answer that is not an NDJSON stream.
+func (s *Stream) Next() (Line, error) {
+	if ct := s.Header.Get("Content-Type"); ct != "application/x-ndjson" {
+		return Line{}, fmt.Errorf("status %d, Content-Type %q: not a stream", s.Status, ct)
+	}
+	if !s.sc.Scan() {
+		if err := s.sc.Err(); err != nil {
+			return Line{}, err
+		}
+		return Line{}, io.EOF
+	}
+	var l Line
+	if err := json.Unmarshal(s.sc.Bytes(), &l); err != nil {
+		return Line{}, fmt.Errorf("line %q is not JSON: %w", s.sc.Text(), err)
+	}
+	l.Raw = s.sc.Text()
+	s.Lines = append(s.Lines, l)
+	return l, nil
+}
+
+// Rest reads the answer to its end and returns all of it, the lines read before included.
+func (s *Stream) Rest() (TurnResponse, error) {
+	defer s.Close()
+	if s.Header.Get("Content-Type") == "application/x-ndjson" {
+		for {
+			if _, err := s.Next(); err == io.EOF {
+				break
+			} else if err != nil {
+				return TurnResponse{}, err
+			}
+		}
+	} else if _, err := io.Copy(io.Discard, io.TeeReader(s.resp.Body, &s.raw)); err != nil {
+		return TurnResponse{}, err
+	}
+	return TurnResponse{Status: s.Status, Header: s.Header, Lines: s.Lines, Body: s.raw.String()}, nil
+}
+
+// Close closes the connection, as a client that leaves does.
+func (s *Stream) Close() error { return s.resp.Body.Close() }
 
 // Kinds renders the lines compactly, e.g. "delta delta result".
 func (tr TurnResponse) Kinds() string {

@@ -422,6 +422,8 @@ func TestFinishFallbackAndMigration(t *testing.T) {
 		{"fenced JSON is accepted", "```json\n" + response("fenced") + "\n```", false, "", "paragraph", "fenced", "conversational", ""},
 		{"fenced JSON without a language", "```\n" + response("fenced") + "\n```\n", false, "", "paragraph", "fenced", "conversational", ""},
 		{"fenced non-JSON", "```\nJust text\n```", true, RuleFallback, "paragraph", "```\nJust text\n```", "conversational", ""},
+		{"markdown starting with a link", "[Box breathing](https://example.com) helps.", true, RuleFallback, "paragraph", "[Box breathing](https://example.com) helps.", "conversational", ""},
+		{"markdown starting with a bracketed number", "[1] Anxiety is common.", true, RuleFallback, "paragraph", "[1] Anxiety is common.", "conversational", ""},
 		{"legacy form", legacy, false, RuleLegacyForm, "paragraph", "Quick Check-in", "assessment", "quick_check_in"},
 		{"legacy form with description only", `{"type":"form","description":"Tell me more","fields":[]}`, false, RuleLegacyForm, "paragraph", "Tell me more", "assessment", "form"},
 		{"legacy form with neither", `{"type":"form","fields":[]}`, false, RuleLegacyForm, "paragraph", defaultIntro["en"], "assessment", "form"},
@@ -496,6 +498,8 @@ func TestFinishBrokenJSONIsRetried(t *testing.T) {
 		{"JSON followed by text", response("x") + " and more"},
 		{"truncated JSON", response("x")[:30]},
 		{"fenced truncated JSON", "```json\n" + response("x")[:30]},
+		{"truncated array of objects", `[ {"content":`},
+		{"a lone bracket", "["},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := runTurn(t, c, newSession(t, c, "quarters", "en"), message("hello"), tt.output)

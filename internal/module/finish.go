@@ -125,10 +125,21 @@ func (t *turn) Finish() (*coach.Outcome, error) {
 	}, nil
 }
 
-// looksLikeJSON reports whether raw, without a fence, starts like a JSON object or array.
+// looksLikeJSON reports whether raw, without a fence, starts like a JSON object, or like a JSON
+// array of objects, arrays or strings. Markdown often starts with "[" too (a link such as
+// "[Box breathing](…)", or "[1]"), and must stay markdown rather than cost a retry.
 func looksLikeJSON(raw []byte) bool {
 	t := schema.StripFence(raw)
-	return len(t) > 0 && (t[0] == '{' || t[0] == '[')
+	switch {
+	case len(t) == 0:
+		return false
+	case t[0] == '{':
+		return true
+	case t[0] != '[':
+		return false
+	}
+	rest := bytes.TrimLeft(t[1:], " \t\r\n")
+	return len(rest) == 0 || bytes.IndexByte([]byte(`{["]`), rest[0]) >= 0
 }
 
 // fallbackResponse wraps text that is not JSON as a structured response.
