@@ -1,0 +1,488 @@
+#!/usr/bin/env node
+// Browser test of the coachgw ChatPanel. It drives Debian's Chromium (/usr/bin/chromium) with
+// playwright-core against a running gateway whose model is the embedded replay model:
+//
+//   COACHGW_URL=http://127.0.0.1:8080 node run.mjs [name-filter]
+//
+// Screenshots go to SCREENSHOT_DIR (default: <repo>/out/screenshots). The last line of the output
+// is "N passed, N failed"; the exit code is 1 when anything failed. internal/web/e2e_test.go
+// starts a gateway and runs this script.
+
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+import { LineSplitter, readLines } from '../static/js/ndjson.js';
+import { parseBlocks, parseInline } from '../static/js/markdown.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const BASE = (process.env.COACHGW_URL || '').replace(/\/+$/, '');
+const SHOTS = process.env.SCREENSHOT_DIR || path.resolve(here, '../../../out/screenshots');
+const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+const FILTER = process.argv[2] || '';
+const WAIT = 20_000;
+
+const STEPS = ['claim', 'grounds', 'warrant', 'groundsBacking', 'warrantBacking', 'qualifier', 'rebuttal'];
+// A decent sentence for every Toulmin element, and a second, fuller one for when the coach wants more.
+const ARGUMENT = {
+  claim: ['Cities should make public transit free for all residents by 2030.', 'My claim is that city councils should fund fare-free buses and trams for every resident by 2030.'],
+  grounds: ['In Tallinn, bus ridership rose by 14% in the first year after fares were dropped.', 'Tallinn saw ridership grow 14% and car traffic in the centre fall after it made transit free in 2013.'],
+  warrant: ['Because the fare is a barrier for many people, removing it makes them choose transit over driving.', 'Since price strongly shapes travel choices, removing the fare means more trips move from cars to buses.'],
+  groundsBacking: ['The Tallinn figures come from the city transport survey, which has tracked ridership every year since 2005.', 'The ridership data was collected by the municipal transport authority and confirmed by an independent university study.'],
+  warrantBacking: ['Decades of transport economics research show that transit demand rises when ticket prices fall.', 'Studies of price elasticity across many European cities find that cheaper fares reliably increase ridership.'],
+  qualifier: ['In most large cities with an existing bus network, this effect is likely to hold.', 'This probably holds for most mid-sized and large cities that already run frequent buses.'],
+  rebuttal: ['Unless the city cannot replace the lost fare revenue without cutting service frequency.', 'However, if buses become overcrowded and slower, some riders may return to their cars.'],
+};
+
+// ---------------------------------------------------------------------------------------------
+// A tiny runner: every scenario passes or fails on its own.
+
+const results = [];
+
+function assert(cond, message) {
+  if (!cond) throw new Error(`assertion failed: ${message}`);
+}
+
+function assertEq(got, want, what) {
+  if (got !== want) throw new Error(`${what}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
+}
+
+async function scenario(name, fn) {
+  if (FILTER && !name.includes(FILTER)) return;
+  const start = Date.now();
+  try {
+    await fn();
+    results.push({ name, ok: true });
+    console.log(`ok   ${name} (${((Date.now() - start) / 1000).toFixed(1)}s)`);
+  } catch (err) {
+    results.push({ name, ok: false });
+    console.log(`FAIL ${name} (${((Date.now() - start) / 1000).toFixed(1)}s)\n     ${String(err && err.stack ? err.stack : err).split('\n').slice(0, 6).join('\n     ')}`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Browser helpers.
+
+let context = null;
+
+/** withPage runs fn on a new page; it fails on uncaught page errors and saves a screenshot on failure. */
+async function withPage(name, fn, { viewport = { width: 1280, height: 900 } } = {}) {
+  const page = await context.newPage();
+  await page.setViewportSize(viewport);
+  page.setDefaultTimeout(WAIT);
+  const problems = [];
+  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+  page.on('console', (msg) => {
+    // The browser logs every non-2xx response; the scenarios that provoke one check it themselves.
+    if (msg.type() === 'error' && !/Failed to load resource/.test(msg.text())) problems.push(`console error: ${msg.text()}`);
+  });
+  try {
+    await fn(page);
+    assert(problems.length === 0, problems.join('; '));
+  } catch (err) {
+    await shot(page, `FAIL-${name}`).catch(() => {});
+    throw err;
+  } finally {
+    await page.close();
+  }
+}
+
+// A full-page screenshot stitches the page as if it were one tall viewport, so sticky bars
+// would land in the middle of it; they are unstuck for the picture. (Through the CSSOM: the
+// panel's Content-Security-Policy rightly refuses the stylesheet Playwright would inject.)
+const STICKY = '.topbar, .composer, .module-head, .draft-panel';
+
+async function shot(page, name, fullPage = true) {
+  if (fullPage) await page.evaluate((sel) => document.querySelectorAll(sel).forEach((el) => { el.style.position = 'static'; }), STICKY);
+  try {
+    await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage });
+  } finally {
+    if (fullPage) await page.evaluate((sel) => document.querySelectorAll(sel).forEach((el) => { el.style.position = ''; }), STICKY);
+  }
+}
+
+/** start opens the panel and starts a session of contract in locale. */
+async function start(page, contract, locale = 'en') {
+  await page.goto(`${BASE}/`);
+  await page.getByTestId('start-screen').waitFor();
+  if (locale !== 'en') {
+    await page.getByTestId('locale-select').selectOption(locale);
+    await page.getByTestId('start-screen').waitFor();
+  }
+  await page.getByTestId(`contract-${contract}`).check();
+  if (contract === 'module') {
+    await page.waitForFunction(() => document.querySelector('[data-testid="module-select"]')?.options.length > 0);
+  }
+  await page.getByTestId('start-button').click();
+  const panel = page.getByTestId(`${contract}-panel`);
+  await panel.waitFor();
+  return panel;
+}
+
+/** waitTurns waits until the panel has completed n turns and is idle. */
+async function waitTurns(page, contract, n) {
+  await page.waitForFunction(([sel, want]) => {
+    const el = document.querySelector(sel);
+    return el && Number(el.dataset.turns) >= want && el.dataset.busy === 'false';
+  }, [`[data-testid="${contract}-panel"]`, n], { timeout: WAIT });
+}
+
+async function say(page, text, { enter = false } = {}) {
+  const input = page.getByTestId('composer-input');
+  await input.fill(text);
+  if (enter) await input.press('Enter');
+  else await page.getByTestId('composer-send').click();
+}
+
+async function turnsOf(page, contract) {
+  return Number(await page.getByTestId(`${contract}-panel`).getAttribute('data-turns'));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenarios that need no browser: the pure modules the panel is built from.
+
+async function unitScenarios() {
+  await scenario('unit: NDJSON lines split across chunks and inside UTF-8 characters', async () => {
+    const s = new LineSplitter();
+    assertEq(JSON.stringify(s.push('{"type":"delta","text":"a"}\n{"ty')), '["{\\"type\\":\\"delta\\",\\"text\\":\\"a\\"}"]', 'first chunk');
+    assertEq(JSON.stringify(s.push('pe":"delta"')), '[]', 'middle chunk');
+    assertEq(JSON.stringify(s.push(',"text":"b"}\r\n\n')), '["{\\"type\\":\\"delta\\",\\"text\\":\\"b\\"}"]', 'end chunk with CRLF and a blank line');
+    assertEq(JSON.stringify(s.push('{"type":"result"}')), '[]', 'unterminated last line');
+    assertEq(JSON.stringify(s.flush()), '["{\\"type\\":\\"result\\"}"]', 'flush');
+
+    // Bytes of "é" and "🎉" cut in half between chunks.
+    const bytes = new TextEncoder().encode('{"type":"delta","text":"é🎉"}\n{"type":"result","result":{}}\n');
+    const cut = [bytes.slice(0, 25), bytes.slice(25, 28), bytes.slice(28, 30), bytes.slice(30)];
+    const body = new ReadableStream({
+      start(c) {
+        for (const b of cut) c.enqueue(b);
+        c.close();
+      },
+    });
+    const lines = [];
+    await readLines(body, (l) => lines.push(l));
+    assertEq(lines.length, 2, 'lines read');
+    assertEq(lines[0].text, 'é🎉', 'text across split characters');
+    assertEq(lines[1].type, 'result', 'last line');
+  });
+
+  await scenario('unit: markdown parses model text without ever producing markup', async () => {
+    const inline = parseInline('**Bold** and *italic* with snake_case_word, `a<b>` and <img src=x onerror=alert(1)>');
+    assertEq(inline[0].type, 'strong', 'bold');
+    assertEq(inline[2].type, 'em', 'italic');
+    const text = JSON.stringify(inline);
+    assert(text.includes('snake_case_word'), 'snake_case stays as written');
+    assert(text.includes('<img src=x onerror=alert(1)>'), 'HTML stays text');
+    const blocks = parseBlocks('Intro line\nsecond line\n\n- one\n- **two**\n  - nested\n\n1. first\n2. second\n\n> quoted\n\n## Title');
+    assertEq(blocks.map((b) => b.type).join(','), 'paragraph,bullets,numbers,quote,heading', 'block types');
+    assertEq(blocks[0].children.filter((c) => c.type === 'break').length, 1, 'line break kept');
+    assertEq(blocks[1].items.length, 2, 'bullet items');
+    assertEq(blocks[1].items[1].lists[0].items.length, 1, 'nested list');
+    assertEq(blocks[2].start, 1, 'numbered list start');
+    const link = parseInline('[ok](https://example.org/a) [bad](javascript:alert(1))');
+    assertEq(link[0].type, 'link', 'https link');
+    assert(!link.slice(1).some((n) => n.type === 'link'), 'javascript: is not a link');
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Browser scenarios.
+
+async function browserScenarios() {
+  await scenario('start screen: contracts, modules and locales', () => withPage('start', async (page) => {
+    await page.goto(`${BASE}/`);
+    await page.getByTestId('start-screen').waitFor();
+    for (const c of ['toulmin', 'cards', 'module']) assert(await page.getByTestId(`contract-${c}`).count() === 1, `contract ${c} offered`);
+    await page.getByTestId('contract-module').check();
+    await page.waitForFunction(() => document.querySelector('[data-testid="module-select"]')?.options.length > 0);
+    assert(await page.getByTestId('module-select').isVisible(), 'module select shown for module');
+    await shot(page, 'start-screen');
+    await page.getByTestId('locale-select').selectOption('es');
+    await page.waitForFunction(() => document.querySelector('[data-testid="start-button"]')?.textContent === 'Empezar sesión');
+  }));
+
+  await scenario('markdown: rendered in the page as DOM text, never as markup', () => withPage('markdown', async (page) => {
+    await page.goto(`${BASE}/`);
+    await page.getByTestId('start-screen').waitFor();
+    const out = await page.evaluate(async () => {
+      const md = await import('./static/js/markdown.js');
+      const div = document.createElement('div');
+      div.append(md.renderMarkdown('**Bold** <img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</script>\n- one\n- two\n\n[x](javascript:alert(1))'));
+      document.body.append(div);
+      await new Promise((r) => setTimeout(r, 50));
+      const result = { imgs: div.querySelectorAll('img,script').length, strong: div.querySelector('strong')?.textContent, items: div.querySelectorAll('li').length, links: div.querySelectorAll('a').length, text: div.textContent, pwned: window.__pwned };
+      div.remove();
+      return result;
+    });
+    assertEq(out.imgs, 0, 'img/script elements');
+    assertEq(out.strong, 'Bold', 'bold');
+    assertEq(out.items, 2, 'list items');
+    assertEq(out.links, 0, 'javascript: links');
+    assert(out.text.includes('<img src=x'), 'markup shown as text');
+    assertEq(out.pwned, undefined, 'no script ran');
+  }));
+
+  await scenario('toulmin: a full argument from claim to rebuttal', () => withPage('toulmin', async (page) => {
+    await start(page, 'toulmin');
+    assertEq(await page.getByTestId('toulmin-progress').getAttribute('data-completed'), '0', 'completed steps at start');
+    let turns = 0;
+    for (const [i, step] of STEPS.entries()) {
+      assertEq(await page.getByTestId(`step-${step}`).getAttribute('data-state'), 'current', `state of step ${step}`);
+      assertEq(await page.getByTestId(`step-${step}`).getAttribute('aria-current'), 'step', `aria-current of ${step}`);
+      for (const [k, sentence] of ARGUMENT[step].entries()) {
+        await say(page, sentence, { enter: k === 0 });
+        await waitTurns(page, 'toulmin', ++turns);
+        if (await page.getByTestId('proposal-card').isVisible()) break;
+      }
+      const card = page.getByTestId('proposal-card');
+      assert(await card.isVisible(), `a proposal for ${step} after two messages`);
+      assertEq(await card.getAttribute('data-field'), step, 'proposal field');
+      assert((await page.getByTestId('proposal-value').textContent()).trim().length > 10, 'proposal value');
+      if (i === 0) await shot(page, 'toulmin-proposal');
+      await page.getByTestId('proposal-confirm').click();
+      if (step !== 'rebuttal') {
+        // Confirm advances and triggers the next coach turn by itself.
+        await waitTurns(page, 'toulmin', ++turns);
+        assertEq(await page.getByTestId(`step-${step}`).getAttribute('data-state'), 'done', `state of ${step} after confirm`);
+      }
+      await page.waitForFunction((s) => {
+        const el = document.querySelector(`[data-testid="draft-${s}"]`);
+        return el && !el.classList.contains('draft-empty') && el.textContent.trim().length > 10;
+      }, step);
+      if (i === 2) await shot(page, 'toulmin-midway');
+    }
+    await page.getByTestId('complete-banner').waitFor();
+    assertEq(await page.getByTestId('toulmin-progress').getAttribute('data-completed'), '7', 'completed steps');
+    assertEq(await page.getByTestId('argument-summary').locator('li').count(), 7, 'argument summary items');
+    assert(await page.getByTestId('composer-input').isDisabled(), 'composer is off once complete');
+    assert(!(await page.getByTestId('transcript').textContent()).includes('[object'), 'no stray objects in the transcript');
+    await shot(page, 'toulmin-complete');
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await shot(page, 'toulmin-complete-mobile', false);
+  }));
+
+  await scenario('toulmin: draft edits, rejecting a proposal, and resuming after a reload', () => withPage('toulmin-edit', async (page) => {
+    await start(page, 'toulmin');
+    await page.getByTestId('draft-edit-claim').click();
+    await page.getByTestId('draft-input-claim').fill('Schools should start classes at 9 a.m. or later.');
+    await page.getByTestId('draft-save-claim').click();
+    await page.waitForFunction(() => document.querySelector('[data-testid="draft-claim"]')?.textContent.startsWith('Schools should start'));
+    await say(page, 'Schools should start classes later because teenagers need more sleep.');
+    await waitTurns(page, 'toulmin', 1);
+    await say(page, 'Please improve my claim so it is clearer.');
+    await waitTurns(page, 'toulmin', 2);
+    await page.getByTestId('proposal-card').waitFor();
+    await page.getByTestId('proposal-reject').click();
+    await page.getByTestId('msg-rejected').waitFor();
+    assert(!(await page.getByTestId('proposal-card').isVisible()), 'proposal gone after reject');
+    assertEq(await page.getByTestId('step-claim').getAttribute('data-state'), 'current', 'reject does not advance');
+    await page.reload();
+    await page.getByTestId('toulmin-panel').waitFor();
+    await page.getByTestId('msg-resumed').waitFor();
+    assert((await page.getByTestId('draft-claim').textContent()).startsWith('Schools should start'), 'draft survives a reload');
+  }));
+
+  await scenario('toulmin: stream error with Retry, a reset line, and a 422 with its field', () => withPage('errors', async (page) => {
+    await start(page, 'toulmin');
+    const turnsURL = '**/v1/sessions/*/turns';
+    await page.route(turnsURL, (route) => route.fulfill({
+      status: 200,
+      contentType: 'application/x-ndjson',
+      body: '{"type":"delta","text":"PARTIAL-TEXT "}\n{"type":"error","error":"coach_stream_failed","message":"the model endpoint failed (server)"}\n',
+    }));
+    await say(page, 'My claim is that remote work makes teams more productive.');
+    const error = page.getByTestId('turn-error');
+    await error.waitFor();
+    assertEq(await error.getAttribute('data-error-code'), 'coach_stream_failed', 'error code');
+    assert((await error.textContent()).includes('the model endpoint failed'), 'gateway message shown');
+    assert(!(await page.getByTestId('transcript').textContent()).includes('PARTIAL-TEXT'), 'partial text of a failed turn is gone');
+    await shot(page, 'error-retry');
+
+    await page.unroute(turnsURL);
+    await page.route(turnsURL, async (route) => {
+      const res = await route.fetch();
+      const real = await res.text();
+      await route.fulfill({ response: res, body: `{"type":"delta","text":"SHOULD-NOT-SHOW "}\n{"type":"reset","reason":"stream_interrupted"}\n${real}` });
+    });
+    await page.getByTestId('retry-button').click();
+    await waitTurns(page, 'toulmin', 1);
+    const transcript = await page.getByTestId('transcript').textContent();
+    assert(!transcript.includes('SHOULD-NOT-SHOW'), 'text before a reset is discarded');
+    assertEq(await page.getByTestId('msg-user').count(), 1, 'the retried message is shown once');
+    assertEq(await page.getByTestId('msg-assistant').count(), 1, 'one answer');
+    assertEq(await page.getByTestId('turn-error').count(), 0, 'error cleared by the retry');
+
+    await page.unroute(turnsURL);
+    await page.route(turnsURL, (route) => route.fulfill({
+      status: 422,
+      contentType: 'application/json',
+      body: JSON.stringify({ error: 'invalid_input', message: 'message is longer than 8000 characters', field: 'message' }),
+    }));
+    const tooLong = 'This message pretends to be too long for the gateway.';
+    await say(page, tooLong);
+    await page.waitForFunction(() => document.querySelector('[data-testid="turn-error"]')?.dataset.errorCode === 'invalid_input');
+    assert((await page.getByTestId('error-field').textContent()).includes('message'), 'offending field named');
+    assertEq(await page.getByTestId('retry-button').count(), 0, 'no Retry for invalid input');
+    assertEq(await page.getByTestId('composer-input').inputValue(), tooLong, 'the text is back in the box to edit');
+    await page.unroute(turnsURL);
+  }));
+
+  await scenario('cards: a drill up to a level_up card', () => withPage('cards', async (page) => {
+    await start(page, 'cards');
+    await waitTurns(page, 'cards', 1); // "Begin training." is sent by the panel
+    assertEq((await page.getByTestId('cards-level').textContent()).trim(), 'Level 1', 'level at start');
+    const seen = [];
+    let turns = 1;
+    for (let i = 0; i < 16 && (await page.locator('[data-card-type="level_up"]').count()) === 0; i++) {
+      const card = page.locator('[data-testid="card"][data-active="true"]').last();
+      const type = await card.getAttribute('data-card-type');
+      seen.push(type);
+      if (type === 'scenario' || type === 'insight') {
+        await card.getByTestId('card-continue').click();
+      } else if (type === 'prompt' || type === 'reflection') {
+        const submit = card.getByTestId('card-submit');
+        assert(await submit.isDisabled(), `${type}: Submit disabled until there is input`);
+        const max = Number((await card.getByTestId('card-counter').textContent()).split('/')[1]);
+        await card.getByTestId('card-input').fill('x'.repeat(max + 40));
+        assertEq((await card.getByTestId('card-input').inputValue()).length, max, `${type}: max_length enforced`);
+        assertEq((await card.getByTestId('card-counter').textContent()).replace(/\s/g, ''), `${max}/${max}`, `${type}: counter at the limit`);
+        await card.getByTestId('card-input').fill(type === 'prompt'
+          ? "I'd ask what is getting in their way, and we'll agree on a plan by Friday."
+          : 'Because I care about the relationship more than I admit.');
+        assert(!(await submit.isDisabled()), `${type}: Submit enabled with input`);
+        if (type === 'prompt' && !seen.slice(0, -1).includes('prompt')) await shot(page, 'cards-prompt');
+        await submit.click();
+      } else if (type === 'multiple_choice') {
+        const options = card.getByTestId('card-option');
+        assert((await options.count()) >= 2, 'options offered');
+        await options.nth(1).click();
+      } else {
+        throw new Error(`unexpected active card ${type}`);
+      }
+      await waitTurns(page, 'cards', ++turns);
+    }
+    assertEq(seen.join(' → '), 'scenario → prompt → insight → multiple_choice → reflection → insight', 'card sequence');
+    const levelUp = page.locator('[data-card-type="level_up"]');
+    await levelUp.waitFor();
+    assert((await levelUp.getByTestId('levelup-level').textContent()).includes('2'), 'new level shown');
+    assertEq((await page.getByTestId('cards-level').textContent()).trim(), 'Level 2', 'level badge');
+    const next = page.locator('[data-testid="card"][data-active="true"]').last();
+    assert(await next.isHidden(), 'the next card waits for Continue Training');
+    await shot(page, 'cards-level-up');
+    await levelUp.getByTestId('card-continue-training').click();
+    await next.waitFor({ state: 'visible' });
+    assertEq(await next.getAttribute('data-card-type'), 'scenario', 'a level 2 scenario follows');
+    await shot(page, 'cards-after-level-up');
+
+    await page.reload();
+    await page.getByTestId('cards-panel').waitFor();
+    const resumed = page.locator('[data-testid="card"][data-active="true"]').last();
+    assertEq(await resumed.getAttribute('data-card-type'), 'scenario', 'the last card comes back after a reload');
+    assertEq((await page.getByTestId('cards-level').textContent()).trim(), 'Level 2', 'level after a reload');
+  }));
+
+  await scenario('module: streamed blocks, a submitted form, progress and a milestone toast', () => withPage('module', async (page) => {
+    await start(page, 'module');
+    await waitTurns(page, 'module', 1);
+    const first = page.getByTestId('module-response').last();
+    assert((await first.getByTestId('block').count()) > 0, 'text blocks rendered');
+    assert((await first.locator('[data-block-type="heading"]').count()) > 0, 'a heading block');
+    let turns = 1;
+    let form = null;
+    for (let i = 0; i < 6 && !form; i++) {
+      // Pin the response by position: .last() would follow newer responses.
+      const latest = page.getByTestId('module-response').nth((await page.getByTestId('module-response').count()) - 1);
+      if ((await latest.getByTestId('module-form').count()) > 0) {
+        form = latest.getByTestId('module-form').first();
+        break;
+      }
+      const suggestion = latest.getByTestId('suggestion').first();
+      if (await suggestion.count()) await suggestion.click();
+      else await say(page, 'Can you tell me more about this?');
+      await waitTurns(page, 'module', ++turns);
+    }
+    assert(form, 'a form was offered within six turns');
+    assert(await form.getByTestId('form-optional-note').isVisible(), 'forms say they are optional');
+    assert(await page.getByTestId('composer-input').isEnabled(), 'free text stays available next to a form');
+    for (const field of await form.getByTestId('form-field').all()) {
+      const radios = field.locator('input[type="radio"]');
+      const boxes = field.locator('input[type="checkbox"]');
+      if (await radios.count()) await radios.first().check();
+      else if (await boxes.count()) {
+        await boxes.nth(0).check();
+        if ((await boxes.count()) > 1) await boxes.nth(1).check();
+      } else if (await field.locator('select').count()) await field.locator('select').selectOption({ index: 1 });
+      else if (await field.locator('input[type="number"]').count()) await field.locator('input[type="number"]').fill('3');
+      else await field.locator('input, textarea').first().fill('I notice it most before presentations.');
+    }
+    await shot(page, 'module-form');
+    await form.getByTestId('form-submit').click();
+    await waitTurns(page, 'module', ++turns);
+    assertEq(await form.getAttribute('data-sent'), 'true', 'form marked sent');
+    assert((await page.getByTestId('msg-user').last().textContent()).includes('Form'), 'the submission shows as the learner message');
+    const pct = Number(await page.getByTestId('module-progress').getAttribute('data-percentage'));
+    assert(pct > 0, `progress grew (${pct}%)`);
+    assert((await page.getByTestId('module-progress-text').textContent()).includes('remaining'), 'covered/remaining shown');
+
+    // Keep learning until the first milestone (25%) is celebrated.
+    for (let i = 0; i < 10 && (await page.getByTestId('toast').count()) === 0; i++) {
+      const suggestion = page.getByTestId('module-response').last().getByTestId('suggestion').first();
+      if (await suggestion.count()) await suggestion.click();
+      else await say(page, 'Please continue with the next topic.');
+      await waitTurns(page, 'module', ++turns);
+    }
+    const toast = page.getByTestId('toast').first();
+    await toast.waitFor();
+    assert((await toast.textContent()).includes('25%'), 'milestone toast names 25%');
+    assert(Number(await page.getByTestId('module-progress').getAttribute('data-percentage')) >= 25, 'progress at 25% or more');
+    await shot(page, 'module-milestone');
+  }));
+
+  await scenario('locale es: Spanish labels and a streamed Spanish turn', () => withPage('es', async (page) => {
+    await start(page, 'toulmin', 'es');
+    assertEq((await page.getByTestId('step-claim').textContent()).replace(/^\d+/, ''), 'Afirmación', 'step label');
+    await say(page, 'Las ciudades deberían ofrecer transporte público gratuito para todos en 2030.');
+    await waitTurns(page, 'toulmin', 1);
+    const answer = (await page.getByTestId('msg-assistant').last().textContent()) || '';
+    assert(/afirmación/i.test(answer), `a Spanish answer (${answer.slice(0, 80)})`);
+    await shot(page, 'toulmin-es');
+  }));
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main() {
+  await unitScenarios();
+  if (!BASE) {
+    console.log('FAIL browser scenarios: set COACHGW_URL to the gateway under test, e.g. http://127.0.0.1:8080');
+    results.push({ name: 'browser', ok: false });
+    return;
+  }
+  await mkdir(SHOTS, { recursive: true });
+  const profile = await mkdtemp(path.join(os.tmpdir(), 'coachgw-chromium-'));
+  try {
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      viewport: { width: 1280, height: 900 },
+    });
+    await browserScenarios();
+  } catch (err) {
+    console.log(`FAIL browser: ${err.message}`);
+    results.push({ name: 'browser', ok: false });
+  } finally {
+    await context?.close().catch(() => {});
+    await rm(profile, { recursive: true, force: true });
+  }
+}
+
+await main();
+const passed = results.filter((r) => r.ok).length;
+const failed = results.length - passed;
+console.log(`screenshots: ${SHOTS}`);
+console.log(`${passed} passed, ${failed} failed`);
+process.exitCode = failed > 0 || passed === 0 ? 1 : 0;

@@ -1,0 +1,271 @@
+// The cards panel: a drill of training cards (card-types.md). Each card type has its accent,
+// icon and input as the seed's visual table says; the card being generated streams its content
+// into a pending card, which the result card then replaces. A level_up card arrives before the
+// model's card of the same turn; the next card stays hidden until "Continue Training".
+
+import { clear, frame, h, reveal } from './dom.js';
+import { renderMarkdown } from './markdown.js';
+import { Turns } from './turn.js';
+
+const CONTINUE = '[Continue]';
+
+// The seed's visual differentiation table.
+const ICONS = { scenario: '', prompt: '✏️', multiple_choice: '◉', insight: '💡', reflection: '🪞', level_up: '⬆️', pending: '' };
+
+// The seed's frontend validators.
+const VALIDATORS = {
+  scenario: (c) => typeof c.content === 'string' && c.content.length > 0,
+  prompt: (c) => typeof c.content === 'string' && c.content.length > 0 && typeof c.input?.max_length === 'number',
+  multiple_choice: (c) => typeof c.content === 'string' && c.content.length > 0 && Array.isArray(c.options) && c.options.length > 0 && c.options.every((o) => o && o.id && o.label),
+  insight: (c) => typeof c.content === 'string' && c.content.length > 0,
+  reflection: (c) => typeof c.content === 'string' && c.content.length > 0 && typeof c.input?.max_length === 'number',
+  level_up: (c) => typeof c.new_level === 'number' && c.new_level > 0,
+};
+
+/** validateCard applies the seed's validator of the card's type. */
+export function validateCard(card) {
+  const v = card && VALIDATORS[card.type];
+  return Boolean(v && v(card));
+}
+
+export function mountCards({ root, session, t }) {
+  let sess = session;
+  let active = null; // the card the learner answers next
+
+  const levelEl = h('span', { class: 'level-badge', testid: 'cards-level' });
+  const phaseEl = h('span', { class: 'cards-phase', testid: 'cards-phase' });
+  const feed = h('div', { class: 'card-feed', testid: 'card-feed', role: 'log', 'aria-live': 'polite' });
+  const status = h('div', { class: 'turn-status', testid: 'turn-status' });
+  const panel = h('section', { class: 'panel panel-cards', testid: 'cards-panel' },
+    h('header', { class: 'cards-head' }, levelEl, phaseEl), feed, status);
+  root.append(panel);
+  const turns = new Turns({ sessionId: () => sess.id, t, root: panel, status });
+
+  function showLevel(level) {
+    levelEl.textContent = t('level', level);
+    levelEl.dataset.level = String(level);
+  }
+
+  function showPhase(card) {
+    if (card && card.drill_phase) phaseEl.textContent = card.drill_phase;
+  }
+
+  // act sends the learner's answer to prev (null for the first turn); summary describes the
+  // answer under prev once the next card is there.
+  async function act(body, prev, summary) {
+    let pending = null;
+    let content = null;
+    let text = '';
+    let live = false;
+    let levelCard = null;
+    let acknowledged = true; // false while a level_up card waits for "Continue Training"
+    let next = null;
+    const render = frame(() => {
+      if (!live) return;
+      clear(content).append(text ? renderMarkdown(text) : typing(t));
+    });
+    const revealNext = () => {
+      acknowledged = true;
+      if (next) {
+        next.el.hidden = false;
+        showPhase(next.card);
+        reveal(next.el);
+        next.focus();
+      }
+    };
+    await turns.send(body, {
+      begin() {
+        prev?.lock(true);
+        text = '';
+        live = true;
+        content = h('div', { class: 'card-content', testid: 'card-content' }, typing(t));
+        pending = cardFrame('pending', t, content, { testid: 'card-pending' });
+        pending.dataset.streaming = 'true';
+        feed.append(pending);
+        reveal(pending);
+      },
+      delta(line) {
+        text += line.text;
+        render();
+      },
+      reset() {
+        text = '';
+        render();
+      },
+      card(line) {
+        if (!line.card || line.card.type !== 'level_up') return;
+        acknowledged = false;
+        levelCard = renderCard(line.card, t, { continueTraining: () => { levelCard.answered(null); revealNext(); } });
+        feed.insertBefore(levelCard.el, pending);
+        pending.hidden = true;
+        showLevel(line.card.new_level);
+        reveal(levelCard.el);
+        levelCard.focus();
+      },
+      result(line) {
+        live = false;
+        sess = line.session;
+        pending.remove();
+        prev?.answered(summary);
+        next = show(line.result, !acknowledged);
+        showLevel(sess.state.level);
+        if (acknowledged) revealNext();
+      },
+      fail() {
+        live = false;
+        pending?.remove();
+        levelCard?.el.remove();
+        levelCard = null;
+        acknowledged = true;
+        showLevel(sess.state.level);
+        prev?.lock(false);
+        prev?.focus();
+      },
+    });
+  }
+
+  // show renders card as the active card.
+  function show(card, hidden) {
+    let c = card;
+    if (!validateCard(c)) {
+      // The seed's fallback handling: log, and keep the session alive with an insight card.
+      console.error('cards: invalid card from the gateway', card);
+      c = { type: 'insight', content: t('cardFallback') };
+    }
+    if (!hidden) showPhase(c);
+    const view = renderCard(c, t, {
+      continue: () => act({ message: CONTINUE }, view, t('youContinued')),
+      submit: (text) => act({ message: text }, view, text),
+      select: (option) => act({ selected: option.id }, view, t('youSelected', option.label)),
+    });
+    view.el.hidden = Boolean(hidden);
+    feed.append(view.el);
+    active = view;
+    return view;
+  }
+
+  showLevel(sess.state.level || 1);
+  const last = sess.state.lastCard;
+  if (last) {
+    // A resumed session: its last card is still waiting for an answer.
+    show(last, false).focus();
+  } else {
+    act({ message: t('beginMessage') }, null, null);
+  }
+
+  return {
+    unmount() {
+      turns.abort();
+    },
+    get active() {
+      return active;
+    },
+  };
+}
+
+function typing(t) {
+  return h('p', { class: 'typing' }, h('span', { class: 'dots', 'aria-hidden': 'true' }, h('i'), h('i'), h('i')), ' ', t('thinking'));
+}
+
+// cardFrame is the outer card: accent, icon and kind label, then body.
+function cardFrame(type, t, body, { testid = 'card', phase = '', badge = null } = {}) {
+  const icon = ICONS[type] || '';
+  return h('article', { class: `card card-${type}`, testid, dataset: { cardType: type }, 'aria-label': t(`cardTypes.${type}`) },
+    h('header', { class: 'card-head' },
+      icon ? h('span', { class: 'card-icon', 'aria-hidden': 'true' }, icon) : null,
+      h('span', { class: 'card-kind' }, t(`cardTypes.${type}`)),
+      badge,
+      phase ? h('span', { class: 'card-phase' }, phase) : null),
+    body);
+}
+
+/**
+ * renderCard renders a frontend card with its controls. actions: continue(), submit(text),
+ * select(option), continueTraining(). It returns {el, lock(on), answered(summary), focus()}.
+ */
+function renderCard(card, t, actions) {
+  const type = card.type;
+  const controls = h('fieldset', { class: 'card-controls' });
+  let focusEl = null;
+  let body;
+
+  if (type === 'level_up') {
+    body = h('div', { class: 'card-content', testid: 'card-content' },
+      h('p', { class: 'levelup-level', testid: 'levelup-level' }, t('newLevel', card.new_level)),
+      card.message ? h('p', { class: 'levelup-message' }, card.message) : null);
+    focusEl = h('button', { type: 'button', class: 'btn btn-success btn-large', testid: 'card-continue-training', onclick: () => actions.continueTraining?.() }, t('continueTraining'));
+    controls.append(focusEl);
+  } else {
+    body = h('div', { class: 'card-content', testid: 'card-content' }, renderMarkdown(card.content));
+    if (type === 'prompt' || type === 'reflection') {
+      const max = card.input?.max_length || (type === 'prompt' ? 500 : 200);
+      const id = `card-input-${Math.random().toString(36).slice(2, 8)}`;
+      const counter = h('span', { class: 'counter', testid: 'card-counter', 'aria-live': 'polite' }, t('chars', 0, max));
+      const submit = h('button', { type: 'submit', class: 'btn btn-primary', testid: 'card-submit', disabled: true }, t('submit'));
+      const input = h('textarea', {
+        id, class: `card-input card-input-${type}`, testid: 'card-input', rows: type === 'prompt' ? 4 : 2, maxLength: max,
+        placeholder: card.input?.placeholder || '',
+        oninput: () => {
+          // maxlength stops typing; this also trims text that arrived some other way.
+          const chars = [...input.value];
+          if (chars.length > max) input.value = chars.slice(0, max).join('');
+          const n = [...input.value].length;
+          counter.textContent = t('chars', n, max);
+          counter.classList.toggle('counter-full', n >= max);
+          submit.disabled = input.value.trim() === '';
+        },
+        onkeydown: (e) => {
+          if (e.key === 'Enter' && (e.ctrlKey || e.metaKey) && !submit.disabled) {
+            e.preventDefault();
+            actions.submit?.(input.value.trim());
+          }
+        },
+      });
+      focusEl = input;
+      controls.append(h('form', { class: 'card-form', onsubmit: (e) => { e.preventDefault(); if (!submit.disabled) actions.submit?.(input.value.trim()); } },
+        h('label', { class: 'sr-only', for: id }, t('answerLabel')),
+        input,
+        h('div', { class: 'card-form-row' }, counter, submit)));
+    } else if (type === 'multiple_choice') {
+      const list = h('div', { class: 'options', role: 'group', 'aria-label': card.content });
+      for (const [i, option] of card.options.entries()) {
+        const button = h('button', {
+          type: 'button', class: 'option', testid: 'card-option', dataset: { optionId: option.id }, 'aria-pressed': 'false',
+          onclick: () => {
+            list.querySelectorAll('.option').forEach((b) => { b.setAttribute('aria-pressed', 'false'); b.classList.remove('option-selected'); });
+            button.setAttribute('aria-pressed', 'true');
+            button.classList.add('option-selected');
+            actions.select?.(option);
+          },
+        }, h('span', { class: 'option-key', 'aria-hidden': 'true' }, option.id.length <= 2 ? option.id.toUpperCase() : String(i + 1)), h('span', { class: 'option-label' }, option.label));
+        if (i === 0) focusEl = button;
+        list.append(button);
+      }
+      controls.append(list);
+    } else {
+      focusEl = h('button', { type: 'button', class: 'btn btn-primary', testid: 'card-continue', onclick: () => actions.continue?.() }, t('continue'));
+      controls.append(focusEl);
+    }
+  }
+
+  const badge = card.is_iteration ? h('span', { class: 'pill pill-warn', testid: 'card-iteration' }, t('secondAttempt')) : null;
+  const el = cardFrame(type, t, [body, controls], { phase: card.drill_phase || '', badge });
+  el.dataset.active = 'true';
+  return {
+    el,
+    card,
+    lock(on) {
+      controls.disabled = on;
+      if (!on) el.querySelectorAll('.option-selected').forEach((b) => { b.classList.remove('option-selected'); b.setAttribute('aria-pressed', 'false'); });
+    },
+    answered(summary) {
+      controls.remove();
+      el.dataset.active = 'false';
+      el.classList.add('card-done');
+      if (summary) el.append(h('p', { class: 'card-answer', testid: 'card-answer' }, summary));
+    },
+    focus() {
+      if (focusEl && !el.hidden) focusEl.focus({ preventScroll: true });
+    },
+  };
+}

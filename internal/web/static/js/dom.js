@@ -1,0 +1,70 @@
+// DOM helpers. Everything the panel shows is built with createElement and text nodes: no HTML
+// string is ever parsed, so text from the model or the learner cannot become markup.
+
+const PROPERTIES = new Set(['value', 'checked', 'disabled', 'hidden', 'selected', 'required', 'readOnly', 'maxLength', 'min', 'max', 'rows']);
+
+/**
+ * h creates an element. props: "class", "testid" (data-testid), "dataset", "on<event>" handlers,
+ * DOM properties of PROPERTIES, and attributes; null, undefined and false are left out. Children
+ * are nodes, strings (as text) or arrays of them.
+ */
+export function h(tag, props, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(props || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key === 'innerHTML' || key === 'outerHTML') throw new Error('h: markup properties are not allowed');
+    if (key === 'class') el.className = value;
+    else if (key === 'testid') el.dataset.testid = value;
+    else if (key === 'dataset') Object.assign(el.dataset, value);
+    else if (key.startsWith('on') && typeof value === 'function') el.addEventListener(key.slice(2), value);
+    else if (PROPERTIES.has(key)) el[key] = value;
+    else el.setAttribute(key, value === true ? '' : String(value));
+  }
+  append(el, children);
+  return el;
+}
+
+/** append adds children (nodes, strings, arrays, null) to parent. */
+export function append(parent, children) {
+  for (const c of [children].flat(Infinity)) {
+    if (c === null || c === undefined || c === false) continue;
+    parent.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return parent;
+}
+
+/** clear removes every child of el. */
+export function clear(el) {
+  while (el.firstChild) el.firstChild.remove();
+  return el;
+}
+
+/** frame returns a scheduler that runs fn at most once per animation frame, however often it is asked. */
+export function frame(fn) {
+  let pending = false;
+  return () => {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => {
+      pending = false;
+      fn();
+    });
+  };
+}
+
+/** reveal scrolls the page so that el is in view (smoothly, unless the user prefers reduced motion). */
+export function reveal(el) {
+  if (!el || !el.isConnected) return;
+  const smooth = !window.matchMedia('(prefers-reduced-motion: reduce)').matches;
+  el.scrollIntoView({ block: 'nearest', behavior: smooth ? 'smooth' : 'auto' });
+}
+
+/** autosize grows a textarea with its content, up to its CSS max-height. */
+export function autosize(textarea) {
+  const fit = () => {
+    textarea.style.height = 'auto';
+    textarea.style.height = `${textarea.scrollHeight + 2}px`;
+  };
+  textarea.addEventListener('input', fit);
+  return fit;
+}

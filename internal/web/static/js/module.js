@@ -1,0 +1,356 @@
+// The module panel: structured responses (structured-response-schema.md) rendered block by block
+// as they stream, optional forms, next-step suggestions as quick replies, and the module's
+// progress with a toast for every milestone. Forms are optional guidance: the free-text box is
+// always there.
+
+import * as api from './api.js';
+import { clear, frame, h, reveal } from './dom.js';
+import { renderInline, renderMarkdown } from './markdown.js';
+import { Turns, bubble, composer } from './turn.js';
+
+const CALLOUT_ICONS = { info: 'ℹ️', warning: '⚠️', success: '✅', tip: '💡' };
+const BLOCK_TYPES = new Set(['paragraph', 'heading', 'list', 'quote', 'info', 'warning', 'success', 'tip']);
+
+export function mountModule({ root, session, t, resumed, toast }) {
+  let sess = session;
+  let def = null; // the module definition, for titles and topic names
+  let lastProgress = null;
+
+  const title = h('h2', { class: 'module-title', testid: 'module-title' }, sess.state.module);
+  const meterFill = h('div', { class: 'meter-fill' });
+  const meter = h('div', { class: 'meter', role: 'progressbar', testid: 'module-progress', 'aria-valuemin': 0, 'aria-valuemax': 100, 'aria-label': t('progress') }, meterFill);
+  const progressText = h('p', { class: 'meter-text', testid: 'module-progress-text' });
+  const topicList = h('ul', { class: 'topic-list', testid: 'covered-topics' });
+  const topics = h('details', { class: 'topics' }, h('summary', null, t('coveredTopics')), topicList);
+  const transcript = h('div', { class: 'transcript', testid: 'transcript', role: 'log', 'aria-live': 'polite' });
+  const status = h('div', { class: 'turn-status', testid: 'turn-status' });
+  const box = composer(t, (text) => send({ message: text }, text));
+  const panel = h('section', { class: 'panel panel-module', testid: 'module-panel' },
+    h('header', { class: 'module-head' }, title, meter, progressText, topics),
+    h('div', { class: 'chat' }, transcript, status, box.el));
+  root.append(panel);
+
+  const turns = new Turns({
+    sessionId: () => sess.id, t, root: panel, status,
+    onBusy: (busy) => {
+      box.setLocked(busy);
+      transcript.querySelectorAll('.suggestions button').forEach((b) => { b.disabled = busy; });
+    },
+  });
+
+  const topicName = (id) => {
+    for (const s of def?.sections || []) {
+      for (const tp of s.topics || []) {
+        if (tp.id === id) return (tp.name && (tp.name[t.locale] || tp.name.en)) || id;
+      }
+    }
+    return id;
+  };
+  const topicTotal = () => (def?.sections || []).reduce((n, s) => n + (s.topics || []).length, 0);
+
+  // showProgress draws meta.progress, or the session state's figures when p is null.
+  function showProgress(p) {
+    const st = sess.state;
+    const pct = Math.max(0, Math.min(100, Math.round(Number(p?.percentage ?? st.percentage ?? 0))));
+    const covered = p?.covered_topics || st.coveredTopics || [];
+    const remaining = typeof p?.remaining_topics === 'number' ? p.remaining_topics : def ? Math.max(0, topicTotal() - covered.length) : null;
+    meter.setAttribute('aria-valuenow', String(pct));
+    meter.dataset.percentage = String(pct);
+    meterFill.style.width = `${pct}%`;
+    progressText.textContent = [`${pct}%`, t('covered', covered.length), remaining === null ? null : t('remaining', remaining)].filter(Boolean).join(' · ');
+    clear(topicList).append(covered.map((id) => h('li', null, topicName(id))));
+    topics.hidden = covered.length === 0;
+  }
+
+  api.getModule(sess.state.module).then((d) => {
+    def = d;
+    title.textContent = d.title || sess.state.module;
+    showProgress(lastProgress);
+  }).catch(() => {
+    // The title stays the module id; the progress still shows from the session.
+  });
+
+  // send runs one turn; shown is what the learner's bubble says.
+  async function send(body, shown) {
+    if (turns.busy) return false;
+    const userMsg = bubble('user', t('you'), shown, body.auto ? { class: 'msg-auto', testid: 'msg-auto' } : {});
+    delete body.auto;
+    transcript.append(userMsg);
+    reveal(userMsg);
+    // Older quick replies answer an older question.
+    transcript.querySelectorAll('.suggestions').forEach((s) => s.remove());
+
+    let resp = null;
+    let blocksEl = null;
+    let streamed = new Map(); // block index → {type, text, el}
+    let live = false;
+    const render = frame(() => {
+      if (!live) return;
+      for (const b of streamed.values()) {
+        if (!b.dirty) continue;
+        b.dirty = false;
+        const fresh = renderBlock({ type: b.type, content: b.text, level: 2 });
+        b.el.replaceWith(fresh);
+        fresh.dataset.index = String(b.index);
+        b.el = fresh;
+      }
+      reveal(resp);
+    });
+    let hardFailure = false;
+    const ok = await turns.send(body, {
+      begin() {
+        userMsg.classList.remove('msg-failed');
+        streamed = new Map();
+        live = true;
+        blocksEl = h('div', { class: 'blocks' }, typingLine(t));
+        resp = h('article', { class: 'msg msg-assistant module-response', testid: 'module-response', dataset: { streaming: 'true' } },
+          h('header', { class: 'msg-who' }, t('coach')), blocksEl);
+        transcript.append(resp);
+        reveal(resp);
+      },
+      delta(line) {
+        blocksEl.querySelector('.typing')?.remove();
+        const index = Number.isInteger(line.block) ? line.block : 0;
+        let b = streamed.get(index);
+        if (!b) {
+          b = { index, type: line.blockType || 'paragraph', text: '', el: h('div') };
+          b.el.dataset.index = String(index);
+          streamed.set(index, b);
+          // Keep blocks in index order whatever order they start in.
+          const after = [...blocksEl.children].find((c) => Number(c.dataset.index) > index);
+          blocksEl.insertBefore(b.el, after || null);
+        }
+        if (line.blockType) b.type = line.blockType;
+        b.text += line.text;
+        b.dirty = true;
+        render();
+      },
+      reset() {
+        streamed = new Map();
+        clear(blocksEl).append(typingLine(t));
+      },
+      result(line) {
+        live = false;
+        sess = line.session;
+        const r = line.result || {};
+        clear(resp).append(h('header', { class: 'msg-who' }, t('coach')), renderResponse(r, Boolean(line.fallback)));
+        resp.dataset.streaming = 'false';
+        resp.dataset.responseType = r.meta?.response_type || '';
+        resp.dataset.emotion = r.meta?.emotion || '';
+        lastProgress = r.meta?.progress || null;
+        showProgress(lastProgress);
+        const milestone = lastProgress?.milestone;
+        if (milestone) {
+          toast(t('milestone', milestone), { kind: 'celebrate' });
+          meter.classList.remove('meter-celebrate');
+          void meter.offsetWidth; // restart the animation
+          meter.classList.add('meter-celebrate');
+        }
+        reveal(resp);
+      },
+      fail(err) {
+        live = false;
+        resp?.remove();
+        userMsg.classList.add('msg-failed');
+        hardFailure = !err.retryable;
+        if (hardFailure) userMsg.remove();
+      },
+    });
+    return ok || !hardFailure;
+  }
+
+  // renderResponse renders a structured response: blocks, media, forms, next step.
+  function renderResponse(r, fallback) {
+    const frag = document.createDocumentFragment();
+    const content = r.content || {};
+    const section = r.meta?.module_state?.current_section;
+    if (section) frag.append(h('p', { class: 'response-section' }, [r.meta.module_state.current_phase, section].filter(Boolean).join(' · ')));
+    const blocks = h('div', { class: 'blocks' });
+    for (const [i, b] of (content.text_blocks || []).entries()) {
+      const el = renderBlock(b);
+      el.dataset.index = String(i);
+      blocks.append(el);
+    }
+    frag.append(blocks);
+    if (fallback) frag.append(h('p', { class: 'fallback-note', testid: 'fallback-note' }, t('fallbackNote')));
+    const media = (content.media || []).map(renderMedia).filter(Boolean);
+    if (media.length) frag.append(h('div', { class: 'media' }, media));
+    const forms = content.forms || [];
+    if (forms.length) {
+      // The gateway accepts only the forms of the latest response that offered any.
+      transcript.querySelectorAll('form.module-form:not([data-sent])').forEach((f) => {
+        f.dataset.superseded = 'true';
+        f.querySelector('fieldset').disabled = true;
+      });
+      for (const f of forms) frag.append(renderForm(f));
+    }
+    const next = content.next_step;
+    if (next && (next.prompt || (next.suggestions || []).length)) {
+      if (next.prompt) frag.append(h('p', { class: 'next-prompt', testid: 'next-prompt' }, renderInline(next.prompt)));
+      const suggestions = (next.suggestions || []).filter((s) => typeof s === 'string' && s.trim());
+      if (suggestions.length) {
+        frag.append(h('div', { class: 'suggestions', role: 'group', 'aria-label': t('suggestions') },
+          suggestions.map((s) => h('button', { type: 'button', class: 'chip', testid: 'suggestion', onclick: () => send({ message: s }, s) }, s))));
+      }
+    }
+    return frag;
+  }
+
+  function renderForm(form) {
+    const fields = h('fieldset', { class: 'form-fields' });
+    const formTitle = form.title || form.id;
+    const el = h('form', { class: 'module-form', testid: 'module-form', dataset: { formId: form.id } }, fields);
+    fields.append(
+      h('legend', { class: 'form-title' }, formTitle),
+      form.description ? h('p', { class: 'form-desc' }, renderInline(form.description)) : null,
+      form.optional === false ? null : h('p', { class: 'form-optional', testid: 'form-optional-note' }, t('formOptional')));
+    const readers = [];
+    for (const field of form.fields || []) {
+      const { node, read } = renderField(field, form.id);
+      fields.append(node);
+      readers.push({ field, read });
+    }
+    fields.append(h('div', { class: 'form-actions' },
+      h('button', { type: 'submit', class: 'btn btn-primary', testid: 'form-submit' }, form.submit_label || t('submit'))));
+    el.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      for (const { field, read } of readers) {
+        // A required checkbox group has no native check; the first box carries the message.
+        if (field.type === 'checkbox' && field.required) {
+          const first = el.querySelector(`input[name="${CSS.escape(field.id)}"]`);
+          first?.setCustomValidity(read() === undefined ? t('formRequiredMark') : '');
+        }
+      }
+      if (!el.reportValidity()) return;
+      const values = {};
+      const lines = [];
+      for (const { field, read } of readers) {
+        const v = read();
+        if (v === undefined) continue;
+        values[field.id] = v;
+        lines.push(`${field.label}: ${describe(field, v)}`);
+      }
+      fields.disabled = true;
+      const ok = await send({ form: { id: form.id, values } }, `${t('formSent', formTitle)}\n${lines.join('\n')}`);
+      if (ok) {
+        el.dataset.sent = 'true';
+      } else if (!el.dataset.superseded) {
+        fields.disabled = false;
+      }
+    });
+    return el;
+  }
+
+  function renderField(field, formId) {
+    const id = `f-${formId}-${field.id}`.replace(/[^A-Za-z0-9_-]/g, '_');
+    const label = [field.label, field.required ? h('span', { class: 'req', title: t('formRequiredMark') }, ' *') : null];
+    const help = field.help_text ? h('p', { class: 'field-help', id: `${id}-help` }, field.help_text) : null;
+    const describedBy = help ? `${id}-help` : null;
+    const options = field.options || [];
+    switch (field.type) {
+      case 'radio':
+      case 'checkbox': {
+        const inputs = options.map((o, i) => h('input', {
+          type: field.type, name: field.id, value: o.value, id: `${id}-${i}`, required: field.type === 'radio' && field.required,
+          onchange: (e) => e.target.setCustomValidity(''),
+        }));
+        const node = h('fieldset', { class: `field field-${field.type}`, testid: 'form-field', dataset: { fieldId: field.id }, 'aria-describedby': describedBy },
+          h('legend', null, label),
+          options.map((o, i) => h('label', { class: 'check', for: `${id}-${i}` }, inputs[i], h('span', null, o.label))),
+          help);
+        const read = field.type === 'radio'
+          ? () => inputs.find((x) => x.checked)?.value
+          : () => {
+            const vs = inputs.filter((x) => x.checked).map((x) => x.value);
+            return vs.length ? vs : undefined;
+          };
+        return { node, read };
+      }
+      case 'select': {
+        const select = h('select', { id, name: field.id, required: field.required, 'aria-describedby': describedBy },
+          h('option', { value: '' }, t('choose')), options.map((o) => h('option', { value: o.value }, o.label)));
+        return { node: h('div', { class: 'field', testid: 'form-field', dataset: { fieldId: field.id } }, h('label', { for: id }, label), select, help), read: () => select.value || undefined };
+      }
+      case 'number': {
+        const input = h('input', { id, name: field.id, type: 'number', step: 'any', required: field.required, placeholder: field.placeholder || '', 'aria-describedby': describedBy });
+        if (typeof field.min === 'number') input.min = String(field.min);
+        if (typeof field.max === 'number') input.max = String(field.max);
+        return { node: h('div', { class: 'field', testid: 'form-field', dataset: { fieldId: field.id } }, h('label', { for: id }, label), input, help), read: () => (input.value === '' ? undefined : Number(input.value)) };
+      }
+      case 'textarea':
+      case 'text':
+      default: {
+        const input = field.type === 'textarea'
+          ? h('textarea', { id, name: field.id, rows: 3, required: field.required, placeholder: field.placeholder || '', 'aria-describedby': describedBy })
+          : h('input', { id, name: field.id, type: 'text', required: field.required, placeholder: field.placeholder || '', 'aria-describedby': describedBy });
+        return { node: h('div', { class: 'field', testid: 'form-field', dataset: { fieldId: field.id } }, h('label', { for: id }, label), input, help), read: () => input.value.trim() || undefined };
+      }
+    }
+  }
+
+  showProgress(null);
+  if (resumed) {
+    transcript.append(h('p', { class: 'msg-note', testid: 'msg-resumed' }, progressText.textContent));
+    box.focus();
+  } else {
+    send({ message: t('moduleStart'), auto: true }, t('moduleStart'));
+  }
+
+  return {
+    unmount() {
+      turns.abort();
+    },
+  };
+}
+
+// describe shows a form answer as the learner's bubble says it: option labels, not values.
+function describe(field, v) {
+  const label = (x) => (field.options || []).find((o) => o.value === x)?.label || x;
+  if (Array.isArray(v)) return v.map(label).join(', ');
+  return typeof v === 'string' ? label(v) : String(v);
+}
+
+function typingLine(t) {
+  return h('p', { class: 'typing' }, h('span', { class: 'dots', 'aria-hidden': 'true' }, h('i'), h('i'), h('i')), ' ', t('thinking'));
+}
+
+/** renderBlock renders one text block by its type; the content is markdown. */
+export function renderBlock(b) {
+  const type = BLOCK_TYPES.has(b.type) ? b.type : 'paragraph';
+  const content = typeof b.content === 'string' ? b.content : '';
+  let el;
+  if (type === 'heading') {
+    const level = Math.max(2, Math.min(6, Number.isInteger(b.level) ? b.level : 2));
+    el = h(`h${level}`, { class: 'block block-heading' }, renderInline(content));
+  } else if (type === 'quote') {
+    el = h('blockquote', { class: 'block block-quote' }, renderMarkdown(content));
+  } else if (CALLOUT_ICONS[type]) {
+    el = h('div', { class: `block callout callout-${type}`, role: 'note' },
+      h('span', { class: 'callout-icon', 'aria-hidden': 'true' }, CALLOUT_ICONS[type]),
+      h('div', { class: 'callout-body' }, renderMarkdown(content)));
+  } else {
+    el = h('div', { class: `block block-${type}` }, renderMarkdown(content));
+  }
+  el.dataset.testid = 'block';
+  el.dataset.blockType = type;
+  return el;
+}
+
+// renderMedia renders an image, video or audio item whose source is an http(s) URL or a path on this origin.
+function renderMedia(m) {
+  if (!m || typeof m.src !== 'string') return null;
+  let url;
+  try {
+    url = new URL(m.src, location.href);
+  } catch {
+    return null;
+  }
+  if (url.protocol !== 'https:' && url.origin !== location.origin) return null;
+  const src = url.href;
+  let el;
+  if (m.type === 'image') el = h('img', { src, alt: m.alt || '', loading: 'lazy' });
+  else if (m.type === 'video') el = h('video', { src, controls: true, preload: 'metadata' });
+  else if (m.type === 'audio') el = h('audio', { src, controls: true, preload: 'none' });
+  else return null;
+  return h('figure', { class: 'media-item' }, el, m.caption ? h('figcaption', null, m.caption) : null);
+}

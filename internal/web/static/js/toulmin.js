@@ -1,0 +1,274 @@
+// The Toulmin panel: the seven steps as a progress bar, the chat with the coach's streamed text,
+// the ProposedUpdateCard, the draft of every step (editable) and the completion banner.
+//
+// Seed rules (coach-ai-tool-contract.md, "UI Handling"): a proposedUpdate is shown only when its
+// field is the session's current step; Confirm saves it to the draft, advances the step and
+// triggers the next coach turn; Reject clears it and the conversation goes on.
+
+import * as api from './api.js';
+import { clear, frame, h, reveal } from './dom.js';
+import { renderMarkdown } from './markdown.js';
+import { Turns, bubble, composer } from './turn.js';
+
+export const STEPS = ['claim', 'grounds', 'warrant', 'groundsBacking', 'warrantBacking', 'qualifier', 'rebuttal'];
+
+export function mountToulmin({ root, session, t, resumed }) {
+  let sess = session;
+  let proposal = null; // the proposedUpdate on screen
+  let editing = null; // {step, text} of the draft being edited
+  const state = () => sess.state;
+  const stepName = (step) => t(`steps.${step}`);
+
+  // Progress: one item per step, and a meter of completed steps.
+  const stepItems = STEPS.map((step, i) => h('li', { class: 'step', testid: `step-${step}`, dataset: { step } },
+    h('span', { class: 'step-dot', 'aria-hidden': 'true' }, String(i + 1)),
+    h('span', { class: 'step-name' }, stepName(step))));
+  const meterFill = h('div', { class: 'meter-fill' });
+  const meter = h('div', { class: 'meter', role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': STEPS.length, 'aria-label': t('progress') }, meterFill);
+  const progressText = h('p', { class: 'meter-text', testid: 'toulmin-progress-text' });
+  const progress = h('nav', { class: 'toulmin-progress', testid: 'toulmin-progress', 'aria-label': t('progress') },
+    h('ol', { class: 'steps' }, stepItems), meter, progressText);
+
+  const transcript = h('div', { class: 'transcript', testid: 'transcript', role: 'log', 'aria-live': 'polite' });
+  const proposalSlot = h('div', { class: 'proposal-slot' });
+  const status = h('div', { class: 'turn-status', testid: 'turn-status' });
+  const banner = h('section', { class: 'complete-banner', testid: 'complete-banner', role: 'status', hidden: true });
+  const box = composer(t, (text) => send(text, false));
+  const draftFields = h('fieldset', { class: 'draft-fields' });
+  const aside = h('aside', { class: 'draft-panel', testid: 'draft-panel', 'aria-labelledby': 'draft-title' },
+    h('h2', { id: 'draft-title' }, t('draftTitle')), draftFields);
+  const panel = h('section', { class: 'panel panel-toulmin', testid: 'toulmin-panel' },
+    progress,
+    h('div', { class: 'toulmin-grid' },
+      h('div', { class: 'chat' }, transcript, proposalSlot, status, banner, box.el),
+      aside));
+  root.append(panel);
+
+  const turns = new Turns({
+    sessionId: () => sess.id, t, root: panel, status,
+    onBusy: (busy) => {
+      box.setLocked(busy || state().isComplete);
+      draftFields.disabled = busy;
+      proposalSlot.querySelectorAll('button').forEach((b) => { b.disabled = busy; });
+    },
+  });
+
+  transcript.append(bubble('assistant', t('coach'), renderMarkdown(t('toulminIntro')), { testid: 'msg-intro' }));
+
+  function note(text, testid) {
+    const el = h('p', { class: 'msg-note', testid }, text);
+    transcript.append(el);
+    reveal(el);
+  }
+
+  // applySession takes the session the gateway answered with and redraws what depends on it.
+  function applySession(s) {
+    sess = s;
+    const st = state();
+    const current = STEPS.indexOf(st.step);
+    const done = st.isComplete ? STEPS.length : Math.max(current, 0);
+    stepItems.forEach((li, i) => {
+      const stepState = i < done ? 'done' : i === current ? 'current' : 'todo';
+      li.dataset.state = stepState;
+      if (stepState === 'current') li.setAttribute('aria-current', 'step');
+      else li.removeAttribute('aria-current');
+    });
+    progress.dataset.completed = String(done);
+    progress.dataset.step = st.isComplete ? 'complete' : st.step;
+    meter.setAttribute('aria-valuenow', String(done));
+    meterFill.style.width = `${(100 * done) / STEPS.length}%`;
+    progressText.textContent = st.isComplete ? t('progressOf', done, STEPS.length) : `${t('progressOf', done, STEPS.length)} · ${stepName(st.step)}`;
+    renderDraft();
+    renderBanner();
+    box.setDisabled(Boolean(st.isComplete));
+    box.el.hidden = Boolean(st.isComplete);
+    if (!st.isComplete) box.setLocked(turns.busy);
+  }
+
+  function renderDraft() {
+    const st = state();
+    clear(draftFields);
+    for (const step of STEPS) {
+      const value = (st.draft && st.draft[step]) || '';
+      const isCurrent = step === st.step && !st.isComplete;
+      const item = h('div', { class: 'draft-item', testid: `draft-item-${step}`, dataset: { state: value ? 'filled' : 'empty', current: String(isCurrent) } });
+      const head = h('div', { class: 'draft-head' },
+        h('span', { class: 'draft-label', title: t(`stepHelp.${step}`) }, stepName(step)),
+        editing?.step === step ? null : h('button', {
+          type: 'button', class: 'btn btn-link', testid: `draft-edit-${step}`, 'aria-label': `${t('edit')}: ${stepName(step)}`,
+          onclick: () => { editing = { step, text: value }; renderDraft(); draftFields.querySelector('textarea')?.focus(); },
+        }, t('edit')));
+      item.append(head);
+      if (editing?.step === step) {
+        const area = h('textarea', { class: 'draft-input', testid: `draft-input-${step}`, rows: 3, value: editing.text, 'aria-label': stepName(step), oninput: (e) => { editing.text = e.target.value; } });
+        item.append(area, h('div', { class: 'draft-actions' },
+          h('button', { type: 'button', class: 'btn btn-small btn-primary', testid: `draft-save-${step}`, onclick: () => saveDraft(step, editing.text) }, t('save')),
+          h('button', { type: 'button', class: 'btn btn-small btn-ghost', onclick: () => { editing = null; renderDraft(); } }, t('cancel'))));
+      } else {
+        item.append(h('p', { class: value ? 'draft-value' : 'draft-value draft-empty', testid: `draft-${step}` }, value || t('draftEmpty')));
+      }
+      draftFields.append(item);
+    }
+  }
+
+  async function saveDraft(step, value) {
+    try {
+      const s = await api.putDraft(sess.id, step, value);
+      editing = null;
+      applySession(s);
+    } catch (err) {
+      turns.showError(err, err.retryable ? () => saveDraft(step, value) : null);
+    }
+  }
+
+  function renderBanner() {
+    const st = state();
+    banner.hidden = !st.isComplete;
+    if (!st.isComplete) return;
+    clear(banner).append(
+      h('h2', null, h('span', { 'aria-hidden': 'true' }, '🏁 '), t('complete')),
+      h('p', null, t('completeLead')),
+      h('ol', { class: 'argument', testid: 'argument-summary' }, STEPS.map((step) => h('li', null,
+        h('strong', null, `${stepName(step)}: `), (st.draft && st.draft[step]) || '—'))));
+  }
+
+  // showProposal shows p when it is for the current step (the seed's rule), and nothing otherwise.
+  function showProposal(p) {
+    const st = state();
+    proposal = p && p.field === st.step && !st.isComplete && typeof p.value === 'string' && p.value.trim() ? p : null;
+    clear(proposalSlot);
+    if (!proposal) return;
+    const card = h('section', { class: 'proposal', testid: 'proposal-card', dataset: { field: proposal.field }, 'aria-labelledby': 'proposal-title' },
+      h('header', { class: 'proposal-head' },
+        h('h3', { id: 'proposal-title' }, h('span', { 'aria-hidden': 'true' }, '✨ '), t('proposalTitle')),
+        h('span', { class: 'pill' }, t('proposalFor', stepName(proposal.field)))),
+      h('blockquote', { class: 'proposal-value', testid: 'proposal-value' }, proposal.value),
+      proposal.rationale ? h('p', { class: 'proposal-rationale', testid: 'proposal-rationale' }, proposal.rationale) : null,
+      h('div', { class: 'proposal-actions' },
+        h('button', { type: 'button', class: 'btn btn-primary', testid: 'proposal-confirm', onclick: () => decide('accept') }, t('confirm')),
+        h('button', { type: 'button', class: 'btn btn-ghost', testid: 'proposal-reject', onclick: () => decide('reject') }, t('reject'))));
+    proposalSlot.append(card);
+    reveal(card);
+  }
+
+  async function decide(action) {
+    const field = proposal?.field;
+    proposalSlot.querySelectorAll('button').forEach((b) => { b.disabled = true; });
+    turns.clearStatus();
+    try {
+      applySession(await api.decideProposal(sess.id, action));
+    } catch (err) {
+      if (err.code === 'no_pending_proposal') await refresh();
+      else proposalSlot.querySelectorAll('button').forEach((b) => { b.disabled = false; });
+      turns.showError(err, err.retryable ? () => decide(action) : null);
+      return;
+    }
+    showProposal(null);
+    if (action === 'reject') {
+      note(t('rejected'), 'msg-rejected');
+      box.focus();
+      return;
+    }
+    note(`✓ ${t('saved', stepName(field))}`, 'msg-saved');
+    // The seed: on confirm, save, advance and trigger the next coach turn.
+    if (!state().isComplete) await send(t('continueMessage'), true);
+    else reveal(banner);
+  }
+
+  async function refresh() {
+    try {
+      applySession(await api.getSession(sess.id));
+      showProposal(state().pendingProposal);
+    } catch {
+      // The error already on screen says what went wrong.
+    }
+  }
+
+  // send runs one coach turn with message; auto marks the panel's own continuation message.
+  async function send(message, auto) {
+    if (state().isComplete || turns.busy) return false;
+    const userMsg = bubble('user', t('you'), message, auto ? { class: 'msg-auto', testid: 'msg-auto' } : {});
+    transcript.append(userMsg);
+    reveal(userMsg);
+    showProposal(null);
+    let reply = null;
+    let body = null;
+    let text = '';
+    let live = false;
+    const render = frame(() => {
+      if (!live) return;
+      clear(body).append(text ? renderMarkdown(text) : h('p', { class: 'typing' }, t('thinking')));
+      reveal(reply);
+    });
+    let hardFailure = false;
+    const ok = await turns.send(() => ({ message, step: state().step }), {
+      begin() {
+        userMsg.classList.remove('msg-failed');
+        text = '';
+        live = true;
+        reply = bubble('assistant', t('coach'), h('p', { class: 'typing' }, t('thinking')), { class: 'msg-streaming' });
+        reply.dataset.streaming = 'true';
+        body = reply.querySelector('.msg-body');
+        transcript.append(reply);
+        reveal(reply);
+      },
+      delta(line) {
+        text += line.text;
+        render();
+      },
+      reset() {
+        // The gateway retries the turn: what it sent so far is void.
+        text = '';
+        render();
+      },
+      result(line) {
+        live = false;
+        const r = line.result || {};
+        reply.dataset.streaming = 'false';
+        reply.classList.remove('msg-streaming');
+        clear(body).append(assistantContent(r));
+        applySession(line.session);
+        showProposal(r.proposedUpdate);
+        reveal(proposal ? proposalSlot : reply);
+        if (!proposal) box.focus();
+      },
+      fail(err) {
+        live = false;
+        reply?.remove();
+        userMsg.classList.add('msg-failed');
+        hardFailure = !err.retryable;
+        if (hardFailure) userMsg.remove();
+        if (err.code === 'coach_step_mismatch' || err.code === 'session_complete') refresh();
+      },
+    });
+    return ok || !hardFailure;
+  }
+
+  // assistantContent renders a result's assistantText, setting the appended nextQuestion apart.
+  function assistantContent(r) {
+    const full = typeof r.assistantText === 'string' ? r.assistantText : '';
+    const q = typeof r.nextQuestion === 'string' ? r.nextQuestion.trim() : '';
+    const frag = document.createDocumentFragment();
+    if (q && full.endsWith(q)) {
+      frag.append(renderMarkdown(full.slice(0, full.length - q.length).trimEnd()));
+      frag.append(h('p', { class: 'msg-question', testid: 'next-question' }, q));
+    } else {
+      frag.append(renderMarkdown(full));
+    }
+    return frag;
+  }
+
+  applySession(sess);
+  if (resumed) {
+    note(`${t('progressOf', Number(progress.dataset.completed), STEPS.length)} · ${state().isComplete ? t('complete') : stepName(state().step)}`, 'msg-resumed');
+    showProposal(state().pendingProposal);
+  }
+  box.focus();
+
+  return {
+    unmount() {
+      turns.abort();
+    },
+  };
+}
+
