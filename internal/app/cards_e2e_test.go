@@ -245,83 +245,228 @@ func logLines(t *testing.T, g *apptest.Gateway, id string) []map[string]any {
 	return out
 }
 
-// TestCardsFallback drives every cause of the seed's fallback card through the server.
+// shape renders tr's lines with each run of deltas as one "delta", and returns the text of each
+// run: e.g. "delta reset delta reset result" and the text each attempt streamed.
+func shape(tr apptest.TurnResponse) (string, []string) {
+	var kinds, runs []string
+	for _, l := range tr.Lines {
+		if l.Type == "delta" && len(kinds) > 0 && kinds[len(kinds)-1] == "delta" {
+			runs[len(runs)-1] += l.Text
+			continue
+		}
+		kinds = append(kinds, l.Type)
+		if l.Type == "delta" {
+			runs = append(runs, l.Text)
+		}
+	}
+	return strings.Join(kinds, " "), runs
+}
+
+// checkCorrection fails unless the turn made exactly two model calls starting at request first,
+// the second being the first with the engine's correction appended, naming hint.
+func checkCorrection(t *testing.T, g *apptest.Gateway, first int, hint string) {
+	t.Helper()
+	reqs := g.LLM.Requests()[first:]
+	if len(reqs) != 2 {
+		t.Fatalf("model calls = %d, want 2 (one corrective retry)", len(reqs))
+	}
+	retry := reqs[1].Messages
+	if !reflect.DeepEqual(retry[:len(retry)-1], reqs[0].Messages) {
+		t.Errorf("retry messages %+v, want the first request's %+v and the correction", retry, reqs[0].Messages)
+	}
+	if got := lastUser(t, reqs[1]); !strings.HasPrefix(got, "Your previous reply could not be used (") || !strings.Contains(got, hint) {
+		t.Errorf("correction = %q, want the engine's correction naming %q", got, hint)
+	}
+	if reqs[1].ToolChoice != cards.ToolName {
+		t.Errorf("retry tool_choice = %q, want display_card forced again", reqs[1].ToolChoice)
+	}
+}
+
+// turnLogs waits for the turn log line of request id and returns it with the error line logged
+// before it, if any.
+func turnLogs(t *testing.T, g *apptest.Gateway, id string) (turn, errLine map[string]any) {
+	t.Helper()
+	apptest.Eventually(t, "the turn is logged", func() bool {
+		turn, errLine = nil, nil
+		for _, l := range logLines(t, g, id) {
+			switch {
+			case l["level"] == "error":
+				errLine = l
+			case l["message"] == "turn":
+				turn = l
+			}
+		}
+		return turn != nil
+	})
+	return turn, errLine
+}
+
+// checkNextTurnHistory plays a [Continue] turn after a turn that ended with card (as display_card
+// arguments) and checks what the model is shown of that turn: one answered call, no correction.
+func checkNextTurnHistory(t *testing.T, g *apptest.Gateway, id, args string) {
+	t.Helper()
+	g.LLM.Enqueue(cardCall(`{"card_type":"scenario","content":"A new scene opens."}`))
+	next := g.Turn(id, apptest.Msg("[Continue]"))
+	checkCardStream(t, next, "A new scene opens.", `{"type":"scenario","content":"A new scene opens."}`)
+	if v := next.Last().Session.Version; v != 3 {
+		t.Errorf("next turn stored version %d, want 3", v)
+	}
+	reqs := g.LLM.Requests()
+	msgs := reqs[len(reqs)-1].Messages
+	if len(msgs) != 5 || msgs[1].Content != "Begin training." || len(msgs[2].ToolCalls) != 1 ||
+		!sameJSON([]byte(msgs[2].ToolCalls[0].Arguments), []byte(args)) || msgs[3].ToolCallID != msgs[2].ToolCalls[0].ID {
+		t.Errorf("next request's history %+v, want the user's message, one display_card call with %s and its tool message", msgs[1:], args)
+	}
+}
+
+// TestCardsFallback drives every cause of the seed's fallback card through the server. Unusable
+// output gets one corrective retry with the problem fed back; only when the retry's answer is
+// unusable too does the turn end with the fallback card, the last answer logged in full.
 func TestCardsFallback(t *testing.T) {
+	cutOff := cardCall(`{"card_type":"insight","content":"Cut off mid-sen`)
 	tests := []struct {
 		name  string
 		reply fakellm.Reply
-		rule  string
-		full  string // the model's output, which the error log must show in full
+		retry *fakellm.Reply // the retry's answer; nil repeats reply
+		shape string         // the lines, each run of deltas as one "delta"
+		runs  []string       // the text of each run of deltas
+		hint  string         // what the correction tells the model
+		rule  string         // the last answer's fallback rule
+		full  string         // the last answer, which the error log must show in full
+		stale string         // text of the first answer that the log must not show
 	}{
 		{name: "no tool call (plain content)",
 			reply: fakellm.Reply{Content: "Here is a scenario: you are a new VP.", Chunks: chop("Here is a scenario: you are a new VP.", 4)},
-			rule:  cards.RuleFallbackNoToolCall, full: "Here is a scenario: you are a new VP."},
+			shape: "result", hint: "plain text instead of calling display_card",
+			rule: cards.RuleFallbackNoToolCall, full: "Here is a scenario: you are a new VP."},
 		{name: "unparseable arguments",
-			reply: cardCall(`{"card_type":"insight","content":"Cut off mid-sen`),
-			rule:  cards.RuleFallbackUnparsable, full: `{"card_type":"insight","content":"Cut off mid-sen`},
+			reply: cutOff,
+			shape: "delta reset delta reset result", runs: []string{"Cut off mid-sen", "Cut off mid-sen"}, hint: "not one valid JSON object",
+			rule: cards.RuleFallbackUnparsable, full: `{"card_type":"insight","content":"Cut off mid-sen`},
 		{name: "schema failure: unknown card_type",
 			reply: cardCall(`{"content":"A banner card.","card_type":"banner"}`),
-			rule:  cards.RuleFallbackSchema, full: `{"content":"A banner card.","card_type":"banner"}`},
+			shape: "delta reset delta reset result", runs: []string{"A banner card.", "A banner card."}, hint: "card_type must be one of",
+			rule: cards.RuleFallbackSchema, full: `{"content":"A banner card.","card_type":"banner"}`},
 		{name: "schema failure: max_length is not an integer",
 			reply: cardCall(`{"card_type":"prompt","content":"Type it.","input_config":{"max_length":"long"}}`),
-			rule:  cards.RuleFallbackSchema, full: `{"card_type":"prompt","content":"Type it.","input_config":{"max_length":"long"}}`},
+			shape: "delta reset delta reset result", runs: []string{"Type it.", "Type it."}, hint: "input_config.max_length",
+			rule: cards.RuleFallbackSchema, full: `{"card_type":"prompt","content":"Type it.","input_config":{"max_length":"long"}}`},
 		{name: "validator: empty content",
 			reply: cardCall(`{"card_type":"scenario","content":""}`),
-			rule:  cards.RuleFallbackInvalid, full: `{"card_type":"scenario","content":""}`},
+			shape: "result", hint: "a scenario card needs non-empty content",
+			rule: cards.RuleFallbackInvalid, full: `{"card_type":"scenario","content":""}`},
 		{name: "validator: multiple_choice without options",
 			reply: cardCall(`{"card_type":"multiple_choice","content":"Pick one.","options":[]}`),
-			rule:  cards.RuleFallbackInvalid, full: `{"card_type":"multiple_choice","content":"Pick one.","options":[]}`},
+			shape: "delta reset delta reset result", runs: []string{"Pick one.", "Pick one."}, hint: "needs at least one option",
+			rule: cards.RuleFallbackInvalid, full: `{"card_type":"multiple_choice","content":"Pick one.","options":[]}`},
 		{name: "validator: option without a label",
 			reply: cardCall(`{"card_type":"multiple_choice","content":"Pick one.","options":[{"id":"a","label":""}]}`),
-			rule:  cards.RuleFallbackInvalid, full: `{"card_type":"multiple_choice","content":"Pick one.","options":[{"id":"a","label":""}]}`},
+			shape: "delta reset delta reset result", runs: []string{"Pick one.", "Pick one."}, hint: "options[0] needs a non-empty id and a non-empty label",
+			rule: cards.RuleFallbackInvalid, full: `{"card_type":"multiple_choice","content":"Pick one.","options":[{"id":"a","label":""}]}`},
+		{name: "the last answer decides: cut off, then plain text",
+			reply: cutOff, retry: &fakellm.Reply{Content: "Sorry, as text then.", Chunks: chop("Sorry, as text then.", 4)},
+			shape: "delta reset result", runs: []string{"Cut off mid-sen"}, hint: "not one valid JSON object",
+			rule: cards.RuleFallbackNoToolCall, full: "Sorry, as text then.", stale: "Cut off"},
 	}
 	g := apptest.Start(t, nil)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := g.Create("cards", nil)
-			calls := len(g.LLM.Requests())
-			g.LLM.Enqueue(tt.reply)
+			first := len(g.LLM.Requests())
+			retry := tt.reply
+			if tt.retry != nil {
+				retry = *tt.retry
+			}
+			g.LLM.Enqueue(tt.reply, retry)
 			tr := g.Turn(s.ID, apptest.Msg("Begin training."))
 			if tr.Status != http.StatusOK {
 				t.Fatalf("status %d body %s, want 200", tr.Status, tr.Body)
 			}
 			tr.CheckEnding(t)
+			if got, runs := shape(tr); got != tt.shape || !slices.Equal(runs, tt.runs) {
+				t.Errorf("lines %q with delta runs %q, want %q with %q", got, runs, tt.shape, tt.runs)
+			}
+			for _, l := range tr.Lines {
+				if l.Type == "reset" && l.Reason != "invalid_output" {
+					t.Errorf("reset line %s, want reason invalid_output", l.Raw)
+				}
+			}
 			res := tr.Last()
 			if res.Type != "result" || string(res.Result) != fallbackCard || !res.Fallback {
 				t.Errorf("last line = %s\nwant result %s with \"fallback\":true", res.Raw, fallbackCard)
 			}
-			if n := len(g.LLM.Requests()) - calls; n != 1 {
-				t.Errorf("model calls = %d, want 1 (a fallback is no retry)", n)
-			}
+			checkCorrection(t, g, first, tt.hint)
 			if got := g.Get(s.ID); got.Version != 2 || !sameJSON(decodeCardsState(t, got).LastCard, []byte(fallbackCard)) {
 				t.Errorf("stored session version %d state %s, want version 2 with the fallback card as lastCard", got.Version, got.State)
 			}
 
-			id := tr.Header.Get("X-Request-Id")
-			var found map[string]any
-			apptest.Eventually(t, "the fallback is logged", func() bool {
-				for _, l := range logLines(t, g, id) {
-					if l["level"] == "error" {
-						found = l
-						return true
-					}
-				}
-				return false
-			})
-			if resp, _ := found["model_response"].(string); !strings.Contains(resp, tt.full) {
+			turn, found := turnLogs(t, g, tr.Header.Get("X-Request-Id"))
+			if turn["outcome"] != "fallback" || turn["attempts"] != float64(2) {
+				t.Errorf("turn log %v, want outcome fallback after 2 attempts", turn)
+			}
+			if found == nil {
+				t.Fatalf("no error log of the fallback")
+			}
+			resp, _ := found["model_response"].(string)
+			if !strings.Contains(resp, tt.full) {
 				t.Errorf("error log model_response = %q, want the full model response %q", resp, tt.full)
+			}
+			if tt.stale != "" && strings.Contains(resp, tt.stale) {
+				t.Errorf("error log model_response = %q, want the last answer alone, not %q", resp, tt.stale)
 			}
 			if rules, _ := found["rules"].([]any); !slices.Contains(rules, any(tt.rule)) {
 				t.Errorf("error log rules = %v, want %s", found["rules"], tt.rule)
 			}
 
-			// The session goes on: the fallback insight takes "[Continue]".
-			g.LLM.Enqueue(cardCall(`{"card_type":"scenario","content":"A new scene opens."}`))
-			next := g.Turn(s.ID, apptest.Msg("[Continue]"))
-			checkCardStream(t, next, "A new scene opens.", `{"type":"scenario","content":"A new scene opens."}`)
-			if v := next.Last().Session.Version; v != 3 {
-				t.Errorf("next turn stored version %d, want 3", v)
+			// The session goes on: the fallback insight takes "[Continue]", and the model is
+			// shown the fallback card, not the unusable answers or the correction.
+			checkNextTurnHistory(t, g, s.ID, `{"card_type":"insight","content":"Let's continue. What's on your mind?"}`)
+		})
+	}
+}
+
+// TestCardsCorrectiveRetry: when the retry's answer is a valid card, that card is the turn's
+// ordinary result, with no fallback and no error log.
+func TestCardsCorrectiveRetry(t *testing.T) {
+	valid := `{"content":"A board meeting goes sideways.","card_type":"scenario"}`
+	want := `{"type":"scenario","content":"A board meeting goes sideways."}`
+	tests := []struct {
+		name  string
+		reply fakellm.Reply
+		shape string
+		runs  []string
+		hint  string
+	}{
+		{name: "schema failure, then a card",
+			reply: cardCall(`{"content":"A banner card.","card_type":"banner"}`),
+			shape: "delta reset delta result", runs: []string{"A banner card.", "A board meeting goes sideways."}, hint: "card_type must be one of"},
+		{name: "plain text, then a card",
+			reply: fakellm.Reply{Content: "Here is a scenario.", Chunks: chop("Here is a scenario.", 4)},
+			shape: "delta result", runs: []string{"A board meeting goes sideways."}, hint: "plain text instead of calling display_card"},
+	}
+	g := apptest.Start(t, nil)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := g.Create("cards", nil)
+			first := len(g.LLM.Requests())
+			g.LLM.Enqueue(tt.reply, cardCall(valid))
+			tr := g.Turn(s.ID, apptest.Msg("Begin training."))
+			tr.CheckEnding(t)
+			if got, runs := shape(tr); got != tt.shape || !slices.Equal(runs, tt.runs) {
+				t.Errorf("lines %q with delta runs %q, want %q with %q", got, runs, tt.shape, tt.runs)
 			}
+			if res := tr.Last(); res.Type != "result" || string(res.Result) != want || res.Fallback || res.Session.Version != 2 {
+				t.Errorf("last line = %s\nwant result %s stored as version 2, no fallback", res.Raw, want)
+			}
+			checkCorrection(t, g, first, tt.hint)
+			if st := decodeCardsState(t, g.Get(s.ID)); !sameJSON(st.LastCard, []byte(want)) {
+				t.Errorf("stored lastCard = %s, want %s", st.LastCard, want)
+			}
+			turn, errLine := turnLogs(t, g, tr.Header.Get("X-Request-Id"))
+			if turn["outcome"] != "ok" || errLine != nil {
+				t.Errorf("turn log %v, error log %v; want outcome ok and no error log", turn, errLine)
+			}
+			checkNextTurnHistory(t, g, s.ID, valid)
 		})
 	}
 }
@@ -463,11 +608,19 @@ func TestCardsHistoryForStrictEndpoints(t *testing.T) {
 	}
 	for i, turn := range turns {
 		g.LLM.Enqueue(turn.reply)
+		if turn.reply.ToolCall == nil {
+			// Plain text again on the corrective retry: the turn ends with the fallback card.
+			g.LLM.Enqueue(turn.reply)
+		}
 		if tr := g.Turn(s.ID, turn.body); tr.Last().Type != "result" {
 			t.Fatalf("turn %d: %s", i+1, tr.Body)
 		}
 	}
-	msgs := g.LLM.Requests()[len(turns)-1].Messages
+	reqs := g.LLM.Requests()
+	if len(reqs) != len(turns)+1 {
+		t.Fatalf("model calls = %d, want %d (one corrective retry)", len(reqs), len(turns)+1)
+	}
+	msgs := reqs[len(reqs)-1].Messages
 	var roles []string
 	for _, m := range msgs {
 		roles = append(roles, m.Role)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/coachgw/coachgw/internal/schema"
 )
@@ -97,31 +99,49 @@ var displayCard = schema.Load(SchemaFile)
 // fallbackCard returns the seed's fallback insight card.
 func fallbackCard() Card { return Card{Type: TypeInsight, Content: FallbackContent} }
 
+// maxProblem bounds the schema violations quoted back to the model in a correction.
+const maxProblem = 1000
+
 // parseArguments turns display_card's raw arguments into a frontend card. The cause it returns
-// on failure is the fallback rule to report, with a detail for the log.
+// on failure is the fallback rule to report, and detail says what is wrong in terms of the
+// arguments, short enough to feed back to the model.
 func parseArguments(raw string) (card Card, rules []string, cause string, detail string) {
+	if strings.TrimSpace(raw) == "" {
+		return Card{}, nil, RuleFallbackUnparsable, "the " + ToolName + " call has no arguments"
+	}
 	doc, err := schema.Decode([]byte(raw))
 	if err != nil {
-		return Card{}, nil, RuleFallbackUnparsable, err.Error()
+		return Card{}, nil, RuleFallbackUnparsable, "the " + ToolName + " arguments are not one valid JSON object: " + err.Error()
 	}
 	// Strict tool modes write null for every optional field left out; null means absent here.
 	doc = schema.StripNulls(doc)
 	if err := displayCard.Validate(doc); err != nil {
-		return Card{}, nil, RuleFallbackSchema, err.Error()
+		return Card{}, nil, RuleFallbackSchema, "the " + ToolName + " arguments do not fit its schema: " + clip(err.Error(), maxProblem)
 	}
 	clean, err := json.Marshal(doc)
 	if err != nil {
-		return Card{}, nil, RuleFallbackUnparsable, err.Error()
+		return Card{}, nil, RuleFallbackUnparsable, "the " + ToolName + " arguments cannot be re-encoded: " + err.Error()
 	}
 	var tc toolCard
 	if err := json.Unmarshal(clean, &tc); err != nil {
-		return Card{}, nil, RuleFallbackSchema, err.Error()
+		return Card{}, nil, RuleFallbackSchema, "the " + ToolName + " arguments do not fit its schema: " + err.Error()
 	}
 	card, rules = normalize(tc)
-	if !validCard(card) {
-		return Card{}, rules, RuleFallbackInvalid, "the normalized card fails the frontend validator: " + string(mustJSON(card))
+	if problem := cardProblem(card); problem != "" {
+		return Card{}, rules, RuleFallbackInvalid, "the card would be rejected by the app: " + problem
 	}
 	return card, rules, "", ""
+}
+
+// clip cuts s to at most n bytes, on a character boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // normalize maps display_card arguments to the frontend card per the seed's mapping table. Each
@@ -177,31 +197,44 @@ func numberToInt(n json.Number) int {
 }
 
 // validCard is the seed's frontend validateCard, ported rule for rule: the client would reject
-// exactly the cards it rejects. Go's types already guarantee the typeof checks except for
-// max_length, which is a number whenever input is present; o.id && o.label are truthy strings,
-// that is, non-empty.
-func validCard(c Card) bool {
-	hasContent := len(c.Content) > 0
-	switch c.Type {
-	case TypeScenario, TypeInsight:
-		return hasContent
-	case TypePrompt, TypeReflection:
-		return hasContent && c.Input != nil
-	case TypeMultipleChoice:
-		if !hasContent || len(c.Options) == 0 {
-			return false
+// exactly the cards it rejects.
+func validCard(c Card) bool { return cardProblem(c) == "" }
+
+// cardProblem returns why the seed's frontend validateCard rejects c, in terms of display_card's
+// arguments (the model's side of the card), or "" when it accepts c. Go's types already
+// guarantee the typeof checks except for max_length, which is a number whenever input is
+// present; o.id && o.label are truthy strings, that is, non-empty.
+func cardProblem(c Card) string {
+	if c.Type == TypeLevelUp {
+		if c.NewLevel <= 0 {
+			return "a level_up card needs a positive new_level"
 		}
-		for _, o := range c.Options {
+		return ""
+	}
+	switch c.Type {
+	case TypeScenario, TypeInsight, TypePrompt, TypeReflection, TypeMultipleChoice:
+	default:
+		return "unknown card_type " + strconv.Quote(c.Type)
+	}
+	if len(c.Content) == 0 {
+		return "a " + c.Type + " card needs non-empty content"
+	}
+	switch c.Type {
+	case TypePrompt, TypeReflection:
+		if c.Input == nil {
+			return "a " + c.Type + " card needs input_config.max_length"
+		}
+	case TypeMultipleChoice:
+		if len(c.Options) == 0 {
+			return "a multiple_choice card needs at least one option"
+		}
+		for i, o := range c.Options {
 			if o.ID == "" || o.Label == "" {
-				return false
+				return "options[" + strconv.Itoa(i) + "] needs a non-empty id and a non-empty label"
 			}
 		}
-		return true
-	case TypeLevelUp:
-		return c.NewLevel > 0
-	default:
-		return false
 	}
+	return ""
 }
 
 // toolArguments returns c as display_card arguments: how the model is shown its own earlier card

@@ -1,9 +1,10 @@
 // Package cards owns the "cards" contract: drill training delivered as cards (scenario, prompt,
 // multiple_choice, insight, reflection) that the model produces by a forced display_card tool
 // call, plus the level_up card the gateway injects. It streams the card's content while the
-// arguments arrive, normalises and validates the card the way the frontend will, substitutes the
-// seed's fallback insight card for anything unusable, checks each learner input against the card
-// it answers, and tracks levels.
+// arguments arrive, normalises and validates the card the way the frontend will, turns anything
+// unusable into a validation error that tells the model what to fix (the engine retries once with
+// it) and, when the retry fails too, into the seed's fallback insight card, checks each learner
+// input against the card it answers, and tracks levels.
 //
 // Session state (JSON):
 //

@@ -332,10 +332,7 @@ func TestLevelUp(t *testing.T) {
 				t.Errorf("Prelude() = %+v, want one card event %s", pre, tt.wantCard)
 			}
 			feed(turn, toolFrags("call_1", tt.args))
-			out, err := turn.Finish()
-			if err != nil {
-				t.Fatal(err)
-			}
+			out := finish(t, turn)
 			got := decode(t, out.State)
 			if got.LastCard == nil || string(mustJSON(got.LastCard)) != string(out.Result) {
 				t.Errorf("lastCard = %+v, want the result %s", got.LastCard, out.Result)

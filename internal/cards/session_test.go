@@ -165,15 +165,19 @@ func checkConversation(msgs []coach.Message) error {
 }
 
 // TestSessionHistoryStaysValid plays a scripted 15-turn session through the engine, with
-// fallbacks, missing call ids, an extra tool call, two level-ups and both history bounds in
-// play, and checks every request and the stored history after every turn.
+// corrective retries (two ending in the fallback card, one in a valid card), missing call ids,
+// an extra tool call, two level-ups and both history bounds in play, and checks every request
+// and the stored history after every turn.
 func TestSessionHistoryStaysValid(t *testing.T) {
 	type step struct {
 		in       coach.TurnInput
 		frags    []coach.Fragment
-		levelUp  int // the prelude's new_level, 0 for none
+		retry    []coach.Fragment // the answer to the corrective retry, when frags is unusable
+		levelUp  int              // the prelude's new_level, 0 for none
 		fallback bool
-		content  string // the streamed text
+		content  string // the text streamed after the last reset
+		resets   int
+		user     string // the user message the model is shown, checked when set
 	}
 	cont := coach.TurnInput{Message: strPtr(ContinueMessage)}
 	say := func(s string) coach.TurnInput { return coach.TurnInput{Message: strPtr(s)} }
@@ -184,20 +188,25 @@ func TestSessionHistoryStaysValid(t *testing.T) {
 		{in: cont, frags: toolFrags("call_4", `{"content":"What drove that response?","card_type":"multiple_choice","options":[{"id":"a","label":"Fear"},{"id":"b","label":"Care"}]}`), content: "What drove that response?"},
 		{in: coach.TurnInput{Selected: strPtr("b")}, frags: toolFrags("call_5", `{"content":"Why did that feel safer?","card_type":"reflection","input_config":{"max_length":200}}`), content: "Why did that feel safer?"},
 		{in: say("Because I wasn't confident in..."), frags: toolFrags("call_6", `{"content":"That's the pattern.","card_type":"insight"}`), content: "That's the pattern."},
-		{in: cont, frags: []coach.Fragment{{Content: "Here is your next scenario: ..."}}, levelUp: 2, fallback: true},
+		{in: cont, frags: []coach.Fragment{{Content: "Here is your next scenario: ..."}}, retry: []coach.Fragment{{Content: "Still no card."}}, levelUp: 2, fallback: true},
 		{in: cont, frags: toolFrags("call_8", `{"content":"Two VPs want the same budget.","card_type":"prompt"}`), content: "Two VPs want the same budget."},
-		{in: say("Split it."), frags: toolFrags("call_9", `{"content":"Hm","card_type":`), fallback: true, content: "Hm"},
+		{in: say("Split it."), frags: toolFrags("call_9", `{"content":"Hm","card_type":`), retry: toolFrags("call_9b", `{"content":"Hmm, let","card_type":"pro`),
+			fallback: true, resets: 2, user: "Split it."},
 		{in: cont, frags: toolFrags("call_10", `{"content":"Try again: what do you say?","card_type":"prompt","is_iteration":true,"input_config":{"max_length":300}}`), content: "Try again: what do you say?"},
 		{in: say("Let's decide on criteria first."), frags: toolFrags("call_11", `{"content":"Better: criteria before positions.","card_type":"insight"}`), content: "Better: criteria before positions."},
 		{in: cont, frags: append(toolFrags("call_12", `{"content":"Which criterion first?","card_type":"multiple_choice","options":[{"id":"x","label":"Revenue"},{"id":"y","label":"Risk"}]}`),
 			toolFrags("call_12b", `{"content":"ignored","card_type":"scenario"}`)...), content: "Which criterion first?"},
-		{in: coach.TurnInput{Selected: strPtr("y")}, frags: toolFrags("", `{"content":"Why risk?","card_type":"reflection"}`), content: "Why risk?"},
+		{in: coach.TurnInput{Selected: strPtr("y")}, frags: toolFrags("call_13", `{"content":"Why","card_type":"essay"}`), retry: toolFrags("", `{"content":"Why risk?","card_type":"reflection"}`),
+			content: "Why risk?", resets: 1, user: `{"selected": "y"}`},
 		{in: say("Safety."), frags: toolFrags("call_14", `{"content":"Safety is a value, not a criterion.","card_type":"insight"}`), content: "Safety is a value, not a criterion."},
 		{in: cont, frags: toolFrags("call_15", `{"content":"The board asks for your plan.","card_type":"scenario"}`), levelUp: 3, content: "The board asks for your plan."},
 	}
 	model := &scriptModel{}
 	for _, s := range steps {
 		model.script = append(model.script, s.frags)
+		if s.retry != nil {
+			model.script = append(model.script, s.retry)
+		}
 	}
 	store := newMemStore()
 	svc := coach.NewService(store, model, []coach.Contract{New(Config{HistoryMessages: 7})}, coach.Options{HistoryLimit: 10}, nil)
@@ -207,6 +216,7 @@ func TestSessionHistoryStaysValid(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, s := range steps {
+		first := len(model.reqs)
 		run, err := svc.StartTurn(ctx, "t", sess.ID, s.in)
 		if err != nil {
 			t.Fatalf("turn %d: StartTurn: %v", i+1, err)
@@ -218,6 +228,7 @@ func TestSessionHistoryStaysValid(t *testing.T) {
 		}
 		var deltas strings.Builder
 		var cards []string
+		resets := 0
 		for j, e := range events {
 			switch e.Type {
 			case coach.EventCard:
@@ -227,14 +238,17 @@ func TestSessionHistoryStaysValid(t *testing.T) {
 				cards = append(cards, string(e.Card))
 			case coach.EventDelta:
 				deltas.WriteString(e.Text)
+			case coach.EventReset:
+				resets++
+				deltas.Reset()
 			}
 		}
 		last := events[len(events)-1]
 		if last.Type != coach.EventResult || last.Fallback != s.fallback {
 			t.Errorf("turn %d: last event %+v, want a result with Fallback %v", i+1, last, s.fallback)
 		}
-		if got := deltas.String(); got != s.content {
-			t.Errorf("turn %d: deltas %q, want %q", i+1, got, s.content)
+		if got := deltas.String(); got != s.content || resets != s.resets {
+			t.Errorf("turn %d: %d resets and then deltas %q, want %d and %q", i+1, resets, got, s.resets, s.content)
 		}
 		wantCards := 0
 		if s.levelUp > 0 {
@@ -253,12 +267,39 @@ func TestSessionHistoryStaysValid(t *testing.T) {
 		if err := checkConversation(stored.History); err != nil {
 			t.Errorf("turn %d: stored history: %v", i+1, err)
 		}
-		req := model.reqs[i]
+		for _, m := range stored.History {
+			if strings.Contains(m.Content, "could not be used") {
+				t.Errorf("turn %d: stored history holds the correction %q", i+1, m.Content)
+			}
+		}
+		reqs := model.reqs[first:]
+		want := 1
+		if s.retry != nil {
+			want = 2
+		}
+		if len(reqs) != want {
+			t.Fatalf("turn %d: %d model calls, want %d", i+1, len(reqs), want)
+		}
+		req := reqs[0]
 		if err := checkConversation(req.Messages); err != nil {
 			t.Errorf("turn %d: request: %v", i+1, err)
 		}
 		if n := len(req.Messages); req.Messages[0].Role != coach.RoleSystem || req.Messages[n-1].Role != coach.RoleUser || n-2 > 7 {
 			t.Errorf("turn %d: request has %d messages from %s to %s, want system, at most 7 of history, user", i+1, n, req.Messages[0].Role, req.Messages[n-1].Role)
+		}
+		if len(reqs) == 2 {
+			retry := reqs[1].Messages
+			n := len(retry)
+			if err := checkConversation(retry); err != nil {
+				t.Errorf("turn %d: retry request: %v", i+1, err)
+			}
+			if !slices.EqualFunc(retry[:n-1], req.Messages, messageEqual) || retry[n-1].Role != coach.RoleUser ||
+				!strings.Contains(retry[n-1].Content, "could not be used") || !strings.Contains(retry[n-1].Content, ToolName) {
+				t.Errorf("turn %d: retry request ends with %+v, want the first request and a correction naming %s", i+1, retry[n-1], ToolName)
+			}
+		}
+		if got := req.Messages[len(req.Messages)-1].Content; s.user != "" && got != s.user {
+			t.Errorf("turn %d: user message %q, want %q", i+1, got, s.user)
 		}
 	}
 	stored, err := store.Get(ctx, "t", sess.ID)
@@ -268,12 +309,6 @@ func TestSessionHistoryStaysValid(t *testing.T) {
 	st := decode(t, stored.State)
 	if st.Level != 3 || st.Cycles != 0 || st.CompletedCycles != 4 || st.LastCard == nil || st.LastCard.Type != TypeScenario {
 		t.Errorf("final state %s, want level 3, no cycles at level, 4 completed, lastCard scenario", stored.State)
-	}
-	if got := model.reqs[8].Messages[len(model.reqs[8].Messages)-1].Content; got != "Split it." {
-		t.Errorf("turn 9 user message %q", got)
-	}
-	if got := model.reqs[12].Messages[len(model.reqs[12].Messages)-1].Content; got != `{"selected": "y"}` {
-		t.Errorf("turn 13 user message %q, want the seed's selection JSON", got)
 	}
 }
 

@@ -11,8 +11,8 @@ import (
 // ToolAck is the tool message that answers every display_card call in the history.
 const ToolAck = "displayed"
 
-// Turn is one cards turn; it implements coach.Turn. Besides that interface it offers LastRaw for
-// logging the model response a fallback replaced.
+// Turn is one cards turn; it implements coach.Turn and coach.Fallback. Besides those it offers
+// LastRaw, the model response the last Finish judged.
 type Turn struct {
 	st      state // the state the turn starts from, level-up applied
 	prev    *Card // the card the learner's input answers; nil on the first turn
@@ -26,8 +26,12 @@ type Turn struct {
 	stopped bool              // the extractor failed; Finish judges the full output instead
 	calls   []*toolCall
 	content strings.Builder
-	lastRaw string
+	lastRaw string   // the response the last Finish judged
+	failed  *failure // why that response yielded no card; nil when it did
 }
+
+// The engine finds Fallback by a type assertion; this keeps the method from drifting off it.
+var _ coach.Fallback = (*Turn)(nil)
 
 // toolCall is one tool call as the model streamed it.
 type toolCall struct {
@@ -99,48 +103,84 @@ func (t *Turn) opensCall(f coach.Fragment) bool {
 	return f.ToolName != "" && cur.args.Len() > 0 && !sameID
 }
 
-// Reset discards the output fed so far.
+// Reset discards the output fed so far, and with it the last verdict: the fallback always
+// describes the attempt that ran last.
 func (t *Turn) Reset() {
 	t.ext.Reset()
 	t.seen, t.stopped = false, false
 	t.calls = nil
 	t.content.Reset()
+	t.lastRaw = ""
+	t.failed = nil
 }
 
-// Finish turns the output into the turn's outcome. It never fails: output that yields no valid
-// card becomes the seed's fallback insight card, with the cause in Rules and the full response
-// in Diagnostic (and LastRaw), and the session goes on.
+// failure is why an attempt's output yielded no usable card.
+type failure struct {
+	rule    string   // the fallback rule to report
+	problem string   // what is wrong, as the model is told
+	rules   []string // rules that fired while judging the output
+}
+
+// Finish turns the output into the turn's outcome. Output that yields no valid card is a
+// coach_validation_failed error whose message tells the model what to fix: the engine feeds it
+// back for one corrective retry, and calls Fallback when that attempt fails as well.
 func (t *Turn) Finish() (*coach.Outcome, error) {
 	t.lastRaw = t.raw()
-	var (
-		card          Card
-		rules         []string
-		cause, detail string
-	)
+	t.failed = nil
 	if len(t.calls) == 0 {
-		cause, detail = RuleFallbackNoToolCall, "the model answered without calling "+ToolName
-	} else {
-		card, rules, cause, detail = parseArguments(t.calls[0].args.String())
-		if len(t.calls) > 1 {
-			rules = append(rules, RuleExtraToolCalls)
+		problem := "your reply was empty; call " + ToolName + " exactly once, with the card as its arguments"
+		if strings.TrimSpace(t.content.String()) != "" {
+			problem = "you replied with plain text instead of calling " + ToolName + "; call it exactly once, with the card as its arguments"
 		}
+		t.failed = &failure{rule: RuleFallbackNoToolCall, problem: problem}
+		return nil, coach.Errorf(coach.KindStream, coach.CodeValidationFailed, "%s", problem)
 	}
-	out := &coach.Outcome{}
+	card, rules, cause, problem := parseArguments(t.calls[0].args.String())
+	if len(t.calls) > 1 {
+		rules = append(rules, RuleExtraToolCalls)
+	}
 	if cause != "" {
-		card = fallbackCard()
-		rules = append(rules, cause)
-		out.Fallback = true
-		out.Diagnostic = "cards: " + cause + ": " + detail + "\n" + t.lastRaw
+		t.failed = &failure{rule: cause, problem: problem, rules: rules}
+		return nil, coach.Errorf(coach.KindStream, coach.CodeValidationFailed, "%s", problem)
 	}
-
 	next := t.st
-	if !out.Fallback && card.Type == TypeInsight && t.prev != nil &&
-		(t.prev.Type == TypePrompt || t.prev.Type == TypeReflection) {
+	if card.Type == TypeInsight && t.prev != nil && (t.prev.Type == TypePrompt || t.prev.Type == TypeReflection) {
 		next.Cycles++
 		next.CompletedCycles++
 	}
-	next.LastCard = &card
+	return t.outcome(card, next, rules), nil
+}
 
+// Fallback returns the seed's fallback insight card in place of output that stayed unusable
+// after the corrective retry: the session goes on, the card counts as no feedback (no cycle
+// completes), and Diagnostic carries the cause and the last attempt's full response for the
+// error log. It implements coach.Fallback.
+func (t *Turn) Fallback(cause error) (*coach.Outcome, error) {
+	f := t.failed
+	if f == nil {
+		// The engine calls Fallback right after a failed Finish; judge the output for any other
+		// caller, so that the log still says what was wrong with it.
+		if _, err := t.Finish(); err != nil {
+			f = t.failed
+		} else {
+			f = &failure{rule: RuleFallbackInvalid, problem: "a fallback was asked for in place of a valid card"}
+		}
+	}
+	why := f.problem
+	if cause != nil {
+		why = cause.Error()
+	}
+	out := t.outcome(fallbackCard(), t.st, append(slices.Clip(f.rules), f.rule))
+	out.Fallback = true
+	out.Diagnostic = "cards: " + f.rule + ": " + why + "\n" + t.lastRaw
+	return out, nil
+}
+
+// outcome stores card as the session's last card in state next and pairs it in the history
+// with the learner's message: the model's own call id when it gave one, so the assistant call
+// and its tool message always match.
+func (t *Turn) outcome(card Card, next state, rules []string) *coach.Outcome {
+	next.LastCard = &card
 	id := ""
 	if len(t.calls) > 0 {
 		id = t.calls[0].id
@@ -148,19 +188,21 @@ func (t *Turn) Finish() (*coach.Outcome, error) {
 	if id == "" {
 		id = "call_" + coach.NewID()[:24]
 	}
-	out.Result = mustJSON(card)
-	out.State = mustJSON(next)
-	out.Rules = rules
-	out.History = []coach.Message{
-		t.user,
-		{Role: coach.RoleAssistant, ToolCalls: []coach.ToolCall{{ID: id, Name: ToolName, Arguments: card.toolArguments()}}},
-		{Role: coach.RoleTool, ToolCallID: id, Content: ToolAck},
+	return &coach.Outcome{
+		Result: mustJSON(card),
+		State:  mustJSON(next),
+		Rules:  rules,
+		History: []coach.Message{
+			t.user,
+			{Role: coach.RoleAssistant, ToolCalls: []coach.ToolCall{{ID: id, Name: ToolName, Arguments: card.toolArguments()}}},
+			{Role: coach.RoleTool, ToolCallID: id, Content: ToolAck},
+		},
 	}
-	return out, nil
 }
 
 // LastRaw returns the full model response that the last Finish judged: every tool call with its
-// raw arguments, then any plain content. It is what an error log of a fallback should show.
+// raw arguments, then any plain content; "" after Reset. It is what an error log of a fallback
+// should show.
 func (t *Turn) LastRaw() string { return t.lastRaw }
 
 func (t *Turn) raw() string {

@@ -2,6 +2,7 @@ package cards
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"slices"
 	"strings"
@@ -124,29 +125,89 @@ func TestFeedPlainContentEmitsNothing(t *testing.T) {
 	}
 }
 
-func TestFinishFallbacks(t *testing.T) {
-	tests := []struct {
-		name  string
-		frags []coach.Fragment
-		cause string
-		raw   []string // pieces LastRaw must contain
-	}{
-		{"no tool call", []coach.Fragment{{Content: "Sure! Here is a scenario."}}, RuleFallbackNoToolCall, []string{"content=Sure! Here is a scenario."}},
-		{"nothing at all", nil, RuleFallbackNoToolCall, []string{"(empty response)"}},
-		{"unparseable", toolFrags("call_9", `{"card_type":"insight","content":"cut o`, 10), RuleFallbackUnparsable, []string{"id=call_9", `"content":"cut o`}},
-		{"tool call without arguments", toolFrags("call_9", ""), RuleFallbackUnparsable, []string{"id=call_9 name=display_card arguments="}},
-		{"schema", toolFrags("call_9", `{"card_type":"poster","content":"x"}`), RuleFallbackSchema, []string{`"poster"`}},
-		{"invalid card", toolFrags("call_9", `{"card_type":"multiple_choice","content":"Pick","options":[]}`), RuleFallbackInvalid, []string{`"options":[]`}},
-		{"invalid card with text", append(toolFrags("call_9", `{"card_type":"scenario","content":""}`), coach.Fragment{Content: "aside"}),
-			RuleFallbackInvalid, []string{`"content":""`, "content=aside"}},
+// checkInvalidOutput fails unless err is the coach_validation_failed error the engine answers
+// with a corrective retry, its message containing hint.
+func checkInvalidOutput(t *testing.T, out *coach.Outcome, err error, hint string) {
+	t.Helper()
+	var ce *coach.Error
+	if !errors.As(err, &ce) || ce.Kind != coach.KindStream || ce.Code != coach.CodeValidationFailed {
+		t.Fatalf("Finish = %+v, %v; want a %s stream error", out, err, coach.CodeValidationFailed)
 	}
-	for _, tt := range tests {
+	if out != nil {
+		t.Errorf("Finish outcome %+v next to the error, want none", out)
+	}
+	if !strings.Contains(ce.Message, hint) || strings.Contains(ce.Message, "\n") {
+		t.Errorf("error message %q, want one line containing %q", ce.Message, hint)
+	}
+}
+
+// finish finishes turn as the engine does once the corrective retry is used up: output Finish
+// rejects becomes the fallback.
+func finish(t *testing.T, turn *Turn) *coach.Outcome {
+	t.Helper()
+	out, err := turn.Finish()
+	var ce *coach.Error
+	if errors.As(err, &ce) && ce.Code == coach.CodeValidationFailed {
+		out, err = turn.Fallback(err)
+	}
+	if err != nil {
+		t.Fatalf("Finish: %v", err)
+	}
+	return out
+}
+
+// unusable are model outputs that yield no card, with the rule their fallback reports, a piece
+// of the message the model is told and pieces of the raw response the log must show.
+var unusable = []struct {
+	name  string
+	frags []coach.Fragment
+	rule  string
+	hint  string
+	raw   []string
+}{
+	{"no tool call", []coach.Fragment{{Content: "Sure! Here is a scenario."}}, RuleFallbackNoToolCall,
+		"you replied with plain text instead of calling display_card; call it exactly once", []string{"content=Sure! Here is a scenario."}},
+	{"nothing at all", nil, RuleFallbackNoToolCall, "your reply was empty; call display_card exactly once", []string{"(empty response)"}},
+	{"unparseable", toolFrags("call_9", `{"card_type":"insight","content":"cut o`, 10), RuleFallbackUnparsable,
+		"the display_card arguments are not one valid JSON object", []string{"id=call_9", `"content":"cut o`}},
+	{"tool call without arguments", toolFrags("call_9", ""), RuleFallbackUnparsable,
+		"the display_card call has no arguments", []string{"id=call_9 name=display_card arguments="}},
+	{"schema", toolFrags("call_9", `{"card_type":"poster","content":"x"}`), RuleFallbackSchema,
+		"the display_card arguments do not fit its schema: card_type", []string{`"poster"`}},
+	{"invalid card", toolFrags("call_9", `{"card_type":"multiple_choice","content":"Pick","options":[]}`), RuleFallbackInvalid,
+		"the card would be rejected by the app: a multiple_choice card needs at least one option", []string{`"options":[]`}},
+	{"invalid card with text", append(toolFrags("call_9", `{"card_type":"scenario","content":""}`), coach.Fragment{Content: "aside"}),
+		RuleFallbackInvalid, "a scenario card needs non-empty content", []string{`"content":""`, "content=aside"}},
+	{"invalid first call of two", append(toolFrags("call_9", `{"card_type":"multiple_choice","content":"Pick","options":[{"id":"a","label":""}]}`),
+		toolFrags("call_10", `{"card_type":"insight","content":"ok"}`)...),
+		RuleFallbackInvalid, "options[0] needs a non-empty id and a non-empty label", []string{"id=call_9", "id=call_10"}},
+}
+
+func TestFinishRejectsUnusableOutput(t *testing.T) {
+	for _, tt := range unusable {
 		t.Run(tt.name, func(t *testing.T) {
 			turn := firstTurn(t)
 			feed(turn, tt.frags)
 			out, err := turn.Finish()
+			checkInvalidOutput(t, out, err, tt.hint)
+			for _, r := range tt.raw {
+				if !strings.Contains(turn.LastRaw(), r) {
+					t.Errorf("LastRaw() = %q, want it to contain %q", turn.LastRaw(), r)
+				}
+			}
+		})
+	}
+}
+
+func TestFallback(t *testing.T) {
+	for _, tt := range unusable {
+		t.Run(tt.name, func(t *testing.T) {
+			turn := firstTurn(t)
+			feed(turn, tt.frags)
+			_, cause := turn.Finish()
+			out, err := turn.Fallback(cause)
 			if err != nil {
-				t.Fatalf("Finish error %v, want a fallback outcome", err)
+				t.Fatalf("Fallback error %v, want the fallback outcome", err)
 			}
 			if !out.Fallback {
 				t.Errorf("Fallback = false, want true")
@@ -154,24 +215,87 @@ func TestFinishFallbacks(t *testing.T) {
 			if got, want := string(out.Result), `{"type":"insight","content":"Let's continue. What's on your mind?"}`; got != want {
 				t.Errorf("Result = %s, want %s", got, want)
 			}
-			if !slices.Contains(out.Rules, tt.cause) {
-				t.Errorf("Rules = %v, want %s", out.Rules, tt.cause)
+			if !slices.Contains(out.Rules, tt.rule) || out.Rules[len(out.Rules)-1] != tt.rule {
+				t.Errorf("Rules = %v, want %s last", out.Rules, tt.rule)
+			}
+			if want := "cards: " + tt.rule + ": " + cause.Error() + "\n"; !strings.HasPrefix(out.Diagnostic, want) {
+				t.Errorf("Diagnostic = %q, want it to start with the cause %q", out.Diagnostic, want)
+			}
+			if !strings.HasSuffix(out.Diagnostic, "\n"+turn.LastRaw()) {
+				t.Errorf("Diagnostic = %q, want it to end with the full response %q", out.Diagnostic, turn.LastRaw())
 			}
 			for _, r := range tt.raw {
-				if !strings.Contains(turn.LastRaw(), r) {
-					t.Errorf("LastRaw() = %q, want it to contain %q", turn.LastRaw(), r)
+				if !strings.Contains(out.Diagnostic, r) {
+					t.Errorf("Diagnostic = %q, want it to contain %q", out.Diagnostic, r)
 				}
-			}
-			if !strings.Contains(out.Diagnostic, tt.cause) || !strings.HasSuffix(out.Diagnostic, turn.LastRaw()) {
-				t.Errorf("Diagnostic = %q, want the cause and the raw response", out.Diagnostic)
 			}
 			st := decode(t, out.State)
 			if st.LastCard == nil || !reflect.DeepEqual(*st.LastCard, fallbackCard()) {
 				t.Errorf("lastCard = %+v, want the fallback card", st.LastCard)
 			}
+			st.LastCard = nil
+			if st != (state{Level: 1}) {
+				t.Errorf("state = %+v, want the turn's state unchanged but for lastCard", st)
+			}
 			h := out.History
-			if len(h) != 3 || h[1].ToolCalls[0].Arguments != `{"card_type":"insight","content":"Let's continue. What's on your mind?"}` {
-				t.Errorf("history = %+v, want the fallback card as display_card arguments", h)
+			if len(h) != 3 || h[0].Content != "Begin training." || h[1].ToolCalls[0].Arguments != `{"card_type":"insight","content":"Let's continue. What's on your mind?"}` ||
+				h[2].ToolCallID != h[1].ToolCalls[0].ID {
+				t.Errorf("history = %+v, want the user's message and the fallback card as an answered display_card call", h)
+			}
+		})
+	}
+}
+
+// TestFallbackDescribesTheLastAttempt plays the engine's sequence: a rejected attempt, Reset, a
+// second rejected attempt, Fallback. The fallback reports the second attempt only.
+func TestFallbackDescribesTheLastAttempt(t *testing.T) {
+	turn := firstTurn(t)
+	feed(turn, toolFrags("call_1", `{"card_type":"poster","content":"first attempt"}`))
+	if _, err := turn.Finish(); err == nil {
+		t.Fatal("Finish accepted a poster card")
+	}
+	turn.Reset()
+	if got := turn.LastRaw(); got != "" {
+		t.Errorf("LastRaw() after Reset = %q, want empty", got)
+	}
+	feed(turn, []coach.Fragment{{Content: "second attempt as text"}})
+	_, cause := turn.Finish()
+	checkInvalidOutput(t, nil, cause, "plain text")
+	out, err := turn.Fallback(cause)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(out.Rules, []string{RuleFallbackNoToolCall}) {
+		t.Errorf("Rules = %v, want only the second attempt's %s", out.Rules, RuleFallbackNoToolCall)
+	}
+	if strings.Contains(out.Diagnostic, "first attempt") || !strings.HasSuffix(out.Diagnostic, "content=second attempt as text") {
+		t.Errorf("Diagnostic = %q, want the second attempt's response alone", out.Diagnostic)
+	}
+	if id := out.History[1].ToolCalls[0].ID; id == "call_1" || !strings.HasPrefix(id, "call_") {
+		t.Errorf("history call id %q, want a generated id (the second attempt made no call)", id)
+	}
+}
+
+// TestFallbackWithoutFinish: Fallback still explains output that no Finish judged.
+func TestFallbackWithoutFinish(t *testing.T) {
+	tests := []struct {
+		name  string
+		frags []coach.Fragment
+		rule  string
+	}{
+		{"unusable output", toolFrags("call_1", `{"card_type":"insight"}`), RuleFallbackSchema},
+		{"a valid card", toolFrags("call_1", `{"card_type":"insight","content":"fine"}`), RuleFallbackInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			turn := firstTurn(t)
+			feed(turn, tt.frags)
+			out, err := turn.Fallback(nil)
+			if err != nil || !out.Fallback || !slices.Equal(out.Rules, []string{tt.rule}) {
+				t.Fatalf("Fallback(nil) = %+v, %v; want a fallback reporting %s", out, err, tt.rule)
+			}
+			if !strings.HasPrefix(out.Diagnostic, "cards: "+tt.rule+": ") || !strings.HasSuffix(out.Diagnostic, "id=call_1 name=display_card arguments="+tt.frags[1].ToolArgs) {
+				t.Errorf("Diagnostic = %q, want the rule, the problem and the response", out.Diagnostic)
 			}
 		})
 	}
@@ -237,10 +361,7 @@ func TestFinishToolCallIDs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			turn := firstTurn(t)
 			deltas := deltaText(t, feed(turn, tt.frags))
-			out, err := turn.Finish()
-			if err != nil {
-				t.Fatal(err)
-			}
+			out := finish(t, turn)
 			call := out.History[1].ToolCalls[0]
 			switch {
 			case tt.id != "" && call.ID != tt.id:
@@ -264,6 +385,9 @@ func TestFinishToolCallIDs(t *testing.T) {
 func TestResetDiscardsOutput(t *testing.T) {
 	turn := firstTurn(t)
 	feed(turn, append(toolFrags("call_1", `{"card_type":"insight","content":"first try, cut`), coach.Fragment{Content: "noise"}))
+	if _, err := turn.Finish(); err == nil {
+		t.Fatal("Finish accepted cut-off arguments")
+	}
 	turn.Reset()
 	got := deltaText(t, feed(turn, toolFrags("call_2", `{"content":"second","card_type":"scenario"}`, 4)))
 	if got != "second" {

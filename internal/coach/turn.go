@@ -165,6 +165,7 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), rep *Report) (
 				if sent {
 					// The text this attempt streamed is not what the fallback says.
 					rep.Resets++
+					s.obs.Reset(r.contract, resetReason(err))
 					send(Event{Type: EventReset, Reason: resetReason(err)})
 				}
 				return fb.Fallback(err)
