@@ -166,9 +166,11 @@ func (s *Service) Update(ctx context.Context, tenant, id, contract string, chang
 	if err != nil {
 		return nil, err
 	}
-	state, err := change(sess)
-	if err == nil && sess.Contract != contract {
+	var state json.RawMessage
+	if sess.Contract != contract {
 		err = Errorf(KindInvalid, CodeInvalidRequest, "this route is for %s sessions, not %s", contract, sess.Contract)
+	} else {
+		state, err = change(sess)
 	}
 	if err != nil {
 		s.release(sess.ID, token)

@@ -294,7 +294,9 @@ func TestUpdate(t *testing.T) {
 	if err != nil || got.Version != 2 || string(got.State) != `{"turns":9}` {
 		t.Fatalf("Update = %+v, %v; want version 2 with the new state", got, err)
 	}
-	_, err = svc.Update(context.Background(), "", sess.ID, "other", func(s *Session) (json.RawMessage, error) { return s.State, nil })
+	_, err = svc.Update(context.Background(), "", sess.ID, "other", func(s *Session) (json.RawMessage, error) {
+		return nil, Errorf(KindInternal, CodeInternal, "a change for another contract's state must not run")
+	})
 	if AsError(err).Code != CodeInvalidRequest {
 		t.Errorf("Update on a session of another contract error = %v, want invalid_request", err)
 	}
