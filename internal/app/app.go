@@ -20,11 +20,13 @@ import (
 	"github.com/coachgw/coachgw/internal/config"
 	"github.com/coachgw/coachgw/internal/fakellm"
 	"github.com/coachgw/coachgw/internal/httpapi"
+	"github.com/coachgw/coachgw/internal/metrics"
 	"github.com/coachgw/coachgw/internal/module"
 	"github.com/coachgw/coachgw/internal/openai"
 	"github.com/coachgw/coachgw/internal/redisstore"
 	"github.com/coachgw/coachgw/internal/replay"
 	"github.com/coachgw/coachgw/internal/toulmin"
+	"github.com/coachgw/coachgw/internal/web"
 )
 
 // App is a configured gateway, ready to serve.
@@ -48,10 +50,12 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (a *App, er
 		}
 	}()
 
+	m := metrics.New()
 	client, err := a.redis()
 	if err != nil {
 		return nil, err
 	}
+	client.AddHook(m.RedisHook())
 	a.store = redisstore.New(client, redisstore.Options{Prefix: cfg.RedisPrefix, TTL: cfg.SessionTTL})
 	if err := a.store.Prepare(ctx); err != nil {
 		log.Error().Err(err).Msg("Redis does not answer; the gateway is not ready until it does")
@@ -77,14 +81,21 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (a *App, er
 		TurnTimeout:      cfg.TurnTimeout,
 		MaxAttempts:      cfg.MaxAttempts,
 		RetryAfterCap:    cfg.RetryAfterCap,
-	}, nil)
+	}, m)
 	a.api = httpapi.New(httpapi.Deps{
 		Service:         svc,
 		Modules:         moduleCatalog{modules},
 		Ready:           a.ready,
+		Metrics:         m.Handler(),
+		UI:              web.Handler(),
+		ObserveHTTP:     m.ObserveHTTP,
 		Log:             log,
 		MaxBodyBytes:    cfg.MaxBodyBytes,
 		MaxMessageChars: cfg.MaxMessageChars,
+		APIKeys:         a.apiKeys(),
+		CORSOrigins:     cfg.CORSOrigins,
+		Limiter:         a.store,
+		RateLimit:       cfg.RateLimit,
 	})
 	return a, nil
 }
@@ -189,17 +200,19 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	defer cancel()
 	streamsCtx, cancelStreams := context.WithTimeout(shutdownCtx, a.cfg.ShutdownTimeout*8/10)
 	defer cancelStreams()
-	go func() {
-		<-streamsCtx.Done()
-		if shutdownCtx.Err() == nil && a.api.OpenStreams() > 0 {
-			a.log.Warn().Int("open_streams", a.api.OpenStreams()).Msg("drain deadline: ending open streams")
+	// Shutdown closes the listener and waits for the open streams to finish on their own. At
+	// the drain deadline the streams still open are ended, and a second Shutdown waits for
+	// their last lines: its idle-connection polling starts over at a millisecond, where the
+	// first one's has slowed to half a second and would outlast the shutdown timeout.
+	if err := srv.Shutdown(streamsCtx); err != nil {
+		if n := a.api.OpenStreams(); n > 0 {
+			a.log.Warn().Int("open_streams", n).Msg("drain deadline: ending open streams")
 		}
 		a.api.EndStreams(shutdownCtx)
-	}()
-	err := srv.Shutdown(shutdownCtx)
-	if err != nil {
-		a.log.Error().Err(err).Msg("shutdown deadline passed with connections still open")
-		_ = srv.Close()
+		if err := srv.Shutdown(shutdownCtx); err != nil {
+			a.log.Error().Err(err).Msg("shutdown deadline passed with connections still open")
+			_ = srv.Close()
+		}
 	}
 	a.log.Info().Msg("stopped")
 	return nil

@@ -3,8 +3,13 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
+	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -47,6 +52,23 @@ type Config struct {
 
 	LogLevel  string // COACH_LOG_LEVEL
 	LogFormat string // COACH_LOG_FORMAT: json or console
+
+	// APIKeys are the clients' keys, from COACH_API_KEYS and the file COACH_API_KEYS_FILE; none
+	// leaves the API open to anyone who can reach it.
+	APIKeys []APIKey
+	// RateLimit is COACH_RATE_LIMIT: requests per minute per tenant that start a session or a
+	// turn; 0 turns limiting off.
+	RateLimit int
+	// CORSOrigins is COACH_CORS_ORIGINS: the browser origins allowed to call the API, lowercased;
+	// none sends no CORS headers.
+	CORSOrigins []string
+}
+
+// APIKey is a client's key as configured: the tenant it acts for and the SHA-256 of the key.
+// Only the hash is configured, so the configuration itself holds nothing a client can present.
+type APIKey struct {
+	Tenant string
+	Hash   [sha256.Size]byte
 }
 
 // Default returns the defaults.
@@ -140,6 +162,9 @@ func Load(getenv func(string) string) (Config, error) {
 	dur("COACH_REPLAY_DELAY_MAX", &c.ReplayDelayMax)
 	str("COACH_LOG_LEVEL", &c.LogLevel)
 	str("COACH_LOG_FORMAT", &c.LogFormat)
+	num("COACH_RATE_LIMIT", &c.RateLimit)
+	c.APIKeys, errs = loadAPIKeys(getenv, errs)
+	c.CORSOrigins, errs = parseOrigins(getenv("COACH_CORS_ORIGINS"), errs)
 
 	switch c.ResponseFormat {
 	case "json_schema", "json_object", "prompt":
@@ -179,7 +204,89 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 		Int("maxAttempts", c.MaxAttempts).
 		Dur("shutdownTimeout", c.ShutdownTimeout).
 		Int64("maxBodyBytes", c.MaxBodyBytes).
-		Str("modulesDir", c.ModulesDir)
+		Str("modulesDir", c.ModulesDir).
+		Int("apiKeys", len(c.APIKeys)).
+		Int("rateLimit", c.RateLimit).
+		Strs("corsOrigins", c.CORSOrigins)
+}
+
+// tenantPattern is what a tenant name may look like: it ends up in Redis keys and logs.
+var tenantPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// loadAPIKeys reads COACH_API_KEYS (comma-separated) and the file named by COACH_API_KEYS_FILE
+// (one entry a line, # comments), both made of tenant:sha256hex entries. Errors name the source
+// and the entry's position but never repeat the entry: a key pasted by mistake instead of its
+// hash must not end up in a log.
+func loadAPIKeys(getenv func(string) string, errs []error) ([]APIKey, []error) {
+	var keys []APIKey
+	seen := map[[sha256.Size]byte]bool{}
+	add := func(where, entry string) {
+		k, err := parseAPIKey(entry)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", where, err))
+			return
+		}
+		if seen[k.Hash] {
+			errs = append(errs, fmt.Errorf("%s: the same key hash is configured twice", where))
+			return
+		}
+		seen[k.Hash] = true
+		keys = append(keys, k)
+	}
+	n := 0
+	for entry := range strings.SplitSeq(getenv("COACH_API_KEYS"), ",") {
+		if entry = strings.TrimSpace(entry); entry != "" {
+			n++
+			add(fmt.Sprintf("COACH_API_KEYS entry %d", n), entry)
+		}
+	}
+	if name := strings.TrimSpace(getenv("COACH_API_KEYS_FILE")); name != "" {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			return keys, append(errs, fmt.Errorf("COACH_API_KEYS_FILE: %w", err))
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			entry, _, _ := strings.Cut(line, "#")
+			if entry = strings.TrimSpace(entry); entry != "" {
+				add(fmt.Sprintf("COACH_API_KEYS_FILE line %d", i+1), entry)
+			}
+		}
+	}
+	return keys, errs
+}
+
+func parseAPIKey(entry string) (APIKey, error) {
+	tenant, digest, ok := strings.Cut(entry, ":")
+	tenant, digest = strings.TrimSpace(tenant), strings.TrimSpace(digest)
+	if !ok || !tenantPattern.MatchString(tenant) {
+		return APIKey{}, errors.New("want tenant:sha256hex with a tenant of 1 to 64 letters, digits, '.', '_' or '-'")
+	}
+	var k APIKey
+	if n, err := hex.Decode(k.Hash[:], []byte(digest)); err != nil || n != sha256.Size || len(digest) != 2*sha256.Size {
+		return APIKey{}, errors.New("the part after the tenant must be the SHA-256 of the key in hex (64 characters), not the key itself")
+	}
+	k.Tenant = tenant
+	return k, nil
+}
+
+// parseOrigins reads COACH_CORS_ORIGINS: comma-separated origins, each exactly
+// scheme://host[:port] (a trailing slash is dropped), compared case-insensitively.
+func parseOrigins(v string, errs []error) ([]string, []error) {
+	var origins []string
+	for o := range strings.SplitSeq(v, ",") {
+		o = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(o)), "/")
+		if o == "" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+			u.Path != "" || u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(o, "*?") {
+			errs = append(errs, fmt.Errorf("COACH_CORS_ORIGINS: %q is not an origin like https://app.example.com (exact origins only, no wildcards)", o))
+			continue
+		}
+		origins = append(origins, o)
+	}
+	return origins, errs
 }
 
 // Mask hides a secret, keeping only whether it is set.

@@ -33,10 +33,22 @@ type Deps struct {
 	Ready func(ctx context.Context) error
 	// Metrics serves /metrics; nil leaves the route out.
 	Metrics http.Handler
-	Log     zerolog.Logger
+	// UI, when set, serves the reference ChatPanel at / and /static/.
+	UI http.Handler
+	// ObserveHTTP, when set, is told every request's route template, status and duration.
+	ObserveHTTP func(method, route string, status int, d time.Duration)
+	Log         zerolog.Logger
 	// MaxBodyBytes bounds request bodies; MaxMessageChars bounds a turn's message.
 	MaxBodyBytes    int64
 	MaxMessageChars int
+	// APIKeys are the clients' keys (see auth.go); none leaves the API open, for tenant "".
+	APIKeys []APIKey
+	// CORSOrigins are the browser origins allowed to call the API; none sends no CORS headers.
+	CORSOrigins []string
+	// Limiter and RateLimit bound each tenant's requests that start a session or a turn to
+	// RateLimit a minute (see ratelimit.go); a nil Limiter or a RateLimit of 0 turns that off.
+	Limiter   Limiter
+	RateLimit int
 }
 
 // Server serves the gateway's API.
@@ -66,6 +78,10 @@ func New(d Deps) *Server {
 	s.drain, s.cancelDrain = context.WithCancel(context.Background())
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(s.requestContext)
+	if mw := cors(d.CORSOrigins); mw != nil {
+		e.Use(mw)
+	}
+	e.Use(s.authenticate, s.rateLimit)
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
@@ -82,6 +98,13 @@ func New(d Deps) *Server {
 	v1.GET("/modules", s.listModules)
 	v1.GET("/modules/:id", s.getModule)
 	e.POST("/api/coach", s.postCoach)
+	if d.UI != nil {
+		ui := echo.WrapHandler(d.UI)
+		read := []string{http.MethodGet, http.MethodHead}
+		e.Match(read, "/", ui)
+		e.Match(read, "/index.html", ui)
+		e.Match(read, "/static/*", ui)
+	}
 	return s
 }
 
@@ -130,6 +153,10 @@ func (s *Server) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 		err := next(c)
 		if err != nil {
 			c.Error(err)
+		}
+		if s.deps.ObserveHTTP != nil {
+			// The route template, never the path, so session ids do not become labels.
+			s.deps.ObserveHTTP(req.Method, c.Path(), c.Response().Status, time.Since(start))
 		}
 		log.Info().Str("method", req.Method).Str("path", req.URL.Path).
 			Int("status", c.Response().Status).Int64("bytes", c.Response().Size).

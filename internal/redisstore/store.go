@@ -16,6 +16,25 @@
 // cluster refuses a script whose keys span slots (CROSSSLOT). For the same reason the prefix must
 // not contain braces, or the tag would no longer be the id.
 //
+// Every operation touches the keys of one session (or the one key of a rate limiter, Allow), and
+// so exactly one slot:
+//
+//	Create   SET NX            {prefix}:{<id>}:s
+//	Get      GET               {prefix}:{<id>}:s
+//	Claim    script            {prefix}:{<id>}:s and {prefix}:{<id>}:lock
+//	Commit   script            {prefix}:{<id>}:s and {prefix}:{<id>}:lock
+//	Release  script            {prefix}:{<id>}:lock
+//	Delete   script            {prefix}:{<id>}:s and {prefix}:{<id>}:lock
+//	Allow    script            {prefix}:{rl:<tenant>}
+//
+// No operation reads or writes two sessions at once (no MGET, no SCAN, no transaction across
+// sessions), and the scripts touch only the keys passed to them in KEYS, never a key they build
+// themselves, which Redis requires of scripts in a cluster and which lets go-redis send each
+// script to the master that owns its slot. Sessions spread over the masters by their random ids.
+// The tests in package clustertest prove all of this on a real three-master cluster.
+//
+// A tenant's rate limiter (Allow) is one more key, {prefix}:{rl:<tenant>}.
+//
 // # Round trips and atomicity
 //
 // Claim and Commit are one Lua script each, so they are atomic and cost exactly one round trip
@@ -52,6 +71,10 @@
 //	redis+sentinel://[[user]:password@]host1[:port],host2[:port]/mastername[/db][?options]
 //	redis+cluster://[[user]:password@]host1[:port],host2[:port][?options]
 //
+// The scheme selects the client (go-redis's universal client interface, redis.UniversalClient):
+// the sentinel form asks the Sentinels for the current master and follows failovers; the cluster
+// form needs any of the nodes (listing several survives one being down), learns the slot map from
+// them and follows MOVED and ASK redirects. Prepare loads the scripts into every master.
 // Sentinel hosts default to port 26379, cluster hosts to 6379. In the sentinel form the user and
 // password are those of the master (the data node); the sentinels are asked without
 // authentication. The options are go-redis's URL options (dial_timeout, read_timeout, pool_size,
@@ -189,7 +212,7 @@ end
 return 0
 `)
 
-var scripts = []*redis.Script{claimScript, commitScript, releaseScript, deleteScript}
+var scripts = []*redis.Script{claimScript, commitScript, releaseScript, deleteScript, allowScript}
 
 // Create stores a new session. An id that is already taken is an error.
 func (s *Store) Create(ctx context.Context, sess *coach.Session) error {
