@@ -1,0 +1,599 @@
+package contracttest_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coachgw/coachgw/internal/apptest"
+	"github.com/coachgw/coachgw/internal/cards"
+	"github.com/coachgw/coachgw/internal/config"
+	"github.com/coachgw/coachgw/internal/fakellm"
+	"github.com/coachgw/coachgw/internal/openapitest"
+	"github.com/coachgw/coachgw/internal/schema"
+)
+
+// harness is a running gateway whose every answer is checked against api/openapi.yaml.
+type harness struct {
+	g *apptest.Gateway
+	v *openapitest.Validator
+}
+
+// answer is one checked exchange.
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+	// lines are the decoded lines of an NDJSON answer.
+	lines []apptest.Line
+}
+
+// send makes a request with a raw body (nil for none) through the validating client, so the
+// exchange is checked against the document on t.
+func (h *harness) send(t *testing.T, method, path, contentType string, body []byte) answer {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, h.g.URL+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := h.v.Client(t).Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := answer{status: resp.StatusCode, header: resp.Header, body: raw}
+	if resp.Header.Get("Content-Type") == openapitest.NDJSON {
+		for line := range bytes.Lines(raw) {
+			var l apptest.Line
+			if err := json.Unmarshal(line, &l); err != nil {
+				t.Fatalf("line %q is not JSON: %v", line, err)
+			}
+			l.Raw = string(bytes.TrimSuffix(line, []byte("\n")))
+			a.lines = append(a.lines, l)
+		}
+	}
+	return a
+}
+
+// call sends body encoded as JSON (no body when nil).
+func (h *harness) call(t *testing.T, method, path string, body any) answer {
+	t.Helper()
+	if body == nil {
+		return h.send(t, method, path, "", nil)
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.send(t, method, path, "application/json", b)
+}
+
+// create creates a session and returns its id.
+func (h *harness) create(t *testing.T, body string) string {
+	t.Helper()
+	a := h.send(t, "POST", "/v1/sessions", "application/json", []byte(body))
+	var s struct{ ID string }
+	if a.status != http.StatusCreated || json.Unmarshal(a.body, &s) != nil || s.ID == "" {
+		t.Fatalf("POST /v1/sessions %s: status %d body %s, want 201 with a session", body, a.status, a.body)
+	}
+	return s.ID
+}
+
+// kinds renders the line types of a stream, a run of deltas as one, e.g. "delta reset delta
+// result": how many delta lines a text makes depends on how the model's stream was cut.
+func (a answer) kinds() string {
+	var k []string
+	for _, l := range a.lines {
+		switch {
+		case l.Type == "error":
+			k = append(k, "error:"+l.Error)
+		case l.Type == "delta" && len(k) > 0 && k[len(k)-1] == "delta":
+		default:
+			k = append(k, l.Type)
+		}
+	}
+	return strings.Join(k, " ")
+}
+
+func (a answer) last() apptest.Line {
+	if len(a.lines) == 0 {
+		return apptest.Line{}
+	}
+	return a.lines[len(a.lines)-1]
+}
+
+// wantError fails unless a is the JSON error status with code (and field, when not empty).
+func wantError(t *testing.T, what string, a answer, status int, code, field string) {
+	t.Helper()
+	var e struct{ Error, Message, Field string }
+	_ = json.Unmarshal(a.body, &e)
+	if a.status != status || e.Error != code || e.Message == "" || (field != "" && e.Field != field) {
+		t.Errorf("%s: status %d body %s, want %d %s (field %q) with a message", what, a.status, a.body, status, code, field)
+	}
+}
+
+// wantStream fails unless a is a 200 stream of exactly the line types kinds.
+func wantStream(t *testing.T, what string, a answer, kinds string) {
+	t.Helper()
+	if a.status != http.StatusOK || a.kinds() != kinds {
+		t.Errorf("%s: status %d lines %q, want 200 with %q\n%s", what, a.status, a.kinds(), kinds, a.body)
+	}
+}
+
+// wantResultSchema fails unless the result line's result follows the api schema name.
+func wantResultSchema(t *testing.T, a answer, name string) {
+	t.Helper()
+	doc, err := schema.Decode(a.last().Result)
+	if err == nil {
+		err = schema.Load(name).Validate(doc)
+	}
+	if err != nil {
+		t.Errorf("result %s does not follow api/schemas/%s: %v", a.last().Result, name, err)
+	}
+}
+
+// cardCall is a display_card call streamed in 4-byte pieces.
+func cardCall(args string) fakellm.Reply {
+	return fakellm.Reply{ToolCall: &fakellm.ToolCall{Name: cards.ToolName, Arguments: args}, Chunks: chop(args, 4)}
+}
+
+// chop cuts s into pieces of n bytes, or a little more to keep a character whole.
+func chop(s string, n int) []string {
+	var out []string
+	for s != "" {
+		cut := min(n, len(s))
+		for cut < len(s) && s[cut]&0xC0 == 0x80 {
+			cut++
+		}
+		out = append(out, s[:cut])
+		s = s[cut:]
+	}
+	return out
+}
+
+// moduleID is the shipped learning module every module case uses.
+const moduleID = "anxiety-basics"
+
+const longClaim = "Private cars should be banned from city centres to cut pollution."
+
+// proposalOutput is a toulmin answer with a proposal the guards keep on a step's second turn.
+var proposalOutput = apptest.Obj("assistantText", "Try this wording.", "step", "claim", "confidence", 0.9,
+	"proposedUpdate", map[string]string{"field": "claim", "value": longClaim, "rationale": "clear"})
+
+// cases drive every documented route; each runs on the shared gateway.
+var cases = []struct {
+	name string
+	run  func(t *testing.T, h *harness)
+}{
+	{"create sessions", func(t *testing.T, h *harness) {
+		for _, body := range []string{
+			`{"contract":"toulmin"}`,
+			`{"contract":"cards","locale":"es"}`,
+			`{"contract":"module","module":"` + moduleID + `","locale":"en"}`,
+		} {
+			a := h.send(t, "POST", "/v1/sessions", "application/json", []byte(body))
+			if a.status != http.StatusCreated || !strings.HasPrefix(a.header.Get("Location"), "/v1/sessions/") {
+				t.Errorf("POST %s: status %d Location %q, want 201 with the session's Location", body, a.status, a.header.Get("Location"))
+			}
+		}
+	}},
+	{"create errors", func(t *testing.T, h *harness) {
+		tests := []struct {
+			name, ct, body string
+			status         int
+			code           string
+		}{
+			{"malformed JSON", "application/json", `{"contract":`, 400, "invalid_request"},
+			{"unknown contract", "application/json", `{"contract":"chess"}`, 400, "unknown_contract"},
+			{"unknown locale", "application/json", `{"contract":"toulmin","locale":"fr"}`, 400, "invalid_request"},
+			{"unknown module", "application/json", `{"contract":"module","module":"no-such-module"}`, 404, "module_not_found"},
+			{"not JSON", "text/plain", `contract=toulmin`, 415, "unsupported_media_type"},
+			{"too large", "application/json", `{"contract":"toulmin","locale":"` + strings.Repeat("x", 70<<10) + `"}`, 413, "body_too_large"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				wantError(t, "POST /v1/sessions", h.send(t, "POST", "/v1/sessions", tt.ct, []byte(tt.body)), tt.status, tt.code, "")
+			})
+		}
+	}},
+	{"read and delete", func(t *testing.T, h *harness) {
+		id := h.create(t, `{"contract":"toulmin"}`)
+		if a := h.call(t, "GET", "/v1/sessions/"+id, nil); a.status != http.StatusOK {
+			t.Errorf("GET: status %d, want 200", a.status)
+		}
+		if a := h.call(t, "DELETE", "/v1/sessions/"+id, nil); a.status != http.StatusNoContent || len(a.body) != 0 {
+			t.Errorf("DELETE: status %d body %q, want 204 without a body", a.status, a.body)
+		}
+		wantError(t, "GET after DELETE", h.call(t, "GET", "/v1/sessions/"+id, nil), 404, "session_not_found", "")
+		wantError(t, "GET of a malformed id", h.call(t, "GET", "/v1/sessions/not-an-id", nil), 404, "session_not_found", "")
+		if a := h.call(t, "DELETE", "/v1/sessions/"+id, nil); a.status != http.StatusNoContent {
+			t.Errorf("DELETE of a deleted session: status %d, want 204", a.status)
+		}
+	}},
+	{"draft", func(t *testing.T, h *harness) {
+		id := h.create(t, `{"contract":"toulmin"}`)
+		path := "/v1/sessions/" + id + "/draft"
+		a := h.call(t, "PUT", path, map[string]string{"field": "claim", "value": longClaim})
+		if a.status != http.StatusOK || !bytes.Contains(a.body, []byte(longClaim)) {
+			t.Errorf("PUT draft: status %d body %s, want 200 with the draft", a.status, a.body)
+		}
+		cardsID := h.create(t, `{"contract":"cards"}`)
+		tests := []struct {
+			name, path, ct, body string
+			status               int
+			code, field          string
+		}{
+			{"unknown field", path, "application/json", `{"field":"verdict","value":"x"}`, 422, "invalid_input", "field"},
+			{"control character", path, "application/json", `{"field":"claim","value":"a\u0001b"}`, 422, "invalid_input", "value"},
+			{"malformed JSON", path, "application/json", `{"field":`, 400, "invalid_request", ""},
+			{"not JSON", path, "text/plain", `claim`, 415, "unsupported_media_type", ""},
+			{"too large", path, "application/json", `{"field":"claim","value":"` + strings.Repeat("x", 70<<10) + `"}`, 413, "body_too_large", ""},
+			{"cards session", "/v1/sessions/" + cardsID + "/draft", "application/json", `{"field":"claim","value":"x"}`, 400, "invalid_request", ""},
+			{"unknown session", "/v1/sessions/" + strings.Repeat("0", 32) + "/draft", "application/json", `{"field":"claim","value":"x"}`, 404, "session_not_found", ""},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				wantError(t, "PUT draft", h.send(t, "PUT", tt.path, tt.ct, []byte(tt.body)), tt.status, tt.code, tt.field)
+			})
+		}
+	}},
+	{"proposal", func(t *testing.T, h *harness) {
+		for _, action := range []string{"accept", "reject"} {
+			t.Run(action, func(t *testing.T) {
+				id := h.create(t, `{"contract":"toulmin"}`)
+				path := "/v1/sessions/" + id + "/proposal"
+				wantError(t, "no proposal yet", h.call(t, "POST", path, map[string]string{"action": action}), 409, "no_pending_proposal", "")
+				h.g.LLM.Enqueue(fakellm.Reply{Content: apptest.Obj("assistantText", "Tell me more.", "step", "claim")}, fakellm.Reply{Content: proposalOutput})
+				wantStream(t, "warm-up turn", h.call(t, "POST", "/v1/sessions/"+id+"/turns", apptest.Msg("cars")), "delta result")
+				a := h.call(t, "POST", "/v1/sessions/"+id+"/turns", apptest.Msg(longClaim))
+				if !strings.Contains(string(a.last().Session.State), `"pendingProposal":{`) {
+					t.Fatalf("turn with a proposal: state %s, want a pending proposal", a.last().Session.State)
+				}
+				a = h.call(t, "POST", path, map[string]string{"action": action})
+				if a.status != http.StatusOK {
+					t.Errorf("%s: status %d body %s, want 200", action, a.status, a.body)
+				}
+			})
+		}
+		id := h.create(t, `{"contract":"toulmin"}`)
+		path := "/v1/sessions/" + id + "/proposal"
+		cardsID := h.create(t, `{"contract":"cards"}`)
+		tests := []struct {
+			name, path, ct, body string
+			status               int
+			code, field          string
+		}{
+			{"unknown action", path, "application/json", `{"action":"maybe"}`, 422, "invalid_input", "action"},
+			{"malformed JSON", path, "application/json", `{"action"`, 400, "invalid_request", ""},
+			{"not JSON", path, "text/plain", `accept`, 415, "unsupported_media_type", ""},
+			{"too large", path, "application/json", `{"action":"` + strings.Repeat("x", 70<<10) + `"}`, 413, "body_too_large", ""},
+			{"cards session", "/v1/sessions/" + cardsID + "/proposal", "application/json", `{"action":"accept"}`, 400, "invalid_request", ""},
+			{"unknown session", "/v1/sessions/" + strings.Repeat("a", 32) + "/proposal", "application/json", `{"action":"accept"}`, 404, "session_not_found", ""},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				wantError(t, "POST proposal", h.send(t, "POST", tt.path, tt.ct, []byte(tt.body)), tt.status, tt.code, tt.field)
+			})
+		}
+	}},
+	{"toulmin turns", func(t *testing.T, h *harness) {
+		streams := []struct {
+			name    string
+			replies []fakellm.Reply
+			body    string
+			kinds   string
+		}{
+			{"recorded fixture", []fakellm.Reply{{Fixture: "toulmin-claim-first-turn"}}, `{"message":"Cities should ban cars."}`, ""},
+			{"step the UI believes", []fakellm.Reply{{Content: apptest.Obj("assistantText", "Good.", "step", "claim", "nextQuestion", "Why?")}}, `{"message":"hi","step":"claim"}`, "delta result"},
+			{"step mismatch", nil, `{"message":"hi","step":"warrant"}`, "error:coach_step_mismatch"},
+			{"invalid output twice", []fakellm.Reply{
+				{Chunks: []string{`{"assistantText":"Hi `, `there", oops`}},
+				{Chunks: []string{`{"assistantText":"Hi `, `again", oops`}},
+			}, `{"message":"hi"}`, "delta reset delta error:coach_validation_failed"},
+			{"cut after text, recovered", []fakellm.Reply{
+				{Chunks: []string{`{"assistantText":"Hello `, `there `, `friend."}`}, Fault: fakellm.Fault{Cut: true, CutAfter: 2}},
+				{Chunks: []string{`{"assistantText":"Hello again.",`, `"step":"claim"}`}},
+			}, `{"message":"hi"}`, "delta reset delta result"},
+			{"upstream failure", []fakellm.Reply{{Fault: fakellm.Fault{Status: 400}}}, `{"message":"hi"}`, "error:coach_stream_failed"},
+		}
+		for _, tt := range streams {
+			t.Run(tt.name, func(t *testing.T) {
+				id := h.create(t, `{"contract":"toulmin"}`)
+				h.g.LLM.Enqueue(tt.replies...)
+				a := h.send(t, "POST", "/v1/sessions/"+id+"/turns", "application/json", []byte(tt.body))
+				if tt.kinds == "" {
+					if a.status != http.StatusOK || a.last().Type != "result" || len(a.lines) < 2 {
+						t.Errorf("status %d lines %q, want deltas and a result", a.status, a.kinds())
+					}
+				} else {
+					wantStream(t, tt.name, a, tt.kinds)
+				}
+				if a.last().Type == "result" {
+					wantResultSchema(t, a, "coach-ai-result.json")
+				}
+			})
+		}
+		id := h.create(t, `{"contract":"toulmin"}`)
+		path := "/v1/sessions/" + id + "/turns"
+		errs := []struct {
+			name, path, ct, body string
+			status               int
+			code, field          string
+		}{
+			{"malformed JSON", path, "application/json", `{"message":`, 400, "invalid_request", ""},
+			{"not JSON", path, "text/plain", `hi`, 415, "unsupported_media_type", ""},
+			{"too large", path, "application/json", `{"message":"` + strings.Repeat("x", 70<<10) + `"}`, 413, "body_too_large", ""},
+			{"message too long", path, "application/json", `{"message":"` + strings.Repeat("x", 8001) + `"}`, 422, "invalid_input", "message"},
+			{"control character", path, "application/json", `{"message":"a\u0000b"}`, 422, "invalid_input", "message"},
+			{"unknown session", "/v1/sessions/" + strings.Repeat("b", 32) + "/turns", "application/json", `{"message":"hi"}`, 404, "session_not_found", ""},
+		}
+		for _, tt := range errs {
+			t.Run(tt.name, func(t *testing.T) {
+				wantError(t, "POST turns", h.send(t, "POST", tt.path, tt.ct, []byte(tt.body)), tt.status, tt.code, tt.field)
+			})
+		}
+	}},
+	{"busy session", func(t *testing.T, h *harness) {
+		id := h.create(t, `{"contract":"toulmin"}`)
+		h.g.LLM.Enqueue(fakellm.Reply{Chunks: []string{`{"assistantText":"Slow `, `answer.","step":"claim"}`},
+			Fault: fakellm.Fault{StallAfter: 1, Stall: 5 * time.Minute}})
+		open := h.g.OpenTurn(id, apptest.Msg("one"))
+		if l, err := open.Next(); err != nil || l.Type != "delta" {
+			t.Fatalf("first line of the open turn: %+v, %v; want a delta", l, err)
+		}
+		wantError(t, "second turn", h.call(t, "POST", "/v1/sessions/"+id+"/turns", apptest.Msg("two")), 409, "session_busy", "")
+		wantError(t, "draft during a turn", h.call(t, "PUT", "/v1/sessions/"+id+"/draft", map[string]string{"field": "claim", "value": "x"}), 409, "session_busy", "")
+		wantError(t, "proposal during a turn", h.call(t, "POST", "/v1/sessions/"+id+"/proposal", map[string]string{"action": "accept"}), 409, "session_busy", "")
+		wantError(t, "coach route during a turn", h.call(t, "POST", "/api/coach", map[string]string{"sessionId": id, "message": "three"}), 409, "session_busy", "")
+		// The client leaves: the gateway cancels the model call and frees the session.
+		_ = open.Close()
+		apptest.Eventually(t, "the session is free again", func() bool {
+			return h.call(t, "PUT", "/v1/sessions/"+id+"/draft", map[string]string{"field": "claim", "value": longClaim}).status == http.StatusOK
+		})
+	}},
+	{"coach route", func(t *testing.T, h *harness) {
+		id := h.create(t, `{"contract":"toulmin"}`)
+		h.g.LLM.Enqueue(fakellm.Reply{Content: apptest.Obj("assistantText", "Hi there.", "step", "claim")})
+		a := h.call(t, "POST", "/api/coach", map[string]string{"sessionId": id, "message": "hello", "step": "claim"})
+		wantStream(t, "/api/coach", a, "delta result")
+		wantStream(t, "/api/coach step mismatch", h.call(t, "POST", "/api/coach", map[string]string{"sessionId": id, "message": "x", "step": "rebuttal"}), "error:coach_step_mismatch")
+		tests := []struct {
+			name, ct, body string
+			status         int
+			code, field    string
+		}{
+			{"no sessionId", "application/json", `{"message":"hi"}`, 422, "invalid_input", "sessionId"},
+			{"unknown session", "application/json", `{"sessionId":"` + strings.Repeat("c", 32) + `","message":"hi"}`, 404, "session_not_found", ""},
+			{"malformed JSON", "application/json", `{"sessionId":`, 400, "invalid_request", ""},
+			{"not JSON", "text/plain", `hi`, 415, "unsupported_media_type", ""},
+			{"too large", "application/json", `{"sessionId":"` + id + `","message":"` + strings.Repeat("y", 70<<10) + `"}`, 413, "body_too_large", ""},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				wantError(t, "POST /api/coach", h.send(t, "POST", "/api/coach", tt.ct, []byte(tt.body)), tt.status, tt.code, tt.field)
+			})
+		}
+	}},
+	{"cards turns", func(t *testing.T, h *harness) {
+		id := h.create(t, `{"contract":"cards"}`)
+		path := "/v1/sessions/" + id + "/turns"
+		steps := []struct {
+			name  string
+			reply fakellm.Reply
+			body  any
+			first string // the first line's type
+		}{
+			{"recorded scenario", fakellm.Reply{Fixture: "cards-scenario"}, apptest.Msg("Begin training."), "delta"},
+			{"prompt", cardCall(`{"card_type":"prompt","content":"What do you say?","input_config":{"max_length":300}}`), apptest.Msg("[Continue]"), "delta"},
+			{"insight completes the cycle", cardCall(`{"card_type":"insight","content":"You led with ownership."}`), apptest.Msg("I own the delay."), "delta"},
+			{"level_up card first", cardCall(`{"card_type":"multiple_choice","content":"Pick one.","options":[{"id":"a","label":"Call"},{"id":"b","label":"Write"}]}`), apptest.Msg("[Continue]"), "card"},
+			{"selected option", cardCall(`{"card_type":"reflection","content":"Why that one?"}`), map[string]string{"selected": "b"}, "delta"},
+		}
+		for _, st := range steps {
+			ok := t.Run(st.name, func(t *testing.T) {
+				h.g.LLM.Enqueue(st.reply)
+				a := h.call(t, "POST", path, st.body)
+				if a.status != http.StatusOK || a.last().Type != "result" || len(a.lines) < 2 || a.lines[0].Type != st.first {
+					t.Errorf("status %d lines %q, want a result after a first %s line", a.status, a.kinds(), st.first)
+				}
+			})
+			if !ok {
+				t.FailNow()
+			}
+		}
+		wantError(t, "reflection answer over max_length", h.call(t, "POST", path, apptest.Msg(strings.Repeat("z", 201))), 422, "invalid_input", "message")
+		wantError(t, "selected after a reflection", h.call(t, "POST", path, map[string]string{"selected": "a"}), 422, "invalid_input", "selected")
+
+		// An invalid card gets one corrective retry; when that fails too, the fallback card.
+		fallback := h.create(t, `{"contract":"cards"}`)
+		banner := cardCall(`{"content":"A banner card.","card_type":"banner"}`)
+		h.g.LLM.Enqueue(banner, banner)
+		a := h.call(t, "POST", "/v1/sessions/"+fallback+"/turns", apptest.Msg("Begin training."))
+		if a.last().Type != "result" || !a.last().Fallback {
+			t.Errorf("invalid card: lines %q last %s, want a fallback result", a.kinds(), a.last().Raw)
+		}
+	}},
+	{"module turns", func(t *testing.T, h *harness) {
+		id := h.create(t, `{"contract":"module","module":"`+moduleID+`"}`)
+		path := "/v1/sessions/" + id + "/turns"
+		h.g.LLM.Enqueue(fakellm.Reply{Fixture: "module-intro"})
+		a := h.call(t, "POST", path, apptest.Msg("Hi, where do we start?"))
+		if a.status != http.StatusOK || a.last().Type != "result" || a.lines[0].Block == nil {
+			t.Fatalf("recorded intro: status %d lines %q, want block deltas and a result", a.status, a.kinds())
+		}
+		wantResultSchema(t, a, "structured-response.json")
+
+		offer := apptest.Obj(
+			"content", json.RawMessage(apptest.Obj(
+				"text_blocks", []json.RawMessage{json.RawMessage(apptest.Obj("type", "paragraph", "content", "Which level resonates?"))},
+				"forms", json.RawMessage(`[{"id":"levels","title":"Quick Reflection","optional":true,"fields":[`+
+					`{"id":"level","type":"radio","label":"Which level?","options":[{"value":"physical","label":"Physical"},{"value":"mental","label":"Mental"}]},`+
+					`{"id":"intensity","type":"number","label":"How intense (1-10)","min":1,"max":10}]}]`))),
+			"meta", json.RawMessage(apptest.Obj("response_type", "assessment")))
+		h.g.LLM.Enqueue(fakellm.Reply{Content: offer, Chunks: chop(offer, 5)})
+		a = h.call(t, "POST", path, apptest.Msg("Ask me."))
+		if a.last().Type != "result" || !strings.Contains(string(a.last().Result), `"forms"`) {
+			t.Fatalf("form offer: lines %q last %s, want a result with the form", a.kinds(), a.last().Raw)
+		}
+		wantError(t, "form value not offered", h.call(t, "POST", path, map[string]any{"form": map[string]any{"id": "levels", "values": map[string]any{"level": "spiritual"}}}), 422, "invalid_input", "form.values.level")
+		wantError(t, "selected in a module", h.call(t, "POST", path, map[string]string{"selected": "a"}), 422, "invalid_input", "selected")
+
+		answer := apptest.Obj("content", json.RawMessage(apptest.Obj("text_blocks", []json.RawMessage{
+			json.RawMessage(apptest.Obj("type", "heading", "content", "Your body", "level", 2)),
+			json.RawMessage(apptest.Obj("type", "paragraph", "content", "Physical anxiety is common.")),
+		})), "meta", json.RawMessage(apptest.Obj("response_type", "educational")))
+		h.g.LLM.Enqueue(fakellm.Reply{Content: answer, Chunks: chop(answer, 6)})
+		a = h.call(t, "POST", path, map[string]any{"form": map[string]any{"id": "levels", "values": map[string]any{"level": "physical", "intensity": 6}}})
+		if a.status != http.StatusOK || a.last().Type != "result" {
+			t.Errorf("form submission: status %d lines %q, want a result", a.status, a.kinds())
+		}
+
+		markdown := "Anxiety is a normal response — it *prepares* you for danger."
+		h.g.LLM.Enqueue(fakellm.Reply{Content: markdown, Chunks: chop(markdown, 5)})
+		a = h.call(t, "POST", path, apptest.Msg("What is it?"))
+		if a.last().Type != "result" || !a.last().Fallback {
+			t.Errorf("markdown answer: lines %q last %s, want a fallback result", a.kinds(), a.last().Raw)
+		}
+	}},
+	{"modules", func(t *testing.T, h *harness) {
+		a := h.call(t, "GET", "/v1/modules", nil)
+		if a.status != http.StatusOK || !bytes.Contains(a.body, []byte(`"`+moduleID+`"`)) {
+			t.Errorf("GET /v1/modules: status %d body %s, want 200 listing %s", a.status, a.body, moduleID)
+		}
+		if a := h.call(t, "GET", "/v1/modules/"+moduleID, nil); a.status != http.StatusOK {
+			t.Errorf("GET /v1/modules/%s: status %d, want 200", moduleID, a.status)
+		}
+		wantError(t, "unknown module", h.call(t, "GET", "/v1/modules/no-such-module", nil), 404, "module_not_found", "")
+	}},
+	{"operations", func(t *testing.T, h *harness) {
+		for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
+			if a := h.call(t, "GET", path, nil); a.status != http.StatusOK {
+				t.Errorf("GET %s: status %d body %s, want 200", path, a.status, a.body)
+			}
+		}
+	}},
+}
+
+// TestContract drives every route of the gateway and checks every answer against
+// api/openapi.yaml; when all cases ran, every documented operation must have been reached.
+func TestContract(t *testing.T) {
+	v := openapitest.New(t)
+	h := &harness{v: v, g: apptest.StartWith(t, apptest.Options{
+		Config: func(c *config.Config) { c.CardsCyclesPerLevel = 1 },
+		LLM:    fakellm.Options{Fixtures: os.DirFS("../../../testdata/streams")},
+	})}
+	// Coverage is only judged when every case ran, i.e. no -run pattern left one out.
+	ran := 0
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ran++
+			tc.run(t, h)
+		})
+	}
+	if ran == len(cases) {
+		if missed := v.Uncovered(); len(missed) > 0 {
+			t.Errorf("operations of api/openapi.yaml no case reached: %v", missed)
+		}
+	}
+}
+
+// TestContractStoreDown checks the answers of a gateway whose Redis does not answer: every route
+// that needs the store is a documented 503 store_unavailable, and readiness fails.
+func TestContractStoreDown(t *testing.T) {
+	// A port that was free a moment ago: nothing listens there.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No command retries: each request fails as soon as the connection is refused.
+	dead := "redis://" + l.Addr().String() + "/0?max_retries=-1"
+	_ = l.Close()
+	h := &harness{v: openapitest.New(t), g: apptest.Start(t, func(c *config.Config) { c.RedisURL = dead })}
+	id := strings.Repeat("d", 32)
+	tests := []struct {
+		method, path string
+		body         any
+		code         string
+	}{
+		{"POST", "/v1/sessions", map[string]string{"contract": "toulmin"}, "store_unavailable"},
+		{"GET", "/v1/sessions/" + id, nil, "store_unavailable"},
+		{"DELETE", "/v1/sessions/" + id, nil, "store_unavailable"},
+		{"PUT", "/v1/sessions/" + id + "/draft", map[string]string{"field": "claim", "value": "x"}, "store_unavailable"},
+		{"POST", "/v1/sessions/" + id + "/proposal", map[string]string{"action": "accept"}, "store_unavailable"},
+		{"POST", "/v1/sessions/" + id + "/turns", apptest.Msg("hi"), "store_unavailable"},
+		{"POST", "/api/coach", map[string]string{"sessionId": id, "message": "hi"}, "store_unavailable"},
+		{"GET", "/readyz", nil, "not_ready"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			wantError(t, tt.method+" "+tt.path, h.call(t, tt.method, tt.path, tt.body), http.StatusServiceUnavailable, tt.code, "")
+		})
+	}
+}
+
+// TestContractAuthAndRateLimit checks the answers of a gateway with API keys and a rate limit:
+// a request without a valid key is a documented 401, one over the limit a documented 429.
+func TestContractAuthAndRateLimit(t *testing.T) {
+	const key = "contract-test-key"
+	h := &harness{v: openapitest.New(t), g: apptest.Start(t, func(c *config.Config) {
+		c.APIKeys = []config.APIKey{{Tenant: "acme", Hash: sha256.Sum256([]byte(key))}}
+		c.RateLimit = 1
+	})}
+	send := func(t *testing.T, method, path, auth string, body any) answer {
+		t.Helper()
+		b, _ := json.Marshal(body)
+		req, err := http.NewRequest(method, h.g.URL+path, bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := h.v.Client(t).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		return answer{status: resp.StatusCode, header: resp.Header, body: raw}
+	}
+	create := map[string]string{"contract": "toulmin"}
+	for _, auth := range []string{"", "Bearer wrong-key", "Basic " + key} {
+		a := send(t, "POST", "/v1/sessions", auth, create)
+		wantError(t, fmt.Sprintf("Authorization %q", auth), a, http.StatusUnauthorized, "unauthorized", "")
+		if a.header.Get("WWW-Authenticate") == "" {
+			t.Errorf("Authorization %q: 401 without WWW-Authenticate", auth)
+		}
+	}
+	if a := send(t, "POST", "/v1/sessions", "Bearer "+key, create); a.status != http.StatusCreated {
+		t.Errorf("with the key: status %d body %s, want 201", a.status, a.body)
+	}
+	a := send(t, "POST", "/v1/sessions", "Bearer "+key, create)
+	wantError(t, "second session within the minute", a, http.StatusTooManyRequests, "rate_limited", "")
+	if a.header.Get("Retry-After") == "" {
+		t.Error("429 without Retry-After")
+	}
+	if a := send(t, "GET", "/healthz", "", nil); a.status != http.StatusOK {
+		t.Errorf("GET /healthz without a key: status %d, want 200", a.status)
+	}
+}
