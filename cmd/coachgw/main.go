@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
 	"github.com/coachgw/coachgw/internal/app"
@@ -40,6 +41,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	log := newLogger(cfg, stdout)
 	log.Info().Object("config", cfg).Msg("starting coachgw")
+	redis.SetLogger(redisLogger{log.With().Str("component", "redis").Logger()})
 
 	a, err := app.New(ctx, cfg, log)
 	if err != nil {
@@ -59,4 +61,12 @@ func newLogger(cfg config.Config, w io.Writer) zerolog.Logger {
 		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
 	}
 	return zerolog.New(w).Level(level).With().Timestamp().Logger()
+}
+
+// redisLogger sends go-redis's own messages (dial failures, Sentinel switches) to the gateway's
+// log instead of stderr. It is set once per process, since go-redis keeps it in a global.
+type redisLogger struct{ log zerolog.Logger }
+
+func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
+	l.log.Warn().Msgf(format, v...)
 }

@@ -42,11 +42,11 @@ type App struct {
 // New builds the gateway. Problems that make it useless (an unparsable setting, an invalid
 // module file) are errors; a Redis that does not answer yet is not: the gateway starts unready
 // and recovers when Redis comes back.
-func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (a *App, err error) {
-	a = &App{cfg: cfg, log: log}
+func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (_ *App, err error) {
+	a := &App{cfg: cfg, log: log}
 	defer func() {
 		if err != nil {
-			a.Close()
+			a.Close() // what was started before the failure
 		}
 	}()
 
