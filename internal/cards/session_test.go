@@ -3,120 +3,13 @@ package cards
 import (
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/coach/coachtest"
 )
-
-// memStore is an in-memory coach.Store.
-type memStore struct {
-	mu       sync.Mutex
-	sessions map[string]coach.Session
-	locks    map[string]string
-}
-
-func newMemStore() *memStore {
-	return &memStore{sessions: map[string]coach.Session{}, locks: map[string]string{}}
-}
-
-func (m *memStore) Create(_ context.Context, s *coach.Session) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.sessions[s.ID] = *s
-	return nil
-}
-
-func (m *memStore) Get(_ context.Context, tenant, id string) (*coach.Session, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s, ok := m.sessions[id]
-	if !ok || s.Tenant != tenant {
-		return nil, coach.ErrNotFound
-	}
-	s.History = slices.Clone(s.History)
-	return &s, nil
-}
-
-func (m *memStore) Delete(_ context.Context, _, id string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.sessions, id)
-	return nil
-}
-
-func (m *memStore) Claim(ctx context.Context, tenant, id string, _ time.Duration) (*coach.Session, string, error) {
-	s, err := m.Get(ctx, tenant, id)
-	if err != nil {
-		return nil, "", err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.locks[id] != "" {
-		return nil, "", coach.ErrBusy
-	}
-	token := coach.NewID()
-	m.locks[id] = token
-	return s, token, nil
-}
-
-func (m *memStore) Commit(_ context.Context, s *coach.Session, token string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.locks[s.ID] != token || m.sessions[s.ID].Version+1 != s.Version {
-		return coach.ErrConflict
-	}
-	c := *s
-	c.History = slices.Clone(s.History)
-	m.sessions[s.ID] = c
-	delete(m.locks, s.ID)
-	return nil
-}
-
-func (m *memStore) Release(_ context.Context, id, token string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.locks[id] == token {
-		delete(m.locks, id)
-	}
-	return nil
-}
-
-func (m *memStore) Ping(context.Context) error { return nil }
-
-// scriptModel answers the n-th call with the n-th script entry and records every request.
-type scriptModel struct {
-	mu     sync.Mutex
-	script [][]coach.Fragment
-	reqs   []coach.ModelRequest
-}
-
-func (m *scriptModel) Stream(_ context.Context, req coach.ModelRequest) (coach.Stream, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(m.reqs) >= len(m.script) {
-		return nil, &coach.ModelError{Class: "client", Err: fmt.Errorf("script has only %d answers", len(m.script))}
-	}
-	m.reqs = append(m.reqs, req)
-	return &sliceStream{frags: m.script[len(m.reqs)-1]}, nil
-}
-
-type sliceStream struct{ frags []coach.Fragment }
-
-func (s *sliceStream) Next() (coach.Fragment, error) {
-	if len(s.frags) == 0 {
-		return coach.Fragment{}, io.EOF
-	}
-	f := s.frags[0]
-	s.frags = s.frags[1:]
-	return f, nil
-}
-
-func (s *sliceStream) Close() error { return nil }
 
 // checkConversation reports why msgs is not a conversation every OpenAI-compatible endpoint
 // accepts: an optional leading system message, a user message first, and every assistant tool
@@ -201,14 +94,14 @@ func TestSessionHistoryStaysValid(t *testing.T) {
 		{in: say("Safety."), frags: toolFrags("call_14", `{"content":"Safety is a value, not a criterion.","card_type":"insight"}`), content: "Safety is a value, not a criterion."},
 		{in: cont, frags: toolFrags("call_15", `{"content":"The board asks for your plan.","card_type":"scenario"}`), levelUp: 3, content: "The board asks for your plan."},
 	}
-	model := &scriptModel{}
+	model := coachtest.NewModel()
 	for _, s := range steps {
-		model.script = append(model.script, s.frags)
+		model.Enqueue(coachtest.Fragments(s.frags...))
 		if s.retry != nil {
-			model.script = append(model.script, s.retry)
+			model.Enqueue(coachtest.Fragments(s.retry...))
 		}
 	}
-	store := newMemStore()
+	store := coachtest.NewMemStore()
 	svc := coach.NewService(store, model, []coach.Contract{New(Config{HistoryMessages: 7})}, coach.Options{HistoryLimit: 10}, nil)
 	ctx := context.Background()
 	sess, err := svc.CreateSession(ctx, "t", Name, coach.NewSession{})
@@ -216,7 +109,7 @@ func TestSessionHistoryStaysValid(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, s := range steps {
-		first := len(model.reqs)
+		first := model.Calls()
 		run, err := svc.StartTurn(ctx, "t", sess.ID, s.in)
 		if err != nil {
 			t.Fatalf("turn %d: StartTurn: %v", i+1, err)
@@ -226,7 +119,6 @@ func TestSessionHistoryStaysValid(t *testing.T) {
 		if rep.Err != nil {
 			t.Fatalf("turn %d: %+v", i+1, rep)
 		}
-		var deltas strings.Builder
 		var cards []string
 		resets := 0
 		for j, e := range events {
@@ -236,18 +128,15 @@ func TestSessionHistoryStaysValid(t *testing.T) {
 					t.Errorf("turn %d: card event at position %d, want it first", i+1, j)
 				}
 				cards = append(cards, string(e.Card))
-			case coach.EventDelta:
-				deltas.WriteString(e.Text)
 			case coach.EventReset:
 				resets++
-				deltas.Reset()
 			}
 		}
 		last := events[len(events)-1]
 		if last.Type != coach.EventResult || last.Fallback != s.fallback {
 			t.Errorf("turn %d: last event %+v, want a result with Fallback %v", i+1, last, s.fallback)
 		}
-		if got := deltas.String(); got != s.content || resets != s.resets {
+		if got := coachtest.DeltaText(events); got != s.content || resets != s.resets {
 			t.Errorf("turn %d: %d resets and then deltas %q, want %d and %q", i+1, resets, got, s.resets, s.content)
 		}
 		wantCards := 0
@@ -272,7 +161,7 @@ func TestSessionHistoryStaysValid(t *testing.T) {
 				t.Errorf("turn %d: stored history holds the correction %q", i+1, m.Content)
 			}
 		}
-		reqs := model.reqs[first:]
+		reqs := model.Requests()[first:]
 		want := 1
 		if s.retry != nil {
 			want = 2

@@ -121,8 +121,8 @@ func TestOpenMode(t *testing.T) {
 	if r := ts.do("GET", "/v1/sessions/"+id, "", "Authorization", "Bearer anything"); r.Status != http.StatusOK {
 		t.Errorf("open mode, any bearer: status %d %s, want 200", r.Status, r.Body)
 	}
-	if got := ts.store.tenantOf(id); got != "" {
-		t.Errorf("open mode stored tenant %q, want \"\"", got)
+	if stored, _ := ts.store.Session(id); stored.Tenant != "" {
+		t.Errorf("open mode stored tenant %q, want \"\"", stored.Tenant)
 	}
 }
 

@@ -10,151 +10,29 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/coachgw/coachgw/internal/cards"
 	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/coach/coachtest"
 	"github.com/coachgw/coachgw/internal/module"
 	"github.com/coachgw/coachgw/internal/toulmin"
 )
 
-// memStore is an in-memory coach.Store that records every session id it is asked about, so a
-// test can prove that an id never reached the store.
-type memStore struct {
-	mu       sync.Mutex
-	sessions map[string]coach.Session
-	locks    map[string]string
-	asked    []string
-}
-
-var _ coach.Store = (*memStore)(nil)
-
-func newMemStore() *memStore {
-	return &memStore{sessions: map[string]coach.Session{}, locks: map[string]string{}}
-}
-
-func (m *memStore) ask(id string) {
-	m.asked = append(m.asked, id)
-}
-
-// Asked returns the ids the store was asked about.
-func (m *memStore) Asked() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]string(nil), m.asked...)
-}
-
-// tenantOf returns the tenant of stored session id.
-func (m *memStore) tenantOf(id string) string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.sessions[id].Tenant
-}
-
-func (m *memStore) Create(_ context.Context, s *coach.Session) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.ask(s.ID)
-	m.sessions[s.ID] = *s
-	return nil
-}
-
-func (m *memStore) Get(_ context.Context, tenant, id string) (*coach.Session, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.ask(id)
-	s, ok := m.sessions[id]
-	if !ok || s.Tenant != tenant {
-		return nil, coach.ErrNotFound
-	}
-	return &s, nil
-}
-
-func (m *memStore) Delete(_ context.Context, tenant, id string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.ask(id)
-	if s, ok := m.sessions[id]; ok && s.Tenant == tenant {
-		delete(m.sessions, id)
-		delete(m.locks, id)
-	}
-	return nil
-}
-
-func (m *memStore) Claim(_ context.Context, tenant, id string, _ time.Duration) (*coach.Session, string, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.ask(id)
-	s, ok := m.sessions[id]
-	if !ok || s.Tenant != tenant {
-		return nil, "", coach.ErrNotFound
-	}
-	if m.locks[id] != "" {
-		return nil, "", coach.ErrBusy
-	}
-	token := coach.NewID()
-	m.locks[id] = token
-	return &s, token, nil
-}
-
-func (m *memStore) Commit(_ context.Context, s *coach.Session, token string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	cur, ok := m.sessions[s.ID]
-	if !ok || m.locks[s.ID] != token || cur.Version != s.Version-1 {
-		return coach.ErrConflict
-	}
-	m.sessions[s.ID] = *s
-	delete(m.locks, s.ID)
-	return nil
-}
-
-func (m *memStore) Release(_ context.Context, id, token string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.locks[id] == token {
-		delete(m.locks, id)
-	}
-	return nil
-}
-
-func (m *memStore) Ping(context.Context) error { return nil }
-
-// fakeModel answers every request with the same text, in one fragment, and counts the calls.
-type fakeModel struct {
-	mu     sync.Mutex
+// serverModel is a testServer's model: every call gets answer in one fragment, however many
+// turns a test runs, and the shared Model counts the calls. A test may set answer before its
+// first turn.
+type serverModel struct {
+	*coachtest.Model
 	answer string
-	calls  int
 }
 
-func (f *fakeModel) Stream(context.Context, coach.ModelRequest) (coach.Stream, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls++
-	return &fakeStream{frags: []coach.Fragment{{Content: f.answer}, {FinishReason: "stop"}}}, nil
+// Stream queues the answer for this call and plays it.
+func (m *serverModel) Stream(ctx context.Context, req coach.ModelRequest) (coach.Stream, error) {
+	m.Enqueue(coachtest.Fragments(coach.Fragment{Content: m.answer}, coach.Fragment{FinishReason: "stop"}))
+	return m.Model.Stream(ctx, req)
 }
-
-// Calls returns how many model calls were made.
-func (f *fakeModel) Calls() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.calls
-}
-
-type fakeStream struct{ frags []coach.Fragment }
-
-func (s *fakeStream) Next() (coach.Fragment, error) {
-	if len(s.frags) == 0 {
-		return coach.Fragment{}, io.EOF
-	}
-	f := s.frags[0]
-	s.frags = s.frags[1:]
-	return f, nil
-}
-
-func (s *fakeStream) Close() error { return nil }
 
 // contracts returns the gateway's three contracts with their defaults and the built-in modules.
 func contracts(t testing.TB) []coach.Contract {
@@ -166,12 +44,12 @@ func contracts(t testing.TB) []coach.Contract {
 	return []coach.Contract{toulmin.New(), cards.New(cards.DefaultConfig()), module.New(reg)}
 }
 
-// testServer is a Server over a memStore and a fakeModel, on a loopback port.
+// testServer is a Server over an in-memory store and a scripted model, on a loopback port.
 type testServer struct {
 	t     *testing.T
 	URL   string
-	store *memStore
-	model *fakeModel
+	store *coachtest.MemStore
+	model *serverModel
 	log   *syncBuffer
 }
 
@@ -196,8 +74,8 @@ func (s *syncBuffer) String() string {
 // startServer starts a Server; change adjusts its Deps.
 func startServer(t *testing.T, change func(*Deps)) *testServer {
 	t.Helper()
-	ts := &testServer{t: t, store: newMemStore(), log: &syncBuffer{},
-		model: &fakeModel{answer: `{"assistantText":"Tell me more.","step":"claim"}`}}
+	ts := &testServer{t: t, store: coachtest.NewMemStore(), log: &syncBuffer{},
+		model: &serverModel{Model: coachtest.NewModel(), answer: `{"assistantText":"Tell me more.","step":"claim"}`}}
 	d := Deps{
 		Service: coach.NewService(ts.store, ts.model, contracts(t), coach.Options{}, nil),
 		Log:     zerolog.New(ts.log),
