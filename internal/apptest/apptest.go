@@ -75,6 +75,9 @@ type Options struct {
 	// Prefix, when set, is the Redis key prefix instead of a fresh one of the test's own, so that
 	// gateways started with the same Prefix (e.g. from redistest.Prefix) share their sessions.
 	Prefix string
+	// Log, when set, receives the gateway's log lines instead of Gateway.Log, e.g. to keep a
+	// long run from holding every line in memory.
+	Log io.Writer
 }
 
 // StartWith starts a gateway configured by o.
@@ -97,8 +100,12 @@ func StartWith(t *testing.T, o Options) *Gateway {
 		o.Config(&cfg)
 	}
 	logs := &SyncBuffer{}
+	var logTo io.Writer = logs
+	if o.Log != nil {
+		logTo = o.Log
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, cfg, zerolog.New(logs))
+	a, err := app.New(ctx, cfg, zerolog.New(logTo))
 	if err != nil {
 		cancel()
 		stopLLM()
@@ -273,7 +280,7 @@ func OpenStream(url string, body any) (*Stream, error) {
 	}
 	s := &Stream{Status: resp.StatusCode, Header: resp.Header, resp: resp}
 	s.sc = bufio.NewScanner(io.TeeReader(resp.Body, &s.raw))
-	s.sc.Buffer(make([]byte, 1<<20), 1<<20)
+	s.sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	return s, nil
 }
 

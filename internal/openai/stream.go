@@ -142,7 +142,7 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	if resp.StatusCode >= http.StatusOK && resp.StatusCode < http.StatusBadRequest {
-		b := &sseBody{rc: resp.Body, max: d.maxLine}
+		b := &sseBody{rc: resp.Body, max: d.maxLine, alive: coach.Activity(s.ctx)}
 		resp.Body, s.body = b, b
 		return resp, nil
 	}
@@ -171,6 +171,8 @@ type sseBody struct {
 	head [doneLine]byte
 	done bool
 	err  error
+	// alive, when set, is told of every read that brought bytes (see coach.Activity).
+	alive func()
 }
 
 func (b *sseBody) Read(p []byte) (int, error) {
@@ -178,6 +180,9 @@ func (b *sseBody) Read(p []byte) (int, error) {
 		return 0, b.err
 	}
 	n, err := b.rc.Read(p)
+	if n > 0 && b.alive != nil {
+		b.alive()
+	}
 	if serr := b.scan(p[:n]); serr != nil {
 		b.err = serr
 		return n, serr

@@ -1,0 +1,135 @@
+package coach
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// hushContract is echoContract whose turns show no text for fragments that start with "#", as
+// a contract shows nothing of the keys that precede its streamed field.
+type hushContract struct{ echoContract }
+
+func (c hushContract) Begin(s *Session, in TurnInput) (Turn, error) {
+	t, err := c.echoContract.Begin(s, in)
+	if err != nil {
+		return nil, err
+	}
+	return &hushTurn{t.(*echoTurn)}, nil
+}
+
+type hushTurn struct{ *echoTurn }
+
+func (t *hushTurn) Feed(f Fragment, emit func(Event)) error {
+	if strings.HasPrefix(f.Content, "#") {
+		t.out.WriteString(f.Content)
+		return nil
+	}
+	return t.echoTurn.Feed(f, emit)
+}
+
+func TestSilentRetryStartsTheOutputOver(t *testing.T) {
+	cut := &ModelError{Class: "stream", Retryable: true, Err: errors.New("cut")}
+	m := &fakeModel{scripts: []script{{frags: []string{"#keys "}, err: cut}, {frags: []string{"Hello."}}}}
+	svc, _, sess := newTestService(t, m, testOptions(), hushContract{})
+	got, rep := runTurn(t, svc, sess.ID)
+	if g, want := lines(got), "delta:Hello. result"; g != want {
+		t.Fatalf("lines = %q, want %q", g, want)
+	}
+	var res struct{ Text string }
+	if err := json.Unmarshal(got[len(got)-1].Result, &res); err != nil || res.Text != "Hello." {
+		t.Errorf("result text = %q (%v), want %q: the failed call's output leaked into the retry", res.Text, err, "Hello.")
+	}
+	if rep.Attempts != 2 || rep.Resets != 0 {
+		t.Errorf("attempts %d, resets %d; want 2 and 0", rep.Attempts, rep.Resets)
+	}
+}
+
+// trickleModel answers with text only after a while, meanwhile reporting bytes (e.g. one byte
+// at a time of a slow stream, or keep-alive comments) through Activity when report is set.
+type trickleModel struct {
+	report       bool
+	every, total time.Duration
+	text         string
+}
+
+func (m *trickleModel) Stream(ctx context.Context, _ ModelRequest) (Stream, error) {
+	return &trickleStream{m: m, ctx: ctx, alive: Activity(ctx)}, nil
+}
+
+type trickleStream struct {
+	m     *trickleModel
+	ctx   context.Context
+	alive func()
+	done  bool
+}
+
+func (s *trickleStream) Next() (Fragment, error) {
+	if s.done {
+		return Fragment{}, io.EOF
+	}
+	tick := time.NewTicker(s.m.every)
+	defer tick.Stop()
+	end := time.After(s.m.total)
+	for {
+		select {
+		case <-s.ctx.Done():
+			return Fragment{}, &ModelError{Class: "timeout", Retryable: true, Err: context.Cause(s.ctx)}
+		case <-tick.C:
+			if s.m.report && s.alive != nil {
+				s.alive()
+			}
+		case <-end:
+			s.done = true
+			return Fragment{Content: s.m.text}, nil
+		}
+	}
+}
+
+func (s *trickleStream) Close() error { return nil }
+
+func TestDeadlinesCountBytesNotFragments(t *testing.T) {
+	tests := []struct {
+		name   string
+		report bool
+		want   string
+	}{
+		{"a trickle reported as activity is alive", true, "delta:Slow. result"},
+		{"silence until the first-byte deadline fails", false, "error:coach_stream_failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := testOptions()
+			opts.FirstByteTimeout, opts.IdleTimeout, opts.MaxAttempts, opts.Recoveries = 100*time.Millisecond, 100*time.Millisecond, 1, -1
+			st := newMemStore()
+			m := &trickleModel{report: tt.report, every: 10 * time.Millisecond, total: 400 * time.Millisecond, text: "Slow."}
+			svc := NewService(st, m, []Contract{echoContract{}}, opts, nil)
+			sess, err := svc.CreateSession(context.Background(), "", "echo", NewSession{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, rep := runTurn(t, svc, sess.ID)
+			if g := lines(got); g != tt.want {
+				t.Errorf("lines = %q, want %q (%v)", g, tt.want, rep.Err)
+			}
+		})
+	}
+}
+
+func TestStallAfterTextIsAnIdleTimeout(t *testing.T) {
+	opts := testOptions()
+	opts.FirstByteTimeout, opts.IdleTimeout = time.Second, 50*time.Millisecond
+	m := &fakeModel{scripts: []script{{frags: []string{"a"}, block: true}, {frags: []string{"b"}, block: true}}}
+	svc, _, sess := newTestService(t, m, opts, nil)
+	got, rep := runTurn(t, svc, sess.ID)
+	if g, want := lines(got), "delta:a reset:stalled delta:b error:coach_stream_failed"; g != want {
+		t.Errorf("lines = %q, want %q", g, want)
+	}
+	if !errors.Is(rep.Err, errIdle) {
+		t.Errorf("turn error = %v, want the idle deadline as its cause", rep.Err)
+	}
+}
