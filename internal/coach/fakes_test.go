@@ -90,6 +90,9 @@ func (m *memStore) Commit(_ context.Context, s *Session, token string) error {
 func (m *memStore) Release(_ context.Context, id, token string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.down {
+		return ErrUnavailable
+	}
 	if m.locks[id] == token {
 		delete(m.locks, id)
 	}

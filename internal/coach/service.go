@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"time"
 )
 
@@ -189,9 +190,27 @@ func (s *Service) Update(ctx context.Context, tenant, id, contract string, chang
 
 // release drops a lock on a context of its own: it runs when the turn's context may be gone.
 func (s *Service) release(id, token string) {
+	if err := s.tryRelease(id, token); err == nil || !errors.Is(err, ErrUnavailable) {
+		return
+	}
+	// The store is down. Keep trying in the background until the lock would have expired
+	// anyway, so that the session is free as soon as the store is back rather than after the
+	// whole lock TTL.
+	go func() {
+		deadline := s.now().Add(s.opts.LockTTL)
+		for wait := time.Second; s.now().Before(deadline); wait = min(2*wait, 10*time.Second) {
+			time.Sleep(wait)
+			if err := s.tryRelease(id, token); err == nil || !errors.Is(err, ErrUnavailable) {
+				return
+			}
+		}
+	}()
+}
+
+func (s *Service) tryRelease(id, token string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	_ = s.store.Release(ctx, id, token)
+	return s.store.Release(ctx, id, token)
 }
 
 // NewID returns a new random session id: 32 lowercase hex characters.

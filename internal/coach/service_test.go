@@ -409,3 +409,32 @@ func TestFallbackAfterTheCorrectiveRetry(t *testing.T) {
 		})
 	}
 }
+
+func TestReleaseIsRetriedWhileTheStoreIsDown(t *testing.T) {
+	m := &fakeModel{scripts: []script{{frags: []string{"a."}}}}
+	svc, st, sess := newTestService(t, m, testOptions(), nil)
+	run, err := svc.StartTurn(context.Background(), "", sess.ID, TurnInput{Message: ptr("hi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setDown := func(down bool) {
+		st.mu.Lock()
+		st.down = down
+		st.mu.Unlock()
+	}
+	run.Run(context.Background(), func(e Event) error {
+		setDown(true) // the store dies before the turn can commit or release
+		return nil
+	})
+	if !st.locked(sess.ID) {
+		t.Fatal("the lock was released while the store was down")
+	}
+	setDown(false)
+	deadline := time.Now().Add(5 * time.Second)
+	for st.locked(sess.ID) {
+		if time.Now().After(deadline) {
+			t.Fatal("the lock was not released after the store came back")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
