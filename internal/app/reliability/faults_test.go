@@ -96,7 +96,7 @@ func TestFaultMatrix(t *testing.T) {
 		{name: "before/schema-invalid JSON", replies: []fakellm.Reply{{Content: apptest.Obj("step", "claim", "confidence", 0.5)}, ok(text)},
 			want: "delta result", calls: 2, corrected: true},
 		{name: "before/drip slower than a byte per idle deadline", config: func(c *config.Config) {
-			c.IdleTimeout, c.FirstByteTimeout, c.TurnTimeout = time.Second, time.Second, time.Minute
+			c.IdleTimeout, c.FirstByteTimeout, c.TurnTimeout = 3*time.Second, 3*time.Second, time.Minute
 		},
 			replies: []fakellm.Reply{{Fixture: "tiny", Fault: fakellm.Fault{Drip: 100 * time.Millisecond}}},
 			want:    "delta result", calls: 1, minTime: 10 * time.Second},
