@@ -171,13 +171,13 @@ type parser struct {
 	num   uint8
 	lit   string // the rest of the literal being matched
 
-	id       int  // what Match returned for the current string
-	unit     rune // the \u code unit being read
-	nhex     uint8
-	high     rune // a pending high surrogate, 0 if none
-	npend    uint8
-	pend     [utf8.UTFMax]byte
-	nscratch int
+	id       int               // what Match returned for the current string
+	unit     rune              // the \u code unit being read
+	nhex     uint8             // how many of its hex digits have been read
+	high     rune              // a pending high surrogate, 0 if none
+	pend     [utf8.UTFMax]byte // a raw UTF-8 sequence the previous chunk cut
+	npend    uint8             // its length
+	nscratch int               // decoded bytes batched in Extractor.scratch
 
 	// buf collects a member name or a captured value inside the key stack or
 	// capture buffer; full records that bytes were dropped for lack of room.
@@ -223,12 +223,12 @@ func (e *Extractor) Offset() int64 {
 // container past MaxDepth; after an error every later Write returns the same
 // error without doing any work.
 func (e *Extractor) Write(chunk []byte) error {
-	if n := len(chunk); e.plainStream && n > 0 && n <= 8 {
+	if n := len(chunk); e.plainStream && uint(n-1) < 8 {
 		// The common case when a model streams text a few bytes at a time:
 		// the chunk continues a streamed value and is plain text. Deciding
 		// that with one 8-byte test and no loop keeps it to a few
 		// nanoseconds.
-		if special(loadShort(chunk), hiBits)&(1<<(8*n)-1) == 0 {
+		if special(loadShort(chunk), hiBits)&lowBytes[n] == 0 {
 			e.off += int64(n)
 			e.h.Text(e.id, e.path(), chunk)
 			return nil
@@ -242,13 +242,7 @@ func (e *Extractor) write(chunk []byte) error {
 	if e.err != nil {
 		return e.err
 	}
-	i := 0
-	if e.plainStream {
-		// Skip the state machine for the text and escapes that make up most
-		// of a streamed value.
-		i = e.plain(chunk, 0)
-	}
-	i, err := e.run(chunk, i)
+	i, err := e.run(chunk, 0)
 	e.flush()
 	e.off += int64(i)
 	if err != nil {
@@ -584,8 +578,8 @@ func (e *Extractor) string(b []byte, i int) (int, error) {
 			}
 			e.npend = 0
 			e.str = sPlain
-			if _, size := utf8.DecodeRune(p); size == len(p) {
-				e.put(p)
+			if r, size := utf8.DecodeRune(p); size == len(p) {
+				e.putRune(r)
 				i++
 				continue
 			}
@@ -733,39 +727,33 @@ func (e *Extractor) text(p []byte) {
 	}
 }
 
-// put takes decoded bytes (whole UTF-8 sequences). Streamed bytes are
-// batched in the scratch buffer so runs of escapes cost one Text call.
-func (e *Extractor) put(p []byte) {
+// putRune takes one decoded rune. Streamed runes are batched in the scratch
+// buffer so a run of escapes costs one Text call.
+func (e *Extractor) putRune(r rune) {
 	switch e.mode {
 	case mStream:
-		if len(e.scratch)-e.nscratch < len(p) {
+		if len(e.scratch)-e.nscratch < utf8.UTFMax {
 			e.flush()
 		}
-		e.nscratch += copy(e.scratch[e.nscratch:], p)
+		e.nscratch = len(utf8.AppendRune(e.scratch[:e.nscratch], r))
 	case mCapture, mKey:
-		e.keep(p)
-	}
-}
-
-// putRune takes one decoded rune.
-func (e *Extractor) putRune(r rune) {
-	if e.mode != mStream {
 		var b [utf8.UTFMax]byte
-		e.put(utf8.AppendRune(b[:0], r))
-		return
+		e.keep(utf8.AppendRune(b[:0], r))
 	}
-	if len(e.scratch)-e.nscratch < utf8.UTFMax {
-		e.flush()
-	}
-	e.nscratch = len(utf8.AppendRune(e.scratch[:e.nscratch], r))
 }
 
-// flush hands batched decoded bytes to the Handler.
+// flush hands batched decoded bytes to the Handler. It is split from
+// flushScratch so that it inlines: most calls find nothing to flush.
 func (e *Extractor) flush() {
 	if e.nscratch > 0 {
-		e.h.Text(e.id, e.path(), e.scratch[:e.nscratch])
-		e.nscratch = 0
+		e.flushScratch()
 	}
+}
+
+// flushScratch is the part of flush that does not inline.
+func (e *Extractor) flushScratch() {
+	e.h.Text(e.id, e.path(), e.scratch[:e.nscratch])
+	e.nscratch = 0
 }
 
 // keep appends whole UTF-8 sequences to buf, cutting at a sequence boundary
@@ -790,21 +778,21 @@ const (
 	hiBits = 0x8080808080808080 // 0x80 in every byte
 )
 
+// lowBytes[n] selects the low n bytes of a uint64.
+var lowBytes = [9]uint64{0, 0xff, 0xffff, 0xffffff, 0xffffffff, 0xffffffffff, 0xffffffffffff, 0xffffffffffffff, 0xffffffffffffffff}
+
 // plainLen returns how many leading bytes of b are printable ASCII other
 // than '"' and '\\', counting bytes >= 0x80 as plain too when high is 0
-// rather than hiBits. It tests eight bytes per step without branching on
+// rather than hiBits. b must not be empty. It tests eight bytes per step without branching on
 // their values: a branch that ends a per-byte loop mispredicts on almost
 // every chunk when a model's output arrives a few bytes at a time, and costs
 // more than the scanning itself.
 func plainLen(b []byte, high uint64) int {
 	n := len(b)
 	if n < 8 {
-		if n == 0 {
-			return 0
-		}
 		// The zero bytes loadShort puts above b look like control bytes;
 		// mask them off.
-		m := special(loadShort(b), high) & (1<<(8*n) - 1)
+		m := special(loadShort(b), high) & lowBytes[n]
 		return min(bits.TrailingZeros64(m)/8, n)
 	}
 	i := 0

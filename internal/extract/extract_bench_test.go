@@ -2,6 +2,7 @@ package extract
 
 import (
 	"bytes"
+	"encoding/json"
 	"math/rand/v2"
 	"testing"
 )
@@ -30,7 +31,8 @@ func (h *countHandler) Text(_ int, _ Path, text []byte) { h.text += len(text) }
 func (h *countHandler) End(int, Path, []byte) { h.ends++ }
 
 // benchSentences are JSON-encoded pieces of model prose: mostly plain ASCII
-// with the escapes, raw Unicode and \u escapes a model really emits.
+// with the escapes, raw Unicode and \u escapes a model emits, about one per
+// 25 bytes, which is denser than typical prose so the slower paths count.
 var benchSentences = []string{
 	`The claim follows directly from the grounds you supplied: quarterly revenue rose by twelve percent while costs stayed flat. `,
 	`As the analyst put it, \"growth is durable\" — at least for the next two quarters. `,
@@ -42,8 +44,8 @@ var benchSentences = []string{
 	`Overall the argument is reasonably strong, so the qualifier \"probably\" fits well here. `,
 }
 
-// benchDoc returns a realistic Toulmin result of about size bytes whose
-// assistantText holds almost all of it.
+// benchDoc returns a realistic Toulmin result of about size bytes: a long
+// assistantText followed by about 330 bytes of other members.
 func benchDoc(size int) []byte {
 	const tail = `","step":"claim","confidence":0.7,"claim":"Revenue growth is durable.",` +
 		`"grounds":["Q3 revenue +12%","costs flat"],"warrant":"Growth without cost growth persists.",` +
@@ -58,24 +60,31 @@ func benchDoc(size int) []byte {
 	return b.Bytes()
 }
 
-// realisticCuts cuts a document of length n into chunks of 3 to 8 bytes, the
-// way a model's token stream arrives.
-func realisticCuts(n int, seed uint64) []int {
+// realisticSizes returns a cycle of pseudo-random chunk sizes of 3 to 8
+// bytes, the way a model's token stream arrives. Its length is a power of two
+// for feedSizes, and small enough to stay in cache so that the benchmark
+// measures the Extractor rather than memory traffic for the chunking.
+func realisticSizes(seed uint64) []uint8 {
 	r := rand.New(rand.NewPCG(seed, 1))
-	var cuts []int
-	for c := 3 + r.IntN(6); c < n; c += 3 + r.IntN(6) {
-		cuts = append(cuts, c)
+	sizes := make([]uint8, 4096)
+	for i := range sizes {
+		sizes[i] = uint8(3 + r.IntN(6))
 	}
-	return cuts
+	return sizes
 }
 
-// fixedCuts cuts a document of length n into chunks of size bytes.
-func fixedCuts(n, size int) []int {
-	var cuts []int
-	for c := size; c < n; c += size {
-		cuts = append(cuts, c)
+// feedSizes writes doc to e in chunks whose sizes cycle through sizes (whose
+// length must be a power of two), then closes e, and returns the first error.
+func feedSizes(e *Extractor, doc []byte, sizes []uint8) error {
+	mask := len(sizes) - 1
+	for k := 0; len(doc) > 0; k++ {
+		n := min(int(sizes[k&mask]), len(doc))
+		if err := e.Write(doc[:n]); err != nil {
+			return err
+		}
+		doc = doc[n:]
 	}
-	return cuts
+	return e.Close()
 }
 
 func BenchmarkExtract(b *testing.B) {
@@ -85,22 +94,30 @@ func BenchmarkExtract(b *testing.B) {
 	}{{"1KiB", 1 << 10}, {"64KiB", 64 << 10}, {"1MiB", 1 << 20}}
 	for _, size := range sizes {
 		doc := benchDoc(size.n)
+		var want struct{ AssistantText string }
+		if err := json.Unmarshal(doc, &want); err != nil {
+			b.Fatal(err)
+		}
 		chunkings := []struct {
-			name string
-			cuts []int
+			name  string
+			sizes []uint8
 		}{
-			{"realistic", realisticCuts(len(doc), 1)},
-			{"64B", fixedCuts(len(doc), 64)},
-			{"1B", fixedCuts(len(doc), 1)},
+			{"realistic", realisticSizes(1)},
+			{"64B", []uint8{64}},
+			{"1B", []uint8{1}},
 		}
 		for _, ch := range chunkings {
 			b.Run("size="+size.name+"/chunk="+ch.name, func(b *testing.B) {
-				e := New(&countHandler{})
+				h := &countHandler{}
+				e := New(h)
+				if err := feedSizes(e, doc, ch.sizes); err != nil || h.text != len(want.AssistantText) {
+					b.Fatalf("streamed %d bytes with error %v, want %d bytes", h.text, err, len(want.AssistantText))
+				}
 				b.SetBytes(int64(len(doc)))
 				b.ReportAllocs()
 				for b.Loop() {
 					e.Reset()
-					if err := feed(e, doc, ch.cuts); err != nil {
+					if err := feedSizes(e, doc, ch.sizes); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -102,6 +103,7 @@ func TestEscapes(t *testing.T) {
 		{"overlong", "\xc0\xaf", "\uFFFD\uFFFD"},
 		{"beyond max rune", "\xf4\x90\x80\x80", "\uFFFD\uFFFD\uFFFD\uFFFD"},
 		{"mixed", `x\"\u00e9\ud83d\ude00é\n\\`, "x\"é😀é\n\\"},
+		{"escapes beyond the scratch buffer", strings.Repeat(`\n\u00e9`, 100), strings.Repeat("\né", 100)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -121,6 +123,10 @@ func TestEscapes(t *testing.T) {
 						t.Fatalf("action %d, %d cuts: err %v, problems %v", act, len(cuts), res.err, res.problems)
 					}
 					want := []value{{".t", act, tt.want}}
+					if act == Capture {
+						v, _ := truncate(tt.want, MaxCapture)
+						want[0].Text = string(v)
+					}
 					if d := diff(res.vals, want); d != "" {
 						t.Errorf("action %d, %d cuts:%s", act, len(cuts), d)
 					}
@@ -401,16 +407,10 @@ func TestSyntaxErrors(t *testing.T) {
 			}
 			for _, cuts := range [][]int{nil, byteCuts(len(doc))} {
 				e := New(&recorder{choose: streamAll})
-				var err error
-				for prev, c := 0, 0; prev < len(doc) && err == nil; prev = c {
-					c = len(doc)
-					if cuts != nil {
-						c = prev + 1
-					}
-					err = e.Write(doc[prev:c])
-				}
+				// Close cannot report ErrSyntax, so it comes from Write.
+				err := feed(e, doc, cuts)
 				if !errors.Is(err, ErrSyntax) {
-					t.Fatalf("%d cuts: Write error = %v, want ErrSyntax", len(cuts), err)
+					t.Fatalf("%d cuts: error = %v, want ErrSyntax", len(cuts), err)
 				}
 				if got := e.Offset(); got != tt.off {
 					t.Errorf("%d cuts: Offset() = %d, want %d", len(cuts), got, tt.off)
@@ -567,11 +567,11 @@ func TestOffset(t *testing.T) {
 
 func TestNoAllocations(t *testing.T) {
 	doc := benchDoc(16 << 10)
-	cuts := realisticCuts(len(doc), 1)
+	sizes := realisticSizes(1)
 	e := New(&countHandler{})
 	feedAll := func() {
 		e.Reset()
-		if err := feed(e, doc, cuts); err != nil {
+		if err := feedSizes(e, doc, sizes); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -717,6 +717,50 @@ func TestRandomDocuments(t *testing.T) {
 						t.Fatalf("doc %d %q cut at %v: %s", i, doc, cuts, msg)
 					}
 				}
+			}
+		})
+	}
+}
+
+// aliasHandler streams every string and records whether each Text call's
+// text lies inside chunk.
+type aliasHandler struct {
+	chunk  []byte
+	inside []bool
+}
+
+func (h *aliasHandler) Match(Path) (int, Action) { return 0, Stream }
+
+func (h *aliasHandler) Text(_ int, _ Path, text []byte) {
+	inside := false
+	for i := range h.chunk {
+		inside = inside || &h.chunk[i] == &text[0]
+	}
+	h.inside = append(h.inside, inside)
+}
+
+func (h *aliasHandler) End(int, Path, []byte) {}
+
+func TestTextAliasesInput(t *testing.T) {
+	tests := []struct {
+		name string
+		doc  string
+		want []bool // per Text call: whether it is a subslice of the chunk
+	}{
+		{"plain run", `{"a":"plain text"}`, []bool{true}},
+		{"runs around an escape", `{"a":"one\ntwo"}`, []bool{true, false, true}},
+		{"escapes batch into one call", `{"a":"x\n\t\u00e9\"y"}`, []bool{true, false, true}},
+		{"raw unicode stays in the run", `{"a":"café 😀 ok"}`, []bool{true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &aliasHandler{chunk: []byte(tt.doc)}
+			e := New(h)
+			if err := e.Write(h.chunk); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(h.inside, tt.want) {
+				t.Errorf("Text calls inside the chunk = %v, want %v", h.inside, tt.want)
 			}
 		})
 	}
