@@ -1,0 +1,120 @@
+package bench
+
+import (
+	"context"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coachgw/coachgw/internal/redisstore/redistest"
+)
+
+// TestMain lets the test binary play the bench's child roles: the bench re-executes its own
+// binary with RoleEnv set.
+func TestMain(m *testing.M) {
+	if role := os.Getenv(RoleEnv); role != "" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := ServeRole(ctx, role, os.Getenv, os.Stdout)
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "role "+role+":", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestBenchSmoke runs a tiny bench end to end (no pauses, concurrency 1 and 4, a few turns):
+// every path must finish every turn, a coachgw turn must cost exactly two Redis round trips
+// by the gateway's own count and by the relay's, and the report must render.
+func TestBenchSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var progress strings.Builder
+	res, err := Run(ctx, Config{
+		Levels: []int{1, 4}, Turns: 8, Rounds: 1,
+		Shape:    Shape{Chunks: 150, ChunkMin: 3, ChunkMax: 8},
+		Seed:     7,
+		RedisURL: redistest.URL(t), RedisRelay: true,
+		Progress: &progress, Stderr: testWriter{t},
+		Command: "smoke",
+	})
+	if err != nil {
+		t.Fatalf("Run: %v\nprogress:\n%s", err, progress.String())
+	}
+	if len(res.Levels) != 2 {
+		t.Fatalf("got %d levels, want 2", len(res.Levels))
+	}
+	for _, l := range res.Levels {
+		for _, m := range l.Modes {
+			name := fmt.Sprintf("c=%d %s", l.Concurrency, m.Mode)
+			if m.Errors != 0 {
+				t.Errorf("%s: %d errors: %q", name, m.Errors, m.ErrorSamples)
+			}
+			if want := l.TurnsPerMode; m.Turns != want {
+				t.Errorf("%s: %d turns, want %d", name, m.Turns, want)
+			}
+			if m.TTFD.N != m.Turns || m.Delta.N == 0 {
+				t.Errorf("%s: %d TTFD samples and %d delta samples for %d turns", name, m.TTFD.N, m.Delta.N, m.Turns)
+			}
+			if m.Mode != "coachgw" {
+				continue
+			}
+			if m.RedisPerTurn != 2 {
+				t.Errorf("%s: %v Redis round trips per turn (%v), want 2", name, m.RedisPerTurn, m.RedisRoundTrips)
+			}
+			if m.RelayPerTurn != 2 {
+				t.Errorf("%s: the relay saw %v commands per turn (%v), want 2", name, m.RelayPerTurn, m.RelayCommands)
+			}
+			if m.CPUPerTurnUs <= 0 || m.AllocPerTurn <= 0 {
+				t.Errorf("%s: CPU %v µs and %v bytes per turn, want both measured", name, m.CPUPerTurnUs, m.AllocPerTurn)
+			}
+		}
+		for _, h := range []*Hold{l.ProxyHold, l.Hold} {
+			if h == nil || h.Opened != l.Concurrency || h.Paused != l.Concurrency || h.Errors != 0 {
+				t.Errorf("c=%d: hold %+v, want every stream opened and paused without errors", l.Concurrency, h)
+			}
+		}
+	}
+	rep := &Report{Runs: []*Result{res}, Chart: "bench.svg", Regenerate: []string{"smoke"}}
+	md := rep.Markdown()
+	for _, want := range []string{"## Latency (ms)", "| 4 | coachgw |", "## Targets", "2.00 (evalsha"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the markdown lacks %q:\n%s", want, md)
+		}
+	}
+	checkXML(t, rep.SVG())
+}
+
+// checkXML fails t unless s is well-formed XML.
+func checkXML(t *testing.T, s string) {
+	t.Helper()
+	d := xml.NewDecoder(strings.NewReader(s))
+	for {
+		_, err := d.Token()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatalf("the SVG is not well-formed: %v", err)
+		}
+	}
+}
+
+// testWriter sends the children's logs to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

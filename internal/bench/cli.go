@@ -1,0 +1,201 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coachgw/coachgw/internal/config"
+)
+
+// microCommand produces the microbenchmark output that -micro reads.
+const microCommand = "go test -run '^$' -bench . -benchmem -count 3 ./internal/extract/ ./internal/ndjson/ ./internal/toulmin/"
+
+// Main is coachbench's command line: it parses args, runs the bench (or, with -in, renders
+// earlier results) and writes the report. stdout receives the markdown; stderr the progress.
+func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("coachbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	levels := fs.String("c", "1,100,1000", "concurrency levels, comma-separated (5000 is opt-in)")
+	turns := fs.Int("turns", 0, "turns per path and level (0: 30 at c=1, 6c up to 1000, c beyond)")
+	rounds := fs.Int("rounds", 0, "interleaved rounds per level (0: 3 at c=1, 2 up to 1000, 1 beyond)")
+	chunks := fs.Int("chunks", DefaultShape.Chunks, "chunks per model answer")
+	chunkMin := fs.Int("chunk-min", DefaultShape.ChunkMin, "smallest chunk, bytes")
+	chunkMax := fs.Int("chunk-max", DefaultShape.ChunkMax, "largest chunk, bytes")
+	delayMin := fs.Duration("delay-min", DefaultShape.DelayMin, "shortest pause between chunks")
+	delayMax := fs.Duration("delay-max", DefaultShape.DelayMax, "longest pause between chunks")
+	seed := fs.Uint64("seed", 1, "seed of the scripts and pauses")
+	hold := fs.Int("hold", 0, "streams held open to measure memory (0: the level's concurrency, -1: skip)")
+	relay := fs.Bool("redis-relay", false, "also count the gateway's Redis commands on the wire, through a relay (adds a loopback hop to each)")
+	profileDir := fs.String("profile-dir", "", "write gateway CPU and heap profiles here")
+	out := fs.String("out", "docs/bench/bench.json", "JSON results file ('' for none)")
+	md := fs.String("md", "BENCHMARKS.md", "markdown report ('' for none)")
+	svg := fs.String("svg", "docs/bench/bench.svg", "SVG chart ('' for none)")
+	in := fs.String("in", "", "render the report from these JSON results (comma-separated) instead of running")
+	micro := fs.String("micro", "", "include the microbenchmarks from this `go test -bench -benchmem` output")
+	notes := fs.String("notes", "", "append this markdown file as the report's closing notes")
+	quick := fs.Bool("quick", false, "a small, fast run for a smoke test (writes no files unless asked)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *quick {
+		defaults := map[string]func(){
+			"c": func() { *levels = "1,10" }, "turns": func() { *turns = 10 }, "rounds": func() { *rounds = 1 },
+			"delay-min": func() { *delayMin = time.Millisecond }, "delay-max": func() { *delayMax = 2 * time.Millisecond },
+			"out": func() { *out = "" }, "md": func() { *md = "" }, "svg": func() { *svg = "" },
+		}
+		for name, apply := range defaults {
+			if !set[name] {
+				apply()
+			}
+		}
+	}
+
+	rep := &Report{}
+	if *in != "" {
+		for _, path := range strings.Split(*in, ",") {
+			res, err := readResult(path)
+			if err != nil {
+				return err
+			}
+			rep.Runs = append(rep.Runs, res)
+			rep.Regenerate = append(rep.Regenerate, res.Command)
+		}
+	} else {
+		lv, err := parseLevels(*levels)
+		if err != nil {
+			return err
+		}
+		cfg := Config{
+			Levels: lv, Turns: *turns, Rounds: *rounds, Seed: *seed, Hold: *hold,
+			Shape:    Shape{Chunks: *chunks, ChunkMin: *chunkMin, ChunkMax: *chunkMax, DelayMin: *delayMin, DelayMax: *delayMax},
+			RedisURL: getenv("REDIS_URL"), RedisRelay: *relay, ProfileDir: *profileDir,
+			Progress: stderr, Stderr: stderr, Command: commandLine(args, getenv("REDIS_URL")),
+		}
+		if err := cfg.Shape.validate(); err != nil {
+			return err
+		}
+		res, err := Run(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		rep.Runs = []*Result{res}
+		rep.Regenerate = []string{res.Command}
+		if *out != "" {
+			if err := writeJSON(*out, res); err != nil {
+				return err
+			}
+		}
+	}
+	if *micro != "" {
+		f, err := os.Open(*micro)
+		if err != nil {
+			return err
+		}
+		rep.Micro, err = ParseMicro(f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		rep.Regenerate = append(rep.Regenerate, microCommand+" > "+*micro)
+	}
+	if *notes != "" {
+		b, err := os.ReadFile(*notes)
+		if err != nil {
+			return err
+		}
+		rep.Notes = string(b)
+	}
+	if *in != "" {
+		rep.Regenerate = append(rep.Regenerate, commandLine(args, ""))
+	}
+	if *svg != "" {
+		if err := writeFile(*svg, rep.SVG()); err != nil {
+			return err
+		}
+		if *md != "" {
+			rel, err := filepath.Rel(filepath.Dir(*md), *svg)
+			if err != nil {
+				rel = *svg
+			}
+			rep.Chart = filepath.ToSlash(rel)
+		}
+	}
+	text := rep.Markdown()
+	if *md != "" {
+		if err := writeFile(*md, text); err != nil {
+			return err
+		}
+	}
+	_, err := io.WriteString(stdout, text)
+	return err
+}
+
+func parseLevels(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-c %q: want positive whole numbers separated by commas", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// commandLine renders the invocation for the report, with REDIS_URL's password masked.
+func commandLine(args []string, redisURL string) string {
+	cmd := "go run ./cmd/coachbench"
+	if len(args) > 0 {
+		cmd += " " + quoteArgs(args)
+	}
+	if redisURL != "" {
+		cmd = "REDIS_URL=" + config.MaskURL(redisURL) + " " + cmd
+	}
+	return cmd
+}
+
+func readResult(path string) (*Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var res Result
+	if err := json.Unmarshal(b, &res); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(res.Levels) == 0 {
+		return nil, errors.New(path + ": no levels")
+	}
+	return &res, nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFile(path, string(b)+"\n")
+}
+
+func writeFile(path, text string) error {
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(path, []byte(text), 0o644)
+}
