@@ -225,8 +225,8 @@ func (c *Client) GoString() string { return c.String() }
 func newHTTPClient(connect time.Duration) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = (&net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}).DialContext
-	tr.MaxIdleConns = 256
-	tr.MaxIdleConnsPerHost = 64
+	tr.MaxIdleConns = 1024
+	tr.MaxIdleConnsPerHost = 1024
 	return &http.Client{Transport: tr}
 }
 

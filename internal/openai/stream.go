@@ -221,4 +221,26 @@ func isDone(line []byte) bool {
 	return ok && string(bytes.TrimLeft(rest, " \t")) == "[DONE]"
 }
 
-func (b *sseBody) Close() error { return b.rc.Close() }
+// drainBudget bounds how long Close waits for the rest of a body after [DONE].
+const drainBudget = 50 * time.Millisecond
+
+// Close closes the body. After [DONE] it first reads what is left (normally only the end of
+// the chunked encoding, already buffered), because go-openai stops reading at [DONE] and
+// net/http drops a connection whose body was closed unread: every turn would dial anew. A
+// server that keeps the body open after [DONE] costs at most drainBudget, never the turn.
+func (b *sseBody) Close() error {
+	if b.done && b.err == nil {
+		drained := make(chan struct{})
+		go func() {
+			_, _ = io.Copy(io.Discard, io.LimitReader(b.rc, 4<<10))
+			close(drained)
+		}()
+		t := time.NewTimer(drainBudget)
+		select {
+		case <-drained:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	return b.rc.Close()
+}
