@@ -11,13 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/coachgw/coachgw/internal/app"
+	"github.com/coachgw/coachgw/internal/apptest"
 	"github.com/coachgw/coachgw/internal/config"
 )
 
@@ -74,24 +74,6 @@ func TestBrowserE2E(t *testing.T) {
 	}
 }
 
-// syncBuffer collects the gateway's log for the failure report.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // startGateway serves the gateway (app.New + Serve, as cmd/coachgw does) on a loopback port with
 // the defaults: no REDIS_URL and no OPENAI_BASE_URL, so the embedded Redis and the replay model,
 // the latter without pauses between chunks. It returns the base URL once /readyz answers and
@@ -106,7 +88,7 @@ func startGateway(t *testing.T) string {
 	cfg.Addr = ln.Addr().String()
 	cfg.ReplayDelayMin, cfg.ReplayDelayMax = 0, time.Millisecond
 	cfg.ShutdownTimeout = 5 * time.Second
-	logs := &syncBuffer{}
+	logs := &apptest.SyncBuffer{}
 	log := zerolog.New(logs).Level(zerolog.InfoLevel).With().Timestamp().Logger()
 
 	ctx, stop := context.WithCancel(context.Background())
