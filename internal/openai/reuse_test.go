@@ -3,9 +3,7 @@ package openai
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,19 +13,16 @@ import (
 // TestConnectionIsReusedAfterDone checks that consecutive streams share one connection: go-openai
 // stops reading at [DONE], and a body closed unread would make net/http dial every turn anew.
 func TestConnectionIsReusedAfterDone(t *testing.T) {
-	// The end of the chunked body follows [DONE] a moment later, as it does from real servers
-	// and from fakellm under load.
+	// Each request's client address names its connection. The end of the chunked body follows
+	// [DONE] a moment later, as it does from real servers and from fakellm under load.
+	addrs := make(chan string, 3)
 	u := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		addrs <- r.RemoteAddr
 		serve(chunkRole, chunkHel, chunkStop, done)(w, r)
 		time.Sleep(10 * time.Millisecond)
 	})
-	var conns atomic.Int32
-	u.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
 	c := u.client(Config{})
+	conns := map[string]bool{}
 	for i := 0; i < 3; i++ {
 		st, err := c.Stream(context.Background(), coach.ModelRequest{Messages: []coach.Message{{Role: coach.RoleUser, Content: "hi"}}})
 		if err != nil {
@@ -44,8 +39,9 @@ func TestConnectionIsReusedAfterDone(t *testing.T) {
 			t.Fatalf("Close: %v", err)
 		}
 		u.request(t)
+		conns[<-addrs] = true
 	}
-	if got := conns.Load(); got != 1 {
-		t.Errorf("3 streams used %d connections, want 1", got)
+	if len(conns) != 1 {
+		t.Errorf("3 streams used %d connections (%v), want 1", len(conns), conns)
 	}
 }
