@@ -1,0 +1,90 @@
+package redisstore_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/redisstore"
+	"github.com/coachgw/coachgw/internal/redisstore/storetest"
+)
+
+// TestStore runs the store contract (package storetest) and the cases only a single server shows
+// on the real Redis and on miniredis.
+func TestStore(t *testing.T) {
+	for _, b := range redisstore.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			newFixture := func(t *testing.T) *storetest.Fixture {
+				store, client, prefix, fastForward := b.NewStore(t)
+				return &storetest.Fixture{Store: store, Client: client, Prefix: prefix, FastForward: fastForward}
+			}
+			storetest.StoreContract(t, newFixture)
+			t.Run("resent claim and commit are idempotent", func(t *testing.T) { resentClaimAndCommit(t, newFixture(t)) })
+			t.Run("round trips", func(t *testing.T) { roundTrips(t, b, newFixture(t)) })
+		})
+	}
+}
+
+func resentClaimAndCommit(t *testing.T, f *storetest.Fixture) {
+	ctx := context.Background()
+	s := f.Create(t, "acme")
+	// A claim resent by go-redis after a lost reply carries the same token.
+	token := "resent-token"
+	for i := range 2 {
+		res, err := f.Store.RunClaimScript(ctx, "acme", s.ID, token, storetest.LongTTL)
+		if _, ok := res.(string); err != nil || !ok {
+			t.Fatalf("claim attempt %d = %v, %v, want the document", i+1, res, err)
+		}
+	}
+	n := storetest.Next(s, `{"step":"grounds"}`)
+	for i := range 2 {
+		if err := f.Store.Commit(ctx, n, token); err != nil {
+			t.Fatalf("commit attempt %d: %v", i+1, err)
+		}
+	}
+	storetest.SameSession(t, f.Get(t, "acme", s.ID), n)
+	// Once another writer has committed on top, the old commit is no longer its own.
+	claimed, token2 := f.Claim(t, "acme", s.ID, storetest.LongTTL)
+	if err := f.Store.Commit(ctx, storetest.Next(claimed, `{"step":"warrant"}`), token2); err != nil {
+		t.Fatalf("Commit of the next claim: %v", err)
+	}
+	storetest.WantErr(t, "old commit resent after a newer one", f.Store.Commit(ctx, n, token), coach.ErrConflict)
+}
+
+func roundTrips(t *testing.T, b redisstore.Backend, f *storetest.Fixture) {
+	ctx := context.Background()
+	client := b.Dial(t)
+	var hook redisstore.CountingHook
+	client.AddHook(&hook)
+	store := redisstore.New(client, redisstore.Options{Prefix: f.Prefix})
+	if err := store.Prepare(ctx); err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	s := storetest.NewSession("acme")
+	var claimed *coach.Session
+	var token string
+	const longTTL = storetest.LongTTL
+	steps := []struct {
+		name string
+		op   func() error
+		want int64
+	}{
+		{"Create", func() error { return store.Create(ctx, s) }, 1},
+		{"Get", func() error { _, err := store.Get(ctx, "acme", s.ID); return err }, 1},
+		{"Claim", func() (err error) { claimed, token, err = store.Claim(ctx, "acme", s.ID, longTTL); return err }, 1},
+		{"Commit", func() error { return store.Commit(ctx, storetest.Next(claimed, `{}`), token) }, 1},
+		{"Claim again", func() (err error) { _, token, err = store.Claim(ctx, "acme", s.ID, longTTL); return err }, 1},
+		{"Release", func() error { return store.Release(ctx, s.ID, token) }, 1},
+		{"Delete", func() error { return store.Delete(ctx, "acme", s.ID) }, 1},
+		{"Ping", func() error { return store.Ping(ctx) }, 1},
+	}
+	for _, st := range steps {
+		before := hook.Count()
+		if err := st.op(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if got := hook.Count() - before; got != st.want {
+			t.Errorf("%s round trips = %d, want %d", st.name, got, st.want)
+		}
+	}
+}
