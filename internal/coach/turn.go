@@ -337,11 +337,12 @@ func appendHistory(old, add []Message, limit int) []Message {
 }
 
 // deltaBuffer joins the deltas that one fragment yields, so a fragment becomes at most one delta
-// line per text block however many pieces (escape sequences, runs) the contract found in it.
+// line per text block however many pieces (escape sequences, runs) the contract found in it. A
+// lone delta, the common case, passes through as it is.
 type deltaBuffer struct {
-	text      []byte
-	block     int
-	blockType string
+	first  Event
+	n      int
+	joined []byte
 }
 
 // add buffers a delta, first sending what is buffered when e belongs elsewhere.
@@ -351,18 +352,27 @@ func (d *deltaBuffer) add(e Event, send func(Event)) {
 		send(e)
 		return
 	}
-	if len(d.text) > 0 && (e.Block != d.block || e.BlockType != d.blockType) {
+	if d.n > 0 && (e.Block != d.first.Block || e.BlockType != d.first.BlockType) {
 		d.flush(send)
 	}
-	d.text = append(d.text, e.Text...)
-	d.block, d.blockType = e.Block, e.BlockType
+	switch d.n {
+	case 0:
+		d.first = e
+	case 1:
+		d.joined = append(append(d.joined[:0], d.first.Text...), e.Text...)
+	default:
+		d.joined = append(d.joined, e.Text...)
+	}
+	d.n++
 }
 
 // flush sends the buffered delta, if any.
 func (d *deltaBuffer) flush(send func(Event)) {
-	if len(d.text) == 0 {
-		return
+	if d.n > 1 {
+		d.first.Text = string(d.joined)
 	}
-	send(Event{Type: EventDelta, Text: string(d.text), Block: d.block, BlockType: d.blockType})
-	d.text = d.text[:0]
+	if d.n > 0 {
+		send(d.first)
+	}
+	d.n = 0
 }
