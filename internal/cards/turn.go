@@ -1,6 +1,7 @@
 package cards
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 
@@ -36,7 +37,7 @@ var _ coach.Fallback = (*Turn)(nil)
 // toolCall is one tool call as the model streamed it.
 type toolCall struct {
 	id, name string
-	args     strings.Builder
+	args     bytes.Buffer
 }
 
 // Prelude returns the level_up card event when this turn levels up, and nothing otherwise.
@@ -80,7 +81,8 @@ func (t *Turn) Feed(f coach.Fragment, emit func(coach.Event)) error {
 		return nil
 	}
 	t.emit = emit
-	err := t.ext.Write([]byte(f.ToolArgs))
+	// The fragment is the tail of the arguments just written: feed that, without a copy.
+	err := t.ext.Write(cur.args.Bytes()[cur.args.Len()-len(f.ToolArgs):])
 	t.emit = nil
 	if err != nil {
 		t.stopped = true
