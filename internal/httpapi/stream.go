@@ -16,9 +16,12 @@ func (s *Server) turn(c echo.Context, id string, in coach.TurnInput) error {
 	if s.draining.Load() {
 		return newHTTPError(http.StatusServiceUnavailable, coach.CodeShuttingDown, "the gateway is shutting down")
 	}
-	for field, text := range map[string]*string{"message": in.Message, "selected": in.Selected} {
-		if text != nil {
-			if err := s.checkText(field, *text); err != nil {
+	for _, f := range [...]struct {
+		name string
+		text *string
+	}{{"message", in.Message}, {"selected", in.Selected}} {
+		if f.text != nil {
+			if err := s.checkText(f.name, *f.text); err != nil {
 				return err
 			}
 		}
