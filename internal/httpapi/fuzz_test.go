@@ -6,9 +6,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,46 +13,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/fuzzcorpus"
 )
-
-// turnSeeds reads the seed corpus kept at the repository root (go test reads only the
-// package-local testdata/fuzz by itself). Each file is in the Go corpus format: the line
-// "go test fuzz v1", a []byte("...") line (the body) and a string("...") line (the contract).
-func turnSeeds(f *testing.F, dir string) (bodies [][]byte, names []string) {
-	files, err := filepath.Glob(filepath.Join(dir, "*"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, name := range files {
-		raw, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
-		if len(lines) != 3 || lines[0] != "go test fuzz v1" {
-			f.Fatalf("%s: want the header line, a []byte line and a string line", name)
-		}
-		body, err1 := unquoteValue(lines[1], "[]byte(")
-		contract, err2 := unquoteValue(lines[2], "string(")
-		if err := errors.Join(err1, err2); err != nil {
-			f.Fatalf("%s: %v", name, err)
-		}
-		bodies, names = append(bodies, []byte(body)), append(names, contract)
-	}
-	if len(files) == 0 {
-		f.Fatalf("no seeds in %s", dir)
-	}
-	return bodies, names
-}
-
-func unquoteValue(line, prefix string) (string, error) {
-	quoted, ok := strings.CutPrefix(line, prefix)
-	quoted, ok2 := strings.CutSuffix(quoted, ")")
-	if !ok || !ok2 {
-		return "", errors.New("want " + prefix + "\"...\"): " + line)
-	}
-	return strconv.Unquote(quoted)
-}
 
 // fuzzStates are session states each turn is tried against, by contract: a fresh session and
 // the states where the input checks differ (a card or a form to answer, a finished argument).
@@ -88,10 +47,7 @@ var fuzzStates = map[string][]string{
 // must be a client error (4xx), except coach_step_mismatch, which the seed sends as the stream's
 // one error line; and no input may add or change a line of the prompt's session facts.
 func FuzzDecodeTurn(f *testing.F) {
-	bodies, names := turnSeeds(f, "../../testdata/fuzz/FuzzDecodeTurn")
-	for i := range bodies {
-		f.Add(bodies[i], names[i])
-	}
+	fuzzcorpus.Add(f, "../../testdata/fuzz/FuzzDecodeTurn")
 	s := New(Deps{})
 	byName := map[string]coach.Contract{}
 	var all []coach.Contract

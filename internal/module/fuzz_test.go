@@ -1,54 +1,16 @@
 package module
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/coachgw/coachgw/internal/fuzzcorpus"
 )
 
-// fuzzSeeds reads the seed corpus kept at the repository root (go test only reads the
-// package-local testdata/fuzz by itself). Each file is in the Go corpus format: the line
-// "go test fuzz v1", then one []byte("...") line.
-func fuzzSeeds(f *testing.F, dir string) [][]byte {
-	files, err := filepath.Glob(filepath.Join(dir, "*"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	var seeds [][]byte
-	for _, name := range files {
-		raw, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		sc := bufio.NewScanner(bytes.NewReader(raw))
-		sc.Buffer(nil, len(raw)+1)
-		if !sc.Scan() || sc.Text() != "go test fuzz v1" || !sc.Scan() {
-			f.Fatalf("%s: not a Go fuzz corpus file", name)
-		}
-		quoted, ok := strings.CutPrefix(sc.Text(), "[]byte(")
-		quoted, ok2 := strings.CutSuffix(quoted, ")")
-		data, err := strconv.Unquote(quoted)
-		if !ok || !ok2 || err != nil {
-			f.Fatalf("%s: want one []byte(\"...\") value: %v", name, err)
-		}
-		seeds = append(seeds, []byte(data))
-	}
-	if len(seeds) == 0 {
-		f.Fatalf("no seeds in %s", dir)
-	}
-	return seeds
-}
-
 func FuzzLoadModule(f *testing.F) {
-	for _, s := range fuzzSeeds(f, "../../testdata/fuzz/FuzzLoadModule") {
-		f.Add(s)
-	}
+	fuzzcorpus.Add(f, "../../testdata/fuzz/FuzzLoadModule")
 	shipped, err := builtinFiles.ReadFile("modules/anxiety-basics.json")
 	if err != nil {
 		f.Fatal(err)
