@@ -245,7 +245,9 @@ func (c *Client) Stream(ctx context.Context, req coach.ModelRequest) (coach.Stre
 		return nil, c.fail(&coach.ModelError{Class: ClassClient, Err: err})
 	}
 	s := &stream{c: c, ctx: ctx}
-	st, err := c.api.CreateChatCompletionStream(context.WithValue(ctx, exchangeKey{}, s), creq)
+	// The returned go-openai stream is dropped: s reads the body the doer handed it, and
+	// dropping it frees the read buffer go-openai allocated for it.
+	_, err = c.api.CreateChatCompletionStream(context.WithValue(ctx, exchangeKey{}, s), creq)
 	if err != nil {
 		if s.errBody != nil {
 			s.errBody.Close() // go-openai reads an error body but never closes it
@@ -254,7 +256,6 @@ func (c *Client) Stream(ctx context.Context, req coach.ModelRequest) (coach.Stre
 		me.RetryAfter = s.retryAfter
 		return nil, c.fail(me)
 	}
-	s.st = st
 	return s, nil
 }
 

@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,27 +16,48 @@ import (
 	"github.com/coachgw/coachgw/internal/coach"
 )
 
-// errCut reports a stream whose body ended cleanly but before the endpoint said it was done.
-// go-openai returns the same io.EOF for "data: [DONE]" and for a plain end of the body, so
+// errCut reports a stream whose body ended cleanly but before the endpoint said it was done:
 // without this check a connection cut between two chunks would pass for a complete answer.
 var errCut = errors.New("the stream ended before the model finished (no finish_reason and no [DONE])")
 
-// stream is a coach.Stream over a go-openai chat completion stream. It is also the exchange
-// that the doer fills in for the request that opened it (see exchangeKey).
+// maxEmptyLines is how many lines without data in a row end a stream, as in go-openai: an
+// endpoint that sends only comments or blank lines is broken, however alive it looks.
+const maxEmptyLines = 300
+
+// readBufSize is a stream's first read buffer: a typical chunk's line fits, several usually do.
+// It grows for longer lines, up to the line limit.
+const readBufSize = 1 << 10
+
+// stream is a coach.Stream over a chat completion's server-sent events. go-openai sends the
+// request and turns error responses into its errors; the events themselves are read here (see
+// chunk for why). It is also the exchange that the doer fills in for the request that opened
+// it (see exchangeKey).
 type stream struct {
 	c   *Client
 	ctx context.Context
-	st  *oai.ChatCompletionStream
 
 	// body, errBody and retryAfter are set by doer.Do, which runs inside
 	// CreateChatCompletionStream on the goroutine that called Stream, before they are read.
-	body       *sseBody
+	body       io.ReadCloser
 	errBody    io.Closer
 	retryAfter time.Duration
+	// alive, when set, is told of every read that brought bytes (see coach.Activity).
+	alive func()
 
+	// buf[r:w] is read but not yet consumed; rerr is the error that ended the body.
+	buf  []byte
+	r, w int
+	rerr error
+	// done records "data: [DONE]".
+	done bool
+	// junk collects the lines that are not data, which is where an endpoint that answers a
+	// stream with a plain JSON error body puts it; it is read when the body ends.
+	junk []byte
+
+	chunk chunk
 	// calls holds the tool calls of the current chunk not yet returned, from index next on;
 	// finish is that chunk's finish reason, which goes on the last of them.
-	calls  []oai.ToolCall
+	calls  []toolCall
 	next   int
 	finish string
 	// finished records that some chunk carried a finish_reason.
@@ -55,20 +77,23 @@ func (s *stream) Next() (coach.Fragment, error) {
 		return coach.Fragment{}, s.err
 	}
 	for {
-		resp, err := s.st.Recv()
+		payload, err := s.event()
+		if err == nil {
+			err = s.chunk.decode(payload)
+		}
 		if err != nil {
 			s.err = s.end(err)
 			return coach.Fragment{}, s.err
 		}
-		if len(resp.Choices) == 0 {
+		ch := &s.chunk
+		if !ch.choice {
 			continue // e.g. the usage chunk, or an Azure prompt-filter chunk
 		}
-		ch := &resp.Choices[0]
-		f := coach.Fragment{Content: ch.Delta.Content, FinishReason: string(ch.FinishReason)}
+		f := coach.Fragment{Content: ch.content, FinishReason: ch.finish}
 		if f.FinishReason != "" {
 			s.finished = true
 		}
-		if calls := ch.Delta.ToolCalls; len(calls) > 0 {
+		if calls := ch.calls; len(calls) > 0 {
 			setCall(&f, &calls[0])
 			if len(calls) > 1 {
 				s.calls, s.next, s.finish = calls, 1, f.FinishReason
@@ -90,14 +115,114 @@ func (s *stream) nextCall() coach.Fragment {
 	return f
 }
 
-func setCall(f *coach.Fragment, tc *oai.ToolCall) {
-	f.ToolCallID, f.ToolName, f.ToolArgs = tc.ID, tc.Function.Name, tc.Function.Arguments
+func setCall(f *coach.Fragment, tc *toolCall) {
+	f.ToolCallID, f.ToolName, f.ToolArgs = tc.id, tc.name, tc.args
 }
 
-// end turns the error that ended Recv into what Next reports.
+// errorEvent starts the data of an in-stream error event, the way go-openai recognises one.
+var errorEvent = []byte(`{"error":`)
+
+// event returns the data of the next event line, valid until the next call. It reads lines as
+// go-openai does: space trimmed, "data:" and the spaces after it cut, "[DONE]" the end (io.EOF),
+// an error event an error, and a last line without its newline ignored.
+func (s *stream) event() ([]byte, error) {
+	for empty := 0; ; empty++ {
+		line, err := s.line()
+		if err != nil {
+			if apiErr := s.junkError(); apiErr != nil {
+				return nil, apiErr
+			}
+			return nil, err
+		}
+		line = bytes.TrimSpace(line)
+		data, ok := bytes.CutPrefix(line, dataPrefix)
+		if !ok {
+			if len(s.junk)+len(line) <= maxErrorBody {
+				s.junk = append(s.junk, line...)
+			}
+			if empty >= maxEmptyLines {
+				return nil, oai.ErrTooManyEmptyStreamMessages
+			}
+			continue
+		}
+		data = bytes.TrimLeft(data, " \t\n\f\r")
+		switch {
+		case bytes.HasPrefix(data, errorEvent):
+			return nil, eventError(data)
+		case string(data) == "[DONE]":
+			s.done = true
+			return nil, io.EOF
+		}
+		return data, nil
+	}
+}
+
+var dataPrefix = []byte("data:")
+
+// eventError is the error an in-stream error event reports.
+func eventError(data []byte) error {
+	var er oai.ErrorResponse
+	if err := json.Unmarshal(data, &er); err != nil || er.Error == nil {
+		return fmt.Errorf("a malformed error event in the stream: %.200q", data)
+	}
+	return fmt.Errorf("error, %w", er.Error)
+}
+
+// junkError is the error that the lines without data spell, if they spell one.
+func (s *stream) junkError() error {
+	if len(s.junk) == 0 {
+		return nil
+	}
+	var er oai.ErrorResponse
+	if json.Unmarshal(s.junk, &er) != nil || er.Error == nil {
+		return nil
+	}
+	return fmt.Errorf("error, %w", er.Error)
+}
+
+// line returns the next line without its "\n", valid until the next call. A line longer than
+// the limit fails as soon as it is known to be, without waiting for its end.
+func (s *stream) line() ([]byte, error) {
+	for {
+		if i := bytes.IndexByte(s.buf[s.r:s.w], '\n'); i >= 0 {
+			line := s.buf[s.r : s.r+i]
+			s.r += i + 1
+			return line, nil
+		}
+		if s.rerr != nil {
+			return nil, s.rerr
+		}
+		max := s.c.http.maxLine
+		if s.w-s.r > max {
+			s.rerr = fmt.Errorf("a stream line is longer than %d bytes", max)
+			return nil, s.rerr
+		}
+		switch {
+		case s.buf == nil:
+			s.buf = make([]byte, readBufSize)
+		case s.r > 0:
+			s.w = copy(s.buf, s.buf[s.r:s.w])
+			s.r = 0
+		case s.w == len(s.buf):
+			grown := make([]byte, min(2*len(s.buf), max+1))
+			copy(grown, s.buf[:s.w])
+			s.buf = grown
+		}
+		n, err := s.body.Read(s.buf[s.w:])
+		if n > 0 && s.alive != nil {
+			s.alive()
+		}
+		s.w += n
+		if err != nil {
+			s.rerr = err
+		}
+	}
+}
+
+// end turns the error that ended the events into what Next reports.
 func (s *stream) end(err error) error {
 	if err == io.EOF {
-		if s.finished || s.body != nil && s.body.done {
+		if s.finished || s.done {
 			return io.EOF
 		}
 		err = errCut
@@ -105,12 +230,32 @@ func (s *stream) end(err error) error {
 	return s.c.fail(classify(s.ctx, err, true))
 }
 
-// Close releases the connection; only the first call does anything.
+// drainBudget bounds how long Close waits for the rest of a body after [DONE].
+const drainBudget = 50 * time.Millisecond
+
+// Close releases the connection; only the first call does anything. After [DONE] it first
+// reads what is left of the body (normally only the end of the chunked encoding, already
+// buffered), because net/http drops a connection whose body was closed unread: every turn
+// would dial anew. A server that keeps the body open after [DONE] costs at most drainBudget,
+// never the turn.
 func (s *stream) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	return s.st.Close()
+	if s.done && s.rerr == nil {
+		drained := make(chan struct{})
+		go func() {
+			_, _ = io.Copy(io.Discard, io.LimitReader(s.body, 4<<10))
+			close(drained)
+		}()
+		t := time.NewTimer(drainBudget)
+		select {
+		case <-drained:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	return s.body.Close()
 }
 
 // exchangeKey keys the *stream in a request's context. go-openai's errors carry no response
@@ -142,8 +287,7 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	if resp.StatusCode >= http.StatusOK && resp.StatusCode < http.StatusBadRequest {
-		b := &sseBody{rc: resp.Body, max: d.maxLine, alive: coach.Activity(s.ctx)}
-		resp.Body, s.body = b, b
+		s.body, s.alive = resp.Body, coach.Activity(s.ctx)
 		return resp, nil
 	}
 	s.retryAfter = retryAfter(resp.Header, d.now())
@@ -155,92 +299,4 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 type limitedBody struct {
 	io.Reader
 	io.Closer
-}
-
-// doneLine is the longest line sseBody checks for "data: [DONE]"; the slack allows extra spaces.
-const doneLine = 24
-
-// sseBody watches a streaming response body on its way to go-openai's line reader: it fails
-// the read once a line grows past max, and notes a "data: [DONE]" line. It scans the bytes
-// go-openai buffers anyway and allocates nothing.
-type sseBody struct {
-	rc  io.ReadCloser
-	max int
-	// n is the length of the current line so far; head holds its first bytes.
-	n    int
-	head [doneLine]byte
-	done bool
-	err  error
-	// alive, when set, is told of every read that brought bytes (see coach.Activity).
-	alive func()
-}
-
-func (b *sseBody) Read(p []byte) (int, error) {
-	if b.err != nil {
-		return 0, b.err
-	}
-	n, err := b.rc.Read(p)
-	if n > 0 && b.alive != nil {
-		b.alive()
-	}
-	if serr := b.scan(p[:n]); serr != nil {
-		b.err = serr
-		return n, serr
-	}
-	return n, err
-}
-
-func (b *sseBody) scan(p []byte) error {
-	for {
-		i := bytes.IndexByte(p, '\n')
-		seg := p
-		if i >= 0 {
-			seg = p[:i]
-		}
-		if b.n < len(b.head) {
-			copy(b.head[b.n:], seg)
-		}
-		b.n += len(seg)
-		if b.n > b.max {
-			return fmt.Errorf("a stream line is longer than %d bytes", b.max)
-		}
-		if i < 0 {
-			return nil
-		}
-		if b.n <= len(b.head) && isDone(b.head[:b.n]) {
-			b.done = true
-		}
-		b.n = 0
-		p = p[i+1:]
-	}
-}
-
-// isDone matches the line go-openai treats as the end: "data:", optional space, "[DONE]".
-func isDone(line []byte) bool {
-	rest, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte("data:"))
-	return ok && string(bytes.TrimLeft(rest, " \t")) == "[DONE]"
-}
-
-// drainBudget bounds how long Close waits for the rest of a body after [DONE].
-const drainBudget = 50 * time.Millisecond
-
-// Close closes the body. After [DONE] it first reads what is left (normally only the end of
-// the chunked encoding, already buffered), because go-openai stops reading at [DONE] and
-// net/http drops a connection whose body was closed unread: every turn would dial anew. A
-// server that keeps the body open after [DONE] costs at most drainBudget, never the turn.
-func (b *sseBody) Close() error {
-	if b.done && b.err == nil {
-		drained := make(chan struct{})
-		go func() {
-			_, _ = io.Copy(io.Discard, io.LimitReader(b.rc, 4<<10))
-			close(drained)
-		}()
-		t := time.NewTimer(drainBudget)
-		select {
-		case <-drained:
-		case <-t.C:
-		}
-		t.Stop()
-	}
-	return b.rc.Close()
 }

@@ -1,0 +1,485 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// chunk is what the adapter reads of one streamed chat.completion.chunk: the first choice's
+// content, tool calls and finish reason. Everything else is validated as JSON and skipped.
+//
+// go-openai decodes every chunk by reflection into its full response type, which cost about a
+// third of the gateway's CPU per relayed delta and most of its allocations per turn. decode
+// reads the same bytes in one pass and allocates only the strings it returns. It accepts every
+// payload go-openai accepts and reads the same values from it, which FuzzChunkDecode checks
+// against go-openai's own types: encoding/json's key folding, escapes, replacement of invalid
+// UTF-8 and null handling. It is more lenient only where go-openai would reject a payload for a
+// field the adapter never reads (a "created" that is a string, say). Duplicate member names,
+// which no endpoint sends, take the last value, as in encoding/json, except where encoding/json
+// would resurrect elements of an earlier, longer duplicate of tool_calls from the slice's
+// spare capacity.
+type chunk struct {
+	// choice records that the chunk has at least one choice.
+	choice  bool
+	content string
+	finish  string
+	// calls is reused from chunk to chunk; decode resets it.
+	calls []toolCall
+}
+
+type toolCall struct{ id, name, args string }
+
+// maxChunkDepth is encoding/json's nesting limit, so that both reject the same payloads.
+const maxChunkDepth = 10000
+
+var (
+	errChunkSyntax = errors.New("invalid JSON in a stream chunk")
+	errChunkDepth  = errors.New("a stream chunk nests too deep")
+)
+
+// chunkTypeError is a member whose JSON type the response type cannot hold.
+type chunkTypeError struct{ field string }
+
+func (e *chunkTypeError) Error() string {
+	return "stream chunk: " + e.field + " has the wrong JSON type"
+}
+
+// decode reads payload, the JSON after "data:", into c.
+func (c *chunk) decode(payload []byte) error {
+	c.choice, c.content, c.finish, c.calls = false, "", "", c.calls[:0]
+	d := chunkDecoder{b: payload}
+	d.space()
+	var err error
+	switch d.peek() {
+	case '{':
+		err = d.object(1, func(k []byte, depth int) error {
+			if !d.key(k, "choices") {
+				return d.skip(depth)
+			}
+			return d.choices(c, depth)
+		})
+	case 'n':
+		err = d.literal("null")
+	default:
+		if err = d.skip(1); err == nil {
+			err = &chunkTypeError{"the chunk"}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if d.space(); d.i != len(d.b) {
+		return d.syntax()
+	}
+	return nil
+}
+
+// chunkDecoder walks one JSON document; i is the offset of the next byte.
+type chunkDecoder struct {
+	b []byte
+	i int
+}
+
+func (d *chunkDecoder) syntax() error {
+	return fmt.Errorf("%w at offset %d", errChunkSyntax, d.i)
+}
+
+func (d *chunkDecoder) peek() byte {
+	if d.i < len(d.b) {
+		return d.b[d.i]
+	}
+	return 0
+}
+
+func (d *chunkDecoder) space() {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+// isNull consumes a null, which leaves any field as it was (encoding/json's rule for strings
+// and structs; the callers handle slices).
+func (d *chunkDecoder) isNull() (bool, error) {
+	if d.peek() != 'n' {
+		return false, nil
+	}
+	return true, d.literal("null")
+}
+
+func (d *chunkDecoder) literal(lit string) error {
+	if !bytes.HasPrefix(d.b[d.i:], []byte(lit)) {
+		return d.syntax()
+	}
+	d.i += len(lit)
+	return nil
+}
+
+// object reads an object whose '{' is next, calling member with each member's raw name once
+// the decoder stands at its value, which member must consume. depth counts the object.
+func (d *chunkDecoder) object(depth int, member func(key []byte, depth int) error) error {
+	if depth > maxChunkDepth {
+		return errChunkDepth
+	}
+	d.i++ // '{'
+	d.space()
+	if d.peek() == '}' {
+		d.i++
+		return nil
+	}
+	for {
+		if d.peek() != '"' {
+			return d.syntax()
+		}
+		start := d.i
+		if err := d.scanString(); err != nil {
+			return err
+		}
+		key := d.b[start:d.i]
+		d.space()
+		if d.peek() != ':' {
+			return d.syntax()
+		}
+		d.i++
+		d.space()
+		if err := member(key, depth+1); err != nil {
+			return err
+		}
+		d.space()
+		switch d.peek() {
+		case ',':
+			d.i++
+			d.space()
+		case '}':
+			d.i++
+			return nil
+		default:
+			return d.syntax()
+		}
+	}
+}
+
+// array reads an array whose '[' is next, calling elem with each element's index once the
+// decoder stands at it; it returns the number of elements.
+func (d *chunkDecoder) array(depth int, elem func(i, depth int) error) (int, error) {
+	if depth > maxChunkDepth {
+		return 0, errChunkDepth
+	}
+	d.i++ // '['
+	d.space()
+	if d.peek() == ']' {
+		d.i++
+		return 0, nil
+	}
+	for n := 0; ; n++ {
+		if err := elem(n, depth+1); err != nil {
+			return 0, err
+		}
+		d.space()
+		switch d.peek() {
+		case ',':
+			d.i++
+			d.space()
+		case ']':
+			d.i++
+			return n + 1, nil
+		default:
+			return 0, d.syntax()
+		}
+	}
+}
+
+// key reports whether the raw, quoted member name key names the field name the way
+// encoding/json matches it: equal after unescaping, ignoring case (Unicode simple folding).
+func (d *chunkDecoder) key(key []byte, name string) bool {
+	raw := key[1 : len(key)-1]
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw) == name || bytes.EqualFold(raw, []byte(name))
+	}
+	var unescaped string
+	if err := json.Unmarshal(key, &unescaped); err != nil {
+		return false
+	}
+	return strings.EqualFold(unescaped, name)
+}
+
+// skip validates and consumes any value.
+func (d *chunkDecoder) skip(depth int) error {
+	switch c := d.peek(); {
+	case c == '{':
+		return d.object(depth, func(_ []byte, depth int) error { return d.skip(depth) })
+	case c == '[':
+		_, err := d.array(depth, func(_, depth int) error { return d.skip(depth) })
+		return err
+	case c == '"':
+		return d.scanString()
+	case c == 't':
+		return d.literal("true")
+	case c == 'f':
+		return d.literal("false")
+	case c == 'n':
+		return d.literal("null")
+	case c == '-' || c >= '0' && c <= '9':
+		return d.number()
+	default:
+		return d.syntax()
+	}
+}
+
+// number consumes a number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (d *chunkDecoder) number() error {
+	if d.peek() == '-' {
+		d.i++
+	}
+	switch c := d.peek(); {
+	case c == '0':
+		d.i++
+	case c >= '1' && c <= '9':
+		d.digits()
+	default:
+		return d.syntax()
+	}
+	if d.peek() == '.' {
+		d.i++
+		if !d.digits() {
+			return d.syntax()
+		}
+	}
+	if c := d.peek(); c == 'e' || c == 'E' {
+		d.i++
+		if c := d.peek(); c == '+' || c == '-' {
+			d.i++
+		}
+		if !d.digits() {
+			return d.syntax()
+		}
+	}
+	return nil
+}
+
+func (d *chunkDecoder) digits() bool {
+	start := d.i
+	for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
+		d.i++
+	}
+	return d.i > start
+}
+
+// scanString validates and consumes a string whose '"' is next.
+func (d *chunkDecoder) scanString() error {
+	d.i++
+	for d.i < len(d.b) {
+		c := d.b[d.i]
+		switch {
+		case c == '"':
+			d.i++
+			return nil
+		case c == '\\':
+			if d.i+1 >= len(d.b) {
+				return d.syntax()
+			}
+			switch d.b[d.i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				d.i += 2
+			case 'u':
+				if d.i+6 > len(d.b) || !isHex4(d.b[d.i+2:d.i+6]) {
+					return d.syntax()
+				}
+				d.i += 6
+			default:
+				return d.syntax()
+			}
+		case c < ' ':
+			return d.syntax()
+		default:
+			d.i++
+		}
+	}
+	return d.syntax()
+}
+
+func isHex4(b []byte) bool {
+	for _, c := range b[:4] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// str reads a string field: null leaves *dst as it was, another type is an error.
+func (d *chunkDecoder) str(dst *string, field string) error {
+	if null, err := d.isNull(); null || err != nil {
+		return err
+	}
+	if d.peek() != '"' {
+		if err := d.skip(0); err != nil {
+			return err
+		}
+		return &chunkTypeError{field}
+	}
+	start := d.i
+	if err := d.scanString(); err != nil {
+		return err
+	}
+	*dst = unquote(d.b[start:d.i])
+	return nil
+}
+
+// unquote returns the value of the valid JSON string q, quotes included, as encoding/json
+// decodes it. The common escapes are decoded here; \u escapes and invalid UTF-8, whose
+// surrogate and replacement rules are subtle, go to encoding/json itself.
+func unquote(q []byte) string {
+	raw := q[1 : len(q)-1]
+	esc := bytes.IndexByte(raw, '\\')
+	if !utf8.Valid(raw) || esc >= 0 && bytes.Contains(raw[esc:], []byte(`\u`)) {
+		var s string
+		_ = json.Unmarshal(q, &s) // q is valid, so this cannot fail
+		return s
+	}
+	if esc < 0 {
+		return string(raw)
+	}
+	out := make([]byte, esc, len(raw))
+	copy(out, raw[:esc])
+	for i := esc; i < len(raw); i++ {
+		c := raw[i]
+		if c != '\\' {
+			out = append(out, c)
+			continue
+		}
+		i++
+		switch raw[i] {
+		case 'b':
+			c = '\b'
+		case 'f':
+			c = '\f'
+		case 'n':
+			c = '\n'
+		case 'r':
+			c = '\r'
+		case 't':
+			c = '\t'
+		default: // '"', '\\', '/'
+			c = raw[i]
+		}
+		out = append(out, c)
+	}
+	return string(out)
+}
+
+// expect checks that a member holds an object (or null, which changes nothing).
+func (d *chunkDecoder) expect(field string, depth int, member func(key []byte, depth int) error) error {
+	if null, err := d.isNull(); null || err != nil {
+		return err
+	}
+	if d.peek() != '{' {
+		if err := d.skip(depth); err != nil {
+			return err
+		}
+		return &chunkTypeError{field}
+	}
+	return d.object(depth, member)
+}
+
+// choices reads the choices array. Like encoding/json decoding into a slice, null or []
+// empties it, and a later duplicate of the member merges into its first element.
+func (d *chunkDecoder) choices(c *chunk, depth int) error {
+	if null, err := d.isNull(); null || err != nil {
+		c.choice, c.content, c.finish, c.calls = false, "", "", c.calls[:0]
+		return err
+	}
+	if d.peek() != '[' {
+		if err := d.skip(depth); err != nil {
+			return err
+		}
+		return &chunkTypeError{"choices"}
+	}
+	n, err := d.array(depth, func(i, depth int) error {
+		if i > 0 {
+			return d.skip(depth)
+		}
+		if !c.choice {
+			c.choice, c.content, c.finish, c.calls = true, "", "", c.calls[:0]
+		}
+		return d.expect("choices[0]", depth, func(k []byte, depth int) error {
+			switch {
+			case d.key(k, "delta"):
+				return d.expect("delta", depth, func(k []byte, depth int) error { return d.delta(c, k, depth) })
+			case d.key(k, "finish_reason"):
+				return d.str(&c.finish, "finish_reason")
+			default:
+				return d.skip(depth)
+			}
+		})
+	})
+	if err == nil && n == 0 {
+		c.choice, c.content, c.finish, c.calls = false, "", "", c.calls[:0]
+	}
+	return err
+}
+
+// delta reads one member of choices[0].delta.
+func (d *chunkDecoder) delta(c *chunk, k []byte, depth int) error {
+	switch {
+	case d.key(k, "content"):
+		return d.str(&c.content, "content")
+	case d.key(k, "tool_calls"):
+		return d.toolCalls(c, depth)
+	default:
+		return d.skip(depth)
+	}
+}
+
+// toolCalls reads delta.tool_calls with encoding/json's slice rules: elements merge into the
+// ones already there, the slice ends at the new length, and null empties it.
+func (d *chunkDecoder) toolCalls(c *chunk, depth int) error {
+	if null, err := d.isNull(); null || err != nil {
+		c.calls = c.calls[:0]
+		return err
+	}
+	if d.peek() != '[' {
+		if err := d.skip(depth); err != nil {
+			return err
+		}
+		return &chunkTypeError{"tool_calls"}
+	}
+	n, err := d.array(depth, func(i, depth int) error {
+		if i >= len(c.calls) {
+			c.calls = append(c.calls, toolCall{})
+		}
+		tc := &c.calls[i]
+		return d.expect("tool_calls[]", depth, func(k []byte, depth int) error {
+			switch {
+			case d.key(k, "id"):
+				return d.str(&tc.id, "tool_calls[].id")
+			case d.key(k, "function"):
+				return d.expect("function", depth, func(k []byte, depth int) error {
+					switch {
+					case d.key(k, "name"):
+						return d.str(&tc.name, "function.name")
+					case d.key(k, "arguments"):
+						return d.str(&tc.args, "function.arguments")
+					default:
+						return d.skip(depth)
+					}
+				})
+			default:
+				return d.skip(depth)
+			}
+		})
+	})
+	if err != nil {
+		return err
+	}
+	c.calls = c.calls[:n]
+	return nil
+}
