@@ -278,7 +278,9 @@ type doer struct {
 // slower backoff; a nil value marks the request without sending the header.
 func (d *doer) Do(req *http.Request) (*http.Response, error) {
 	req.Header["X-Idempotency-Key"] = nil
+	release := releaseBody(req)
 	resp, err := d.hc.Do(req)
+	release()
 	if err != nil {
 		return nil, err
 	}
@@ -294,6 +296,55 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 	resp.Body = &limitedBody{Reader: io.LimitReader(resp.Body, maxErrorBody), Closer: resp.Body}
 	s.errBody = resp.Body
 	return resp, nil
+}
+
+// releaseBody lets the marshalled request (several KiB: the system prompt, the schema, the
+// history) be collected once it is sent, rather than live as long as the stream: net/http keeps
+// the request, and with it its body and GetBody, until the response body is closed. req's body
+// lets go of its bytes when the transport closes it after writing, and GetBody, which the
+// transport calls only before Do returns, to resend on a dead keep-alive connection, lets go of
+// them when the returned func is called.
+func releaseBody(req *http.Request) (release func()) {
+	if req.Body == nil {
+		return func() {}
+	}
+	req.Body = &sentBody{rc: req.Body}
+	if req.GetBody == nil {
+		return func() {}
+	}
+	orig := req.GetBody
+	req.GetBody = func() (io.ReadCloser, error) {
+		if orig == nil {
+			return nil, errBodyReleased
+		}
+		rc, err := orig()
+		if err != nil {
+			return nil, err
+		}
+		return &sentBody{rc: rc}, nil
+	}
+	return func() { orig = nil }
+}
+
+var errBodyReleased = errors.New("the request body was released after its response arrived")
+
+// sentBody is a request body that drops what it reads from once it is closed.
+type sentBody struct{ rc io.ReadCloser }
+
+func (b *sentBody) Read(p []byte) (int, error) {
+	if b.rc == nil {
+		return 0, io.EOF
+	}
+	return b.rc.Read(p)
+}
+
+func (b *sentBody) Close() error {
+	rc := b.rc
+	b.rc = nil
+	if rc == nil {
+		return nil
+	}
+	return rc.Close()
 }
 
 type limitedBody struct {

@@ -19,6 +19,13 @@ var promptFiles embed.FS
 // prompts holds system.tmpl and the cue paragraphs it includes.
 var prompts = template.Must(template.New("").ParseFS(promptFiles, "prompts/*.tmpl"))
 
+// outputSchema is CoachAIResult's schema as the model request asks for it, and schemaText
+// as the system prompt quotes it. Both are read once; every turn only refers to them.
+var (
+	outputSchema = &coach.OutputSchema{Name: "coach_ai_result", Schema: api.Schema("coach-ai-result.json")}
+	schemaText   = strings.TrimSpace(string(outputSchema.Schema))
+)
+
 // promptData is what the system prompt template is rendered from.
 type promptData struct {
 	Step       string
@@ -66,7 +73,7 @@ func systemPrompt(locale string, st *State, c cues) (string, error) {
 		Draft:        oneLine(st.Draft[st.Step]),
 		Pending:      st.PendingProposal,
 		Language:     lang,
-		Schema:       strings.TrimSpace(string(api.Schema("coach-ai-result.json"))),
+		Schema:       schemaText,
 		FirstTurn:    c.firstTurn,
 		Rewrite:      c.rewrite,
 		Confirmation: c.confirmation,

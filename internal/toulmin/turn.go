@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/coachgw/coachgw/api"
 	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/extract"
 )
@@ -59,7 +58,7 @@ func newTurn(s *coach.Session, st *State, msg string) (*turn, error) {
 		ctx:     Context{Step: st.Step, Draft: st.Draft, FirstTurn: c.firstTurn, Rewrite: c.rewrite},
 		req: coach.ModelRequest{
 			Messages:  msgs,
-			Schema:    &coach.OutputSchema{Name: "coach_ai_result", Schema: api.Schema("coach-ai-result.json")},
+			Schema:    outputSchema,
 			MaxTokens: MaxTokens,
 		},
 	}

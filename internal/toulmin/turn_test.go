@@ -2,6 +2,7 @@ package toulmin
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -487,5 +488,28 @@ func BenchmarkTurn(b *testing.B) {
 		if _, err := tr.Finish(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkBegin measures what a turn costs before the model is called: decoding the state,
+// reading the cues, rendering the system prompt and building the model request.
+func BenchmarkBegin(b *testing.B) {
+	var history []coach.Message
+	for i := range 10 {
+		history = append(history,
+			coach.Message{Role: coach.RoleUser, Content: fmt.Sprintf("Learner message %d about school uniforms and why they matter.", i)},
+			coach.Message{Role: coach.RoleAssistant, Content: `{"assistantText":"A reply of average length that asks the learner one more question about the claim.","step":"claim"}`})
+	}
+	s := &coach.Session{Locale: "en", History: history,
+		State: json.RawMessage(`{"step":"grounds","draft":{"claim":"` + goodClaim + `"},"turns":{"claim":3,"grounds":1},"pendingProposal":null,"isComplete":false}`)}
+	msg := "Most students in my school spend a lot of money on clothes."
+	c := New()
+	b.ReportAllocs()
+	for b.Loop() {
+		tr, err := c.Begin(s, coach.TurnInput{Message: &msg})
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = tr.Request()
 	}
 }
