@@ -115,7 +115,7 @@ func TestSessionHistoryStaysValid(t *testing.T) {
 			t.Fatalf("turn %d: StartTurn: %v", i+1, err)
 		}
 		var events []coach.Event
-		rep := run.Run(ctx, func(e coach.Event) error { events = append(events, e); return nil })
+		rep := run.Run(ctx, coach.EmitFunc(func(e coach.Event) error { events = append(events, e); return nil }))
 		if rep.Err != nil {
 			t.Fatalf("turn %d: %+v", i+1, rep)
 		}

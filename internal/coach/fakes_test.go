@@ -108,12 +108,15 @@ func (m *memStore) locked(id string) bool {
 }
 
 // script is one scripted model call: its fragments, then err (nil: a clean end). openErr fails
-// the call before it streams; block makes Next wait for the context after the fragments.
+// the call before it streams; block makes Next wait for the context after the fragments. With
+// batch > 0 the stream plays one that reads batch fragments at a time and calls Wait before
+// each read, as the OpenAI adapter does.
 type script struct {
 	openErr error
 	frags   []string
 	err     error
 	block   bool
+	batch   int
 }
 
 // fakeModel plays scripts in order and records the requests.
@@ -154,6 +157,9 @@ func (f *fakeStream) Next() (Fragment, error) {
 	if err := f.ctx.Err(); err != nil {
 		return Fragment{}, err
 	}
+	if wait := Wait(f.ctx); f.s.batch > 0 && f.i%f.s.batch == 0 && wait != nil {
+		wait()
+	}
 	if f.i < len(f.s.frags) {
 		f.i++
 		return Fragment{Content: f.s.frags[f.i-1]}, nil
@@ -169,6 +175,8 @@ func (f *fakeStream) Next() (Fragment, error) {
 }
 
 func (f *fakeStream) Close() error { return nil }
+
+func (f *fakeStream) NotifiesWait() bool { return f.s.batch > 0 }
 
 // echoContract streams every fragment as a delta and accepts output that ends with "." as its
 // result; "EMPTY" finishes with coach_empty_response, anything else with coach_validation_failed.

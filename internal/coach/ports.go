@@ -33,7 +33,8 @@ type Store interface {
 type Model interface {
 	// Stream starts a completion. Errors before the stream starts should be *ModelError so the
 	// pipeline can tell what is worth retrying. A Model should call Activity(ctx), when not
-	// nil, whenever bytes of the answer's body arrive.
+	// nil, whenever bytes of the answer's body arrive, and Wait(ctx), when not nil, before a
+	// read that may wait for them.
 	Stream(ctx context.Context, req ModelRequest) (Stream, error)
 }
 
@@ -53,6 +54,46 @@ func Activity(ctx context.Context) func() {
 	f, _ := ctx.Value(activityKey{}).(func())
 	return f
 }
+
+type waitKey struct{}
+
+// WithWait returns a copy of ctx that carries wait, for Wait.
+func WithWait(ctx context.Context, wait func()) context.Context {
+	return context.WithValue(ctx, waitKey{}, wait)
+}
+
+// Wait returns the function that a Model asked with ctx calls before it reads bytes it does
+// not hold yet (a read that may wait for the endpoint), or nil. The engine flushes the lines
+// it holds there: it holds a line only while the next fragment is already in memory, so a
+// backlog of chunks leaves the gateway as one write instead of one per line, and no line
+// ever waits for the model.
+func Wait(ctx context.Context) func() {
+	f, _ := ctx.Value(waitKey{}).(func())
+	return f
+}
+
+// WaitNotifier is implemented by a Stream that calls its context's Wait function before every
+// read that may wait. The engine holds lines back only for such a stream; for any other it
+// flushes after every fragment.
+type WaitNotifier interface {
+	NotifiesWait() bool
+}
+
+// Sink receives a turn's lines. Emit may hold a line back; Flush sends every line held. The
+// engine flushes before anything that waits (the model, a retry's backoff) and at the end.
+type Sink interface {
+	Emit(Event) error
+	Flush() error
+}
+
+// EmitFunc is a Sink that delivers each line as it is emitted.
+type EmitFunc func(Event) error
+
+// Emit calls f.
+func (f EmitFunc) Emit(e Event) error { return f(e) }
+
+// Flush does nothing: Emit holds nothing back.
+func (EmitFunc) Flush() error { return nil }
 
 // Stream is a completion in progress.
 type Stream interface {

@@ -62,7 +62,7 @@ func runTurn(t *testing.T, svc *Service, id string) ([]Event, Report) {
 		t.Fatalf("StartTurn: %v", err)
 	}
 	var got []Event
-	rep := run.Run(context.Background(), func(e Event) error { got = append(got, e); return nil })
+	rep := run.Run(context.Background(), EmitFunc(func(e Event) error { got = append(got, e); return nil }))
 	return got, rep
 }
 
@@ -185,13 +185,13 @@ func TestClientGoneCancelsAndWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	rep := run.Run(context.Background(), func(e Event) error {
+	rep := run.Run(context.Background(), EmitFunc(func(e Event) error {
 		n++
 		if n == 2 {
 			return errors.New("broken pipe")
 		}
 		return nil
-	})
+	}))
 	if rep.Outcome != "cancelled" {
 		t.Errorf("outcome = %q, want cancelled", rep.Outcome)
 	}
@@ -209,13 +209,13 @@ func TestDrainEndsTurnWithErrorLine(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	var got []Event
-	rep := run.Run(ctx, func(e Event) error {
+	rep := run.Run(ctx, EmitFunc(func(e Event) error {
 		got = append(got, e)
 		if e.Type == EventDelta {
 			cancel(ErrShuttingDown)
 		}
 		return nil
-	})
+	}))
 	if g, want := lines(got), "delta:a error:shutting_down"; g != want {
 		t.Errorf("lines = %q, want %q (outcome %s)", g, want, rep.Outcome)
 	}
@@ -232,13 +232,13 @@ func TestStoreDownAtCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []Event
-	run.Run(context.Background(), func(e Event) error {
+	run.Run(context.Background(), EmitFunc(func(e Event) error {
 		got = append(got, e)
 		st.mu.Lock()
 		st.down = true
 		st.mu.Unlock()
 		return nil
-	})
+	}))
 	if g, want := lines(got), "delta:a. error:store_unavailable"; g != want {
 		t.Errorf("lines = %q, want %q", g, want)
 	}
@@ -422,10 +422,10 @@ func TestReleaseIsRetriedWhileTheStoreIsDown(t *testing.T) {
 		st.down = down
 		st.mu.Unlock()
 	}
-	run.Run(context.Background(), func(e Event) error {
+	run.Run(context.Background(), EmitFunc(func(e Event) error {
 		setDown(true) // the store dies before the turn can commit or release
 		return nil
-	})
+	}))
 	if !st.locked(sess.ID) {
 		t.Fatal("the lock was released while the store was down")
 	}
@@ -436,5 +436,51 @@ func TestReleaseIsRetriedWhileTheStoreIsDown(t *testing.T) {
 			t.Fatal("the lock was not released after the store came back")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// recordingSink records emitted lines and flushes in order.
+type recordingSink struct{ got []string }
+
+func (r *recordingSink) Emit(e Event) error {
+	r.got = append(r.got, lines([]Event{e}))
+	return nil
+}
+
+func (r *recordingSink) Flush() error {
+	r.got = append(r.got, "flush")
+	return nil
+}
+
+// TestLinesHeldOnlyWhileTheNextIsInHand checks when lines reach the client: for a stream that
+// says when it may wait, lines are held while fragments already read remain and flushed before
+// every wait; for any other stream, each fragment's line is flushed at once.
+func TestLinesHeldOnlyWhileTheNextIsInHand(t *testing.T) {
+	frags := []string{"a", "b", "c", "d", "e."}
+	tests := []struct {
+		name  string
+		batch int
+		want  string
+	}{
+		{name: "a stream that reads two fragments at a time", batch: 2,
+			want: "delta:a delta:b flush delta:c delta:d flush delta:e. result flush"},
+		{name: "a stream that does not report its waits",
+			want: "delta:a flush delta:b flush delta:c flush delta:d flush delta:e. flush result flush"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			svc, _, sess := newTestService(t, &fakeModel{scripts: []script{{frags: frags, batch: tt.batch}}}, Options{}, echoContract{})
+			run, err := svc.StartTurn(context.Background(), "", sess.ID, TurnInput{Message: ptr("hi")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sink recordingSink
+			if rep := run.Run(context.Background(), &sink); rep.Outcome != "ok" {
+				t.Fatalf("outcome = %q (%v), want ok", rep.Outcome, rep.Err)
+			}
+			if got := strings.Join(sink.got, " "); got != tt.want {
+				t.Errorf("lines = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

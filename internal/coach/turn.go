@@ -50,10 +50,10 @@ func (r *TurnRun) Session() *Session { return r.sess }
 // Abort releases the session without calling the model.
 func (r *TurnRun) Abort() { r.svc.release(r.sess.ID, r.token) }
 
-// Run streams the turn through emit and stores it when it succeeds. The stream always ends with
-// exactly one result or error event (unless emit fails, which means the client is gone and the
+// Run streams the turn to out and stores it when it succeeds. The stream always ends with
+// exactly one result or error event (unless out fails, which means the client is gone and the
 // turn is cancelled). A failed or cancelled turn writes nothing.
-func (r *TurnRun) Run(ctx context.Context, emit func(Event) error) Report {
+func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 	s := r.svc
 	ctx, cancel := context.WithTimeout(ctx, s.opts.TurnTimeout)
 	defer cancel()
@@ -67,6 +67,7 @@ func (r *TurnRun) Run(ctx context.Context, emit func(Event) error) Report {
 	rep := Report{Contract: r.contract}
 	s.obs.TurnStarted(r.contract)
 	var clientErr error
+	held := false
 	send := func(e Event) {
 		if clientErr != nil {
 			return
@@ -77,12 +78,24 @@ func (r *TurnRun) Run(ctx context.Context, emit func(Event) error) Report {
 			}
 			rep.Deltas++
 		}
-		if err := emit(e); err != nil {
+		if err := out.Emit(e); err != nil {
+			clientErr = err
+			cancel()
+		}
+		held = true
+	}
+	flush := func() {
+		if !held || clientErr != nil {
+			return
+		}
+		held = false
+		if err := out.Flush(); err != nil {
 			clientErr = err
 			cancel()
 		}
 	}
 	finish := func(outcome string, err error) Report {
+		flush()
 		rep.Outcome, rep.Err, rep.Duration = outcome, err, s.now().Sub(r.start)
 		s.obs.TurnEnded(rep)
 		return rep
@@ -101,7 +114,7 @@ func (r *TurnRun) Run(ctx context.Context, emit func(Event) error) Report {
 	for _, e := range r.turn.Prelude() {
 		send(e)
 	}
-	out, err := r.attempts(ctx, send, &rep)
+	res, err := r.attempts(ctx, send, flush, &rep)
 	if err != nil {
 		return fail(err)
 	}
@@ -110,16 +123,16 @@ func (r *TurnRun) Run(ctx context.Context, emit func(Event) error) Report {
 	}
 	next := *r.sess
 	next.Version++
-	next.State = out.State
+	next.State = res.State
 	next.UpdatedAt = s.now().UTC()
-	next.History = appendHistory(r.sess.History, out.History, s.opts.HistoryLimit)
+	next.History = appendHistory(r.sess.History, res.History, s.opts.HistoryLimit)
 	if err := s.store.Commit(ctx, &next, r.token); err != nil {
 		return fail(err)
 	}
 	committed = true
-	rep.Rules, rep.Diagnostic, rep.Notice = out.Rules, out.Diagnostic, out.Notice
-	send(Event{Type: EventResult, Result: out.Result, Session: &next, Fallback: out.Fallback})
-	if out.Fallback {
+	rep.Rules, rep.Diagnostic, rep.Notice = res.Rules, res.Diagnostic, res.Notice
+	send(Event{Type: EventResult, Result: res.Result, Session: &next, Fallback: res.Fallback})
+	if res.Fallback {
 		return finish("fallback", nil)
 	}
 	return finish("ok", nil)
@@ -128,14 +141,14 @@ func (r *TurnRun) Run(ctx context.Context, emit func(Event) error) Report {
 // attempts calls the model until the turn has a usable outcome or no retry is left. Before any
 // text of an attempt reached the client, failures the endpoint may recover from are retried with
 // backoff; after that, and for unusable output, the turn restarts once with a reset line.
-func (r *TurnRun) attempts(ctx context.Context, send func(Event), rep *Report) (*Outcome, error) {
+func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), rep *Report) (*Outcome, error) {
 	s := r.svc
 	req := r.turn.Request()
 	retries, recoveries := 0, 0
 	for {
 		rep.Attempts++
 		before := rep.Deltas
-		out, err := r.attempt(ctx, req, send)
+		out, err := r.attempt(ctx, req, send, flush)
 		if err == nil {
 			return out, nil
 		}
@@ -154,6 +167,7 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), rep *Report) (
 			// The failed call may have fed output that showed no text yet (e.g. the keys
 			// before assistantText); the next call starts its answer from scratch.
 			r.turn.Reset()
+			flush()
 			if !sleep(ctx, s.backoff(retries, me.RetryAfter)) {
 				return nil, context.Cause(ctx)
 			}
@@ -199,8 +213,9 @@ var (
 // attempt makes one model call and feeds its fragments to the turn. A watchdog timer enforces
 // the first-byte deadline and then, reset by every fragment and every arrival of bytes the
 // model reports (see Activity), the idle deadline.
-func (r *TurnRun) attempt(ctx context.Context, req ModelRequest, send func(Event)) (*Outcome, error) {
+func (r *TurnRun) attempt(ctx context.Context, req ModelRequest, send func(Event), flush func()) (*Outcome, error) {
 	s := r.svc
+	flush() // the prelude, or a reset line: the client sees it before the model is asked
 	actx, acancel := context.WithCancelCause(ctx)
 	defer acancel(nil)
 	var started atomic.Bool
@@ -223,11 +238,13 @@ func (r *TurnRun) attempt(ctx context.Context, req ModelRequest, send func(Event
 		return err
 	}
 
-	st, err := s.model.Stream(WithActivity(actx, alive), req)
+	st, err := s.model.Stream(WithWait(WithActivity(actx, alive), flush), req)
 	if err != nil {
 		return nil, timeout(err)
 	}
 	defer st.Close()
+	wn, ok := st.(WaitNotifier)
+	hold := ok && wn.NotifiesWait()
 	var deltas deltaBuffer
 	collect := func(e Event) { deltas.add(e, send) }
 	for {
@@ -244,6 +261,9 @@ func (r *TurnRun) attempt(ctx context.Context, req ModelRequest, send func(Event
 		}
 		err = r.turn.Feed(f, collect)
 		deltas.flush(send)
+		if !hold {
+			flush()
+		}
 		if err != nil {
 			return nil, err
 		}

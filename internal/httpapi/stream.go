@@ -33,7 +33,10 @@ func (s *Server) turn(c echo.Context, id string, in coach.TurnInput) error {
 			// The seed reports these (e.g. coach_step_mismatch) as the stream's error line.
 			s.writeHeader(c)
 			w := newLineWriter(c.Response())
-			return w.emit(coach.Event{Type: coach.EventError, Code: e.Code, Message: e.Message})
+			if err := w.Emit(coach.Event{Type: coach.EventError, Code: e.Code, Message: e.Message}); err != nil {
+				return err
+			}
+			return w.Flush()
 		}
 		return err
 	}
@@ -48,7 +51,7 @@ func (s *Server) turn(c echo.Context, id string, in coach.TurnInput) error {
 
 	s.writeHeader(c)
 	w := newLineWriter(c.Response())
-	rep := run.Run(ctx, w.emit)
+	rep := run.Run(ctx, w)
 
 	log := logger(c)
 	ev := log.Info()
@@ -80,7 +83,8 @@ func (s *Server) writeHeader(c echo.Context) {
 	_ = http.NewResponseController(c.Response().Writer).Flush()
 }
 
-// lineWriter writes events as NDJSON lines, each flushed as soon as it is written.
+// lineWriter is the coach.Sink of an NDJSON stream: Emit writes a line into the response's
+// buffer, Flush sends what is buffered.
 type lineWriter struct {
 	w   *echo.Response
 	rc  *http.ResponseController
@@ -91,13 +95,16 @@ func newLineWriter(w *echo.Response) *lineWriter {
 	return &lineWriter{w: w, rc: http.NewResponseController(w.Writer), buf: make([]byte, 0, 512)}
 }
 
-func (l *lineWriter) emit(e coach.Event) error {
+// Emit writes e as one line; it reaches the client at the next Flush, or earlier when the
+// response's buffer fills.
+func (l *lineWriter) Emit(e coach.Event) error {
 	var err error
 	if l.buf, err = ndjson.Append(l.buf[:0], e); err != nil {
 		return err
 	}
-	if _, err := l.w.Write(l.buf); err != nil {
-		return err
-	}
-	return l.rc.Flush()
+	_, err = l.w.Write(l.buf)
+	return err
 }
+
+// Flush sends the lines written so far.
+func (l *lineWriter) Flush() error { return l.rc.Flush() }

@@ -41,8 +41,9 @@ type stream struct {
 	body       io.ReadCloser
 	errBody    io.Closer
 	retryAfter time.Duration
-	// alive, when set, is told of every read that brought bytes (see coach.Activity).
-	alive func()
+	// alive, when set, is told of every read that brought bytes (see coach.Activity); wait,
+	// when set, before every read that may wait for them (see coach.Wait).
+	alive, wait func()
 
 	// buf[r:w] is read but not yet consumed; rerr is the error that ended the body.
 	buf  []byte
@@ -103,6 +104,9 @@ func (s *stream) Next() (coach.Fragment, error) {
 		return f, nil
 	}
 }
+
+// NotifiesWait reports whether s calls coach.Wait before its reads: when its context has one.
+func (s *stream) NotifiesWait() bool { return s.wait != nil }
 
 func (s *stream) nextCall() coach.Fragment {
 	var f coach.Fragment
@@ -208,6 +212,9 @@ func (s *stream) line() ([]byte, error) {
 			copy(grown, s.buf[:s.w])
 			s.buf = grown
 		}
+		if s.wait != nil {
+			s.wait()
+		}
 		n, err := s.body.Read(s.buf[s.w:])
 		if n > 0 && s.alive != nil {
 			s.alive()
@@ -289,7 +296,7 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	if resp.StatusCode >= http.StatusOK && resp.StatusCode < http.StatusBadRequest {
-		s.body, s.alive = resp.Body, coach.Activity(s.ctx)
+		s.body, s.alive, s.wait = resp.Body, coach.Activity(s.ctx), coach.Wait(s.ctx)
 		return resp, nil
 	}
 	s.retryAfter = retryAfter(resp.Header, d.now())

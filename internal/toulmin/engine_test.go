@@ -18,10 +18,10 @@ func runTurn(t *testing.T, svc *coach.Service, id string, in coach.TurnInput) []
 		t.Fatalf("StartTurn: %v", err)
 	}
 	var events []coach.Event
-	run.Run(context.Background(), func(e coach.Event) error {
+	run.Run(context.Background(), coach.EmitFunc(func(e coach.Event) error {
 		events = append(events, e)
 		return nil
-	})
+	}))
 	return events
 }
 
