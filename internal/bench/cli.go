@@ -17,7 +17,7 @@ import (
 )
 
 // microCommand produces the microbenchmark output that -micro reads.
-const microCommand = "go test -run '^$' -bench . -benchmem -count 3 ./internal/extract/ ./internal/ndjson/ ./internal/toulmin/"
+const microCommand = "go test -run '^$' -bench . -benchmem -count 3 ./internal/extract/ ./internal/ndjson/ ./internal/toulmin/ ./internal/openai/"
 
 // Main is coachbench's command line: it parses args, runs the bench (or, with -in, renders
 // earlier results) and writes the report. stdout receives the markdown; stderr the progress.
