@@ -56,7 +56,7 @@ func (c *chunk) decode(payload []byte) error {
 	var err error
 	switch d.peek() {
 	case '{':
-		err = d.object(1, func(k []byte, depth int) error {
+		err = d.object(1, func(k quoted, depth int) error {
 			if !d.key(k, "choices") {
 				return d.skip(depth)
 			}
@@ -123,9 +123,25 @@ func (d *chunkDecoder) literal(lit string) error {
 	return nil
 }
 
-// object reads an object whose '{' is next, calling member with each member's raw name once
-// the decoder stands at its value, which member must consume. depth counts the object.
-func (d *chunkDecoder) object(depth int, member func(key []byte, depth int) error) error {
+// quoted is a scanned JSON string, quotes included, with what the scan saw in it, so that
+// reading its value never scans it again.
+type quoted struct {
+	q     []byte
+	flags strFlags
+}
+
+// strFlags say what a string holds besides plain ASCII.
+type strFlags uint8
+
+const (
+	strEscape  strFlags = 1 << iota // a backslash escape
+	strUnicode                      // a \u escape
+	strHigh                         // a byte of 0x80 or above
+)
+
+// object reads an object whose '{' is next, calling member with each member's name once the
+// decoder stands at its value, which member must consume. depth counts the object.
+func (d *chunkDecoder) object(depth int, member func(key quoted, depth int) error) error {
 	if depth > maxChunkDepth {
 		return errChunkDepth
 	}
@@ -139,11 +155,10 @@ func (d *chunkDecoder) object(depth int, member func(key []byte, depth int) erro
 		if d.peek() != '"' {
 			return d.syntax()
 		}
-		start := d.i
-		if err := d.scanString(); err != nil {
+		key, err := d.str()
+		if err != nil {
 			return err
 		}
-		key := d.b[start:d.i]
 		d.space()
 		if d.peek() != ':' {
 			return d.syntax()
@@ -197,30 +212,27 @@ func (d *chunkDecoder) array(depth int, elem func(i, depth int) error) (int, err
 	}
 }
 
-// key reports whether the raw, quoted member name key names the field name the way
-// encoding/json matches it: equal after unescaping, ignoring case (Unicode simple folding).
-func (d *chunkDecoder) key(key []byte, name string) bool {
-	raw := key[1 : len(key)-1]
-	if bytes.IndexByte(raw, '\\') < 0 {
+// key reports whether the member name key names the field name the way encoding/json matches
+// it: equal after unescaping, ignoring case (Unicode simple folding).
+func (d *chunkDecoder) key(key quoted, name string) bool {
+	if key.flags&strEscape == 0 {
+		raw := key.q[1 : len(key.q)-1]
 		return string(raw) == name || bytes.EqualFold(raw, []byte(name))
 	}
-	var unescaped string
-	if err := json.Unmarshal(key, &unescaped); err != nil {
-		return false
-	}
-	return strings.EqualFold(unescaped, name)
+	return strings.EqualFold(key.value(), name)
 }
 
 // skip validates and consumes any value.
 func (d *chunkDecoder) skip(depth int) error {
 	switch c := d.peek(); {
 	case c == '{':
-		return d.object(depth, func(_ []byte, depth int) error { return d.skip(depth) })
+		return d.object(depth, func(_ quoted, depth int) error { return d.skip(depth) })
 	case c == '[':
 		_, err := d.array(depth, func(_, depth int) error { return d.skip(depth) })
 		return err
 	case c == '"':
-		return d.scanString()
+		_, err := d.str()
+		return err
 	case c == 't':
 		return d.literal("true")
 	case c == 'f':
@@ -273,37 +285,44 @@ func (d *chunkDecoder) digits() bool {
 	return d.i > start
 }
 
-// scanString validates and consumes a string whose '"' is next.
-func (d *chunkDecoder) scanString() error {
+// str validates and consumes a string whose '"' is next.
+func (d *chunkDecoder) str() (quoted, error) {
+	start := d.i
+	var flags strFlags
 	d.i++
 	for d.i < len(d.b) {
 		c := d.b[d.i]
 		switch {
 		case c == '"':
 			d.i++
-			return nil
+			return quoted{d.b[start:d.i], flags}, nil
 		case c == '\\':
 			if d.i+1 >= len(d.b) {
-				return d.syntax()
+				return quoted{}, d.syntax()
 			}
+			flags |= strEscape
 			switch d.b[d.i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				d.i += 2
 			case 'u':
 				if d.i+6 > len(d.b) || !isHex4(d.b[d.i+2:d.i+6]) {
-					return d.syntax()
+					return quoted{}, d.syntax()
 				}
+				flags |= strUnicode
 				d.i += 6
 			default:
-				return d.syntax()
+				return quoted{}, d.syntax()
 			}
 		case c < ' ':
-			return d.syntax()
+			return quoted{}, d.syntax()
 		default:
+			if c >= utf8.RuneSelf {
+				flags |= strHigh
+			}
 			d.i++
 		}
 	}
-	return d.syntax()
+	return quoted{}, d.syntax()
 }
 
 func isHex4(b []byte) bool {
@@ -315,8 +334,8 @@ func isHex4(b []byte) bool {
 	return true
 }
 
-// str reads a string field: null leaves *dst as it was, another type is an error.
-func (d *chunkDecoder) str(dst *string, field string) error {
+// field reads a string field: null leaves *dst as it was, another type is an error.
+func (d *chunkDecoder) field(dst *string, field string) error {
 	if null, err := d.isNull(); null || err != nil {
 		return err
 	}
@@ -326,28 +345,28 @@ func (d *chunkDecoder) str(dst *string, field string) error {
 		}
 		return &chunkTypeError{field}
 	}
-	start := d.i
-	if err := d.scanString(); err != nil {
+	s, err := d.str()
+	if err != nil {
 		return err
 	}
-	*dst = unquote(d.b[start:d.i])
+	*dst = s.value()
 	return nil
 }
 
-// unquote returns the value of the valid JSON string q, quotes included, as encoding/json
-// decodes it. The common escapes are decoded here; \u escapes and invalid UTF-8, whose
-// surrogate and replacement rules are subtle, go to encoding/json itself.
-func unquote(q []byte) string {
-	raw := q[1 : len(q)-1]
-	esc := bytes.IndexByte(raw, '\\')
-	if !utf8.Valid(raw) || esc >= 0 && bytes.Contains(raw[esc:], []byte(`\u`)) {
-		var s string
-		_ = json.Unmarshal(q, &s) // q is valid, so this cannot fail
-		return s
+// value returns the string's value as encoding/json decodes it. The common escapes are
+// decoded here; \u escapes and invalid UTF-8, whose surrogate and replacement rules are
+// subtle, go to encoding/json itself.
+func (s quoted) value() string {
+	raw := s.q[1 : len(s.q)-1]
+	if s.flags&strUnicode != 0 || s.flags&strHigh != 0 && !utf8.Valid(raw) {
+		var v string
+		_ = json.Unmarshal(s.q, &v) // s.q is valid, so this cannot fail
+		return v
 	}
-	if esc < 0 {
+	if s.flags&strEscape == 0 {
 		return string(raw)
 	}
+	esc := bytes.IndexByte(raw, '\\')
 	out := make([]byte, esc, len(raw))
 	copy(out, raw[:esc])
 	for i := esc; i < len(raw); i++ {
@@ -377,7 +396,7 @@ func unquote(q []byte) string {
 }
 
 // expect checks that a member holds an object (or null, which changes nothing).
-func (d *chunkDecoder) expect(field string, depth int, member func(key []byte, depth int) error) error {
+func (d *chunkDecoder) expect(field string, depth int, member func(key quoted, depth int) error) error {
 	if null, err := d.isNull(); null || err != nil {
 		return err
 	}
@@ -410,12 +429,12 @@ func (d *chunkDecoder) choices(c *chunk, depth int) error {
 		if !c.choice {
 			c.choice, c.content, c.finish, c.calls = true, "", "", c.calls[:0]
 		}
-		return d.expect("choices[0]", depth, func(k []byte, depth int) error {
+		return d.expect("choices[0]", depth, func(k quoted, depth int) error {
 			switch {
 			case d.key(k, "delta"):
-				return d.expect("delta", depth, func(k []byte, depth int) error { return d.delta(c, k, depth) })
+				return d.expect("delta", depth, func(k quoted, depth int) error { return d.delta(c, k, depth) })
 			case d.key(k, "finish_reason"):
-				return d.str(&c.finish, "finish_reason")
+				return d.field(&c.finish, "finish_reason")
 			default:
 				return d.skip(depth)
 			}
@@ -428,10 +447,10 @@ func (d *chunkDecoder) choices(c *chunk, depth int) error {
 }
 
 // delta reads one member of choices[0].delta.
-func (d *chunkDecoder) delta(c *chunk, k []byte, depth int) error {
+func (d *chunkDecoder) delta(c *chunk, k quoted, depth int) error {
 	switch {
 	case d.key(k, "content"):
-		return d.str(&c.content, "content")
+		return d.field(&c.content, "content")
 	case d.key(k, "tool_calls"):
 		return d.toolCalls(c, depth)
 	default:
@@ -457,17 +476,17 @@ func (d *chunkDecoder) toolCalls(c *chunk, depth int) error {
 			c.calls = append(c.calls, toolCall{})
 		}
 		tc := &c.calls[i]
-		return d.expect("tool_calls[]", depth, func(k []byte, depth int) error {
+		return d.expect("tool_calls[]", depth, func(k quoted, depth int) error {
 			switch {
 			case d.key(k, "id"):
-				return d.str(&tc.id, "tool_calls[].id")
+				return d.field(&tc.id, "tool_calls[].id")
 			case d.key(k, "function"):
-				return d.expect("function", depth, func(k []byte, depth int) error {
+				return d.expect("function", depth, func(k quoted, depth int) error {
 					switch {
 					case d.key(k, "name"):
-						return d.str(&tc.name, "function.name")
+						return d.field(&tc.name, "function.name")
 					case d.key(k, "arguments"):
-						return d.str(&tc.args, "function.arguments")
+						return d.field(&tc.args, "function.arguments")
 					default:
 						return d.skip(depth)
 					}

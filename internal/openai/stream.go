@@ -45,10 +45,12 @@ type stream struct {
 	// when set, before every read that may wait for them (see coach.Wait).
 	alive, wait func()
 
-	// buf[r:w] is read but not yet consumed; rerr is the error that ended the body.
-	buf  []byte
-	r, w int
-	rerr error
+	// buf[r:w] is read but not yet consumed, and holds no newline before buf[scanned];
+	// rerr is the error that ended the body.
+	buf     []byte
+	r, w    int
+	scanned int
+	rerr    error
 	// done records "data: [DONE]".
 	done bool
 	// junk collects the lines that are not data, which is where an endpoint that answers a
@@ -188,11 +190,13 @@ func (s *stream) junkError() error {
 // the limit fails as soon as it is known to be, without waiting for its end.
 func (s *stream) line() ([]byte, error) {
 	for {
-		if i := bytes.IndexByte(s.buf[s.r:s.w], '\n'); i >= 0 {
-			line := s.buf[s.r : s.r+i]
-			s.r += i + 1
+		if i := bytes.IndexByte(s.buf[s.scanned:s.w], '\n'); i >= 0 {
+			line := s.buf[s.r : s.scanned+i]
+			s.r = s.scanned + i + 1
+			s.scanned = s.r
 			return line, nil
 		}
+		s.scanned = s.w // a long line arriving in many reads is scanned once, not once per read
 		if s.rerr != nil {
 			return nil, s.rerr
 		}
@@ -201,13 +205,14 @@ func (s *stream) line() ([]byte, error) {
 			s.rerr = fmt.Errorf("a stream line is longer than %d bytes", max)
 			return nil, s.rerr
 		}
-		switch {
-		case s.buf == nil:
+		if s.buf == nil {
 			s.buf = make([]byte, readBufSize)
-		case s.r > 0:
+		}
+		if s.r > 0 {
 			s.w = copy(s.buf, s.buf[s.r:s.w])
-			s.r = 0
-		case s.w == len(s.buf):
+			s.r, s.scanned = 0, s.w
+		}
+		if s.w == len(s.buf) {
 			grown := make([]byte, min(2*len(s.buf), max+1))
 			copy(grown, s.buf[:s.w])
 			s.buf = grown
