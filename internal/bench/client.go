@@ -88,20 +88,11 @@ func (c *client) close() { c.hc.CloseIdleConnections() }
 func (c *client) sseTurn(ctx context.Context, base string, r *turnRec, opened func()) error {
 	body := make([]byte, 0, len(c.chatHead)+len(c.chatTail)+24)
 	body = append(append(append(body, c.chatHead...), tag(r.seq)...), c.chatTail...)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/chat/completions", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	r.send = c.clk.now()
-	resp, err := c.hc.Do(req)
+	resp, err := c.post(ctx, base+"/v1/chat/completions", body, http.StatusOK, &r.send)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("status %d", resp.StatusCode)
-	}
 	br := bufio.NewReaderSize(resp.Body, 16<<10)
 	ev := 0
 	for {
@@ -138,24 +129,38 @@ func (c *client) sseTurn(ctx context.Context, base string, r *turnRec, opened fu
 	return nil
 }
 
-// createSession creates a toulmin session at the gateway.
-func (c *client) createSession(ctx context.Context, base string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/sessions", strings.NewReader(`{"contract":"toulmin"}`))
+// post sends body as JSON to url and returns the response, which must have status want (a
+// failure quotes the start of the body). sent, when set, receives the clock time the request left.
+func (c *client) post(ctx context.Context, url string, body []byte, want int, sent *int64) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if sent != nil {
+		*sent = c.clk.now()
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return "", err
+		return nil, err
+	}
+	if resp.StatusCode != want {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		resp.Body.Close()
+		return nil, fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(b))
+	}
+	return resp, nil
+}
+
+// createSession creates a toulmin session at the gateway.
+func (c *client) createSession(ctx context.Context, base string) (string, error) {
+	resp, err := c.post(ctx, base+"/v1/sessions", []byte(`{"contract":"toulmin"}`), http.StatusCreated, nil)
+	if err != nil {
+		return "", fmt.Errorf("creating a session: %w", err)
 	}
 	defer resp.Body.Close()
 	var s struct {
 		ID string `json:"id"`
-	}
-	if resp.StatusCode != http.StatusCreated {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return "", fmt.Errorf("creating a session: status %d: %s", resp.StatusCode, bytes.TrimSpace(b))
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil || s.ID == "" {
 		return "", fmt.Errorf("creating a session: unreadable answer (%v)", err)
@@ -168,21 +173,11 @@ func (c *client) createSession(ctx context.Context, base string) (string, error)
 // completed its last byte. opened, when set, is called when the first delta arrives.
 func (c *client) gatewayTurn(ctx context.Context, base, session string, r *turnRec, opened func()) error {
 	msg, _ := json.Marshal(map[string]string{"message": userMessage + " " + tag(r.seq)})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/sessions/"+session+"/turns", bytes.NewReader(msg))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	r.send = c.clk.now()
-	resp, err := c.hc.Do(req)
+	resp, err := c.post(ctx, base+"/v1/sessions/"+session+"/turns", msg, http.StatusOK, &r.send)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(b))
-	}
 	br := bufio.NewReaderSize(resp.Body, 32<<10)
 	text := r.sc.text
 	at := 0
