@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/coachgw/coachgw/internal/fuzzcorpus"
 )
 
 // fuzzSeedDir holds the seed corpus. It lives at the repository level, where
@@ -27,9 +27,7 @@ func fuzzChoose(p Path) Action {
 }
 
 func FuzzExtractor(f *testing.F) {
-	if err := addSeeds(f, fuzzSeedDir); err != nil {
-		f.Fatal(err)
-	}
+	fuzzcorpus.Add(f, fuzzSeedDir)
 	for _, doc := range splitDocs {
 		f.Add([]byte(doc), 1)
 	}
@@ -88,60 +86,4 @@ func FuzzExtractor(f *testing.F) {
 			t.Fatalf("streamed assistantText of %q = %+v, want %q", data, got, wantText)
 		}
 	})
-}
-
-// addSeeds adds every corpus file in dir to f.
-func addSeeds(f *testing.F, dir string) error {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, ent := range entries {
-		data, seed, err := readSeed(filepath.Join(dir, ent.Name()))
-		if err != nil {
-			return err
-		}
-		f.Add(data, seed)
-	}
-	return nil
-}
-
-// readSeed parses a corpus file in Go's "go test fuzz v1" format holding a
-// []byte and an int, the only types FuzzExtractor takes.
-func readSeed(name string) ([]byte, int, error) {
-	b, err := os.ReadFile(name)
-	if err != nil {
-		return nil, 0, err
-	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) != 3 || lines[0] != "go test fuzz v1" {
-		return nil, 0, fmt.Errorf("%s: want a go test fuzz v1 header and two values", name)
-	}
-	var (
-		data          []byte
-		seed          int
-		gotData, gotN bool
-	)
-	for _, line := range lines[1:] {
-		switch {
-		case strings.HasPrefix(line, "[]byte(") && strings.HasSuffix(line, ")"):
-			s, err := strconv.Unquote(line[len("[]byte(") : len(line)-1])
-			if err != nil {
-				return nil, 0, fmt.Errorf("%s: %q: %v", name, line, err)
-			}
-			data, gotData = []byte(s), true
-		case strings.HasPrefix(line, "int(") && strings.HasSuffix(line, ")"):
-			n, err := strconv.Atoi(line[len("int(") : len(line)-1])
-			if err != nil {
-				return nil, 0, fmt.Errorf("%s: %q: %v", name, line, err)
-			}
-			seed, gotN = n, true
-		default:
-			return nil, 0, fmt.Errorf("%s: unsupported line %q", name, line)
-		}
-	}
-	if !gotData || !gotN {
-		return nil, 0, fmt.Errorf("%s: want one []byte and one int", name)
-	}
-	return data, seed, nil
 }
