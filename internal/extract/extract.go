@@ -113,7 +113,8 @@ const (
 	stObjFirst              // after '{': a member name or '}'
 	stObjKey                // after ',' in an object: a member name
 	stColon                 // after a member name: ':'
-	stAfter                 // after a value inside a container: ',' or its closer
+	stAfterObj              // after a member's value: ',' or '}'
+	stAfterArr              // after an element: ',' or ']'
 	stDone                  // the top-level value is complete: only whitespace may follow
 	stString                // inside a string; see parser.str and parser.mode
 	stNumber                // inside a number; see parser.num
@@ -154,61 +155,89 @@ const (
 // call.
 const scratchSize = 128
 
-// parser is the Extractor's scalar state. Its zero value is the initial
-// state, which is what makes Reset a single assignment.
-type parser struct {
-	err   error
-	off   int64
-	depth int
+// The first allocations of the frame and key stacks. Typical documents nest
+// at most four deep with short member names, so they fit without growing.
+const (
+	minFrames = 4
+	minKeys   = 2 * MaxKey
+)
 
-	// plainStream caches that Write's fast path applies: no error, and the
-	// next byte continues the raw text of a streamed string.
-	plainStream bool
+// parser is the Extractor's scalar state. Reset assigns it whole; its zero
+// value is the initial state but for path. Its fields are ordered by size
+// so that it packs without padding.
+type parser struct {
+	err error
+	off int64
+
+	// path is the path to the current value: the frames of the open
+	// containers, capped so a Handler appending to it cannot overwrite the
+	// stack. It is never nil; the Path of a top-level string is empty.
+	path Path
+
+	lit      string // the rest of the literal being matched
+	id       int    // what Match returned for the current string
+	nscratch int    // decoded bytes batched in Extractor.scratch
+
+	// buf collects a member name or a captured value inside the key stack,
+	// the scratch buffer or the capture buffer; its capacity is the room
+	// left before growing or truncating, and full records that bytes were
+	// dropped for lack of room.
+	buf []byte
+
+	unit rune              // the \u code unit being read
+	high rune              // a pending high surrogate, 0 if none
+	pend [utf8.UTFMax]byte // a raw UTF-8 sequence the previous chunk cut
 
 	state uint8
 	str   uint8
 	mode  uint8
 	num   uint8
-	lit   string // the rest of the literal being matched
+	nhex  uint8 // how many hex digits of unit have been read
+	npend uint8 // the length of pend
+	full  bool
 
-	id       int               // what Match returned for the current string
-	unit     rune              // the \u code unit being read
-	nhex     uint8             // how many of its hex digits have been read
-	high     rune              // a pending high surrogate, 0 if none
-	pend     [utf8.UTFMax]byte // a raw UTF-8 sequence the previous chunk cut
-	npend    uint8             // its length
-	nscratch int               // decoded bytes batched in Extractor.scratch
-
-	// buf collects a member name or a captured value inside the key stack or
-	// capture buffer; full records that bytes were dropped for lack of room.
-	buf  []byte
-	full bool
+	// streaming caches which of Write's fast paths applies: with no error,
+	// inStream when the next byte continues the raw text of a streamed
+	// string and inEscape when it continues an escape or a UTF-8 sequence
+	// in one.
+	streaming uint8
 }
 
 // Extractor tokenizes one JSON document fed to it in chunks of any size and
 // reports the string values its Handler selects, calling the Handler from
-// within Write. It examines every input byte a bounded number of times and,
-// once created, does not allocate. An Extractor must be created with New and
-// is not safe for concurrent use.
+// within Write. It examines every input byte a bounded number of times. Its
+// stacks start small and grow only when a document nests deeper, names
+// longer members or captures a longer value than any before, so reading
+// documents of a familiar shape, including after Reset, does not allocate.
+// An Extractor must be created with New and is not safe for concurrent use.
 type Extractor struct {
 	h Handler
 	parser
 
+	// scratch batches the decoded escapes of a streamed value, and holds a
+	// captured value that fits: a string is never both streamed and
+	// captured.
 	scratch [scratchSize]byte
-	capbuf  [MaxCapture]byte
-	frames  [MaxDepth]Frame
-	keys    [MaxDepth][MaxKey]byte
+
+	// frames is as long as the deepest path the Extractor has room for.
+	// keys holds the names of the frames in path end to end, which their
+	// Keys alias, and the name being read in the room after them. capbuf
+	// holds captured values that outgrow scratch.
+	frames []Frame
+	keys   []byte
+	capbuf []byte
 }
 
 // New returns an Extractor that reports to h, which must not be nil.
 func New(h Handler) *Extractor {
-	return &Extractor{h: h}
+	return &Extractor{h: h, parser: parser{path: Path{}}}
 }
 
 // Reset returns the Extractor to its initial state, keeping its buffers and
 // Handler, so it can read another document or retry one from the start.
 func (e *Extractor) Reset() {
-	e.parser = parser{}
+	e.parser = parser{path: Path{}}
+	e.keys = e.keys[:0]
 }
 
 // Offset returns how many bytes have been consumed. After an error it is the
@@ -223,35 +252,169 @@ func (e *Extractor) Offset() int64 {
 // container past MaxDepth; after an error every later Write returns the same
 // error without doing any work.
 func (e *Extractor) Write(chunk []byte) error {
-	if n := len(chunk); e.plainStream && uint(n-1) < 8 {
+	if n := len(chunk); e.streaming == inStream && uint(n-1) < 8 {
 		// The common case when a model streams text a few bytes at a time:
 		// the chunk continues a streamed value and is plain text. Deciding
 		// that with one 8-byte test and no loop keeps it to a few
 		// nanoseconds.
-		if special(loadShort(chunk), hiBits)&lowBytes[n] == 0 {
+		x := loadShort(chunk)
+		if anySpecial(x)&highLow[n] == 0 {
 			e.off += int64(n)
-			e.h.Text(e.id, e.path(), chunk)
+			e.h.Text(e.id, e.path, chunk)
 			return nil
 		}
+		return e.short(chunk, x, 0)
 	}
 	return e.write(chunk)
 }
 
 // write is Write for every chunk the fast path in Write does not take.
 func (e *Extractor) write(chunk []byte) error {
+	if e.streaming == inEscape && uint(len(chunk)-1) < 8 {
+		return e.resume(chunk)
+	}
 	if e.err != nil {
 		return e.err
 	}
 	i, err := e.run(chunk, 0)
+	if err == nil && (e.state != stString || e.mode != mStream) {
+		// Nothing is batched for the Handler outside a streamed value, so
+		// finish needs only to count the bytes.
+		e.off += int64(i)
+		e.streaming = notStreaming
+		return nil
+	}
+	return e.finish(i, err)
+}
+
+// finish ends a Write that consumed chunk[:i] and stopped with err.
+func (e *Extractor) finish(i int, err error) error {
 	e.flush()
 	e.off += int64(i)
 	if err != nil {
 		e.err = fmt.Errorf("%w at offset %d", err, e.off)
-		e.plainStream = false
+		e.streaming = notStreaming
 		return e.err
 	}
-	e.plainStream = e.state == stString && e.str == sPlain && e.mode == mStream
+	e.streaming = notStreaming
+	if e.state == stString && e.mode == mStream {
+		e.streaming = inEscape
+		if e.str == sPlain {
+			e.streaming = inStream
+		}
+	}
 	return nil
+}
+
+// Values of parser.streaming.
+const (
+	notStreaming uint8 = iota
+	inStream
+	inEscape
+)
+
+// short is Write for a chunk of at most eight bytes that continues the
+// plain text of a streamed value from index start; x is the chunk as
+// loadShort returns it. It decodes the escapes and UTF-8 sequences the
+// chunk holds whole, stepping from one byte plainLen would stop at to the
+// next without scanning again, and leaves anything else to the state
+// machine.
+func (e *Extractor) short(chunk []byte, x uint64, start int) error {
+	n := len(chunk)
+	m := marks(x) & lowBytes[n] &^ lowBytes[start]
+	ns := e.nscratch
+	i := n
+	for m != 0 {
+		i = bits.TrailingZeros64(m) / 8
+		c := chunk[i]
+		var r rune
+		var size int
+		if c >= utf8.RuneSelf {
+			if r, size = utf8.DecodeRune(chunk[i:]); r != utf8.RuneError || size > 1 {
+				// A valid sequence stays in the run.
+				i += size
+				m &^= lowBytes[i]
+				i = n
+				continue
+			}
+			if !utf8.FullRune(chunk[i:]) {
+				break
+			}
+			// An invalid byte reads as U+FFFD, like an escape.
+		} else {
+			if c != '\\' || i+1 == n {
+				break
+			}
+			r, size = rune(simpleEscape[chunk[i+1]]), 2
+			if r == 0 {
+				if r, size = unicodeEscape(chunk[i:]); size == 0 {
+					break
+				}
+			}
+		}
+		if i > start {
+			if ns > 0 {
+				e.h.Text(e.id, e.path, e.scratch[:ns])
+				ns = 0
+			}
+			e.h.Text(e.id, e.path, chunk[start:i])
+		}
+		// Eight bytes decode to far less than scratch holds, so unlike
+		// stream this needs no check for room.
+		ns += utf8.EncodeRune(e.scratch[ns:], r)
+		i += size
+		start = i
+		m &^= lowBytes[i]
+		i = n
+	}
+	if i > start {
+		if ns > 0 {
+			e.h.Text(e.id, e.path, e.scratch[:ns])
+			ns = 0
+		}
+		e.h.Text(e.id, e.path, chunk[start:i])
+	}
+	e.nscratch = ns
+	if i == n {
+		// Still in the plain text of the streamed value.
+		e.flush()
+		e.off += int64(n)
+		e.streaming = inStream
+		return nil
+	}
+	var err error
+	switch c := chunk[i]; {
+	case c == '\\':
+		// An escape the chunk cuts, usually; the state machine holds it.
+		e.str = sEsc
+		if i+1 == n {
+			i = n
+			break
+		}
+		if chunk[i+1] == 'u' && n-i < 6 {
+			// The digits a \u escape has so far, read as escape would.
+			u := rune(0)
+			for _, c := range chunk[i+2:] {
+				u = u<<4 | rune(unhex[c])
+			}
+			if u >= 0 {
+				e.str, e.unit, e.nhex = sHex, u, uint8(n-i-2)
+				i = n
+				break
+			}
+		}
+		if i, err = e.escape(chunk, i+1); err == nil && i < n {
+			i, err = e.run(chunk, i)
+		}
+	case c >= utf8.RuneSelf:
+		// A sequence the chunk cuts, held so that Text never splits it.
+		e.npend = uint8(copy(e.pend[:], chunk[i:]))
+		e.str = sUTF8
+		i = n
+	default:
+		i, err = e.run(chunk, i)
+	}
+	return e.finish(i, err)
 }
 
 // Close reports whether the document is complete: nil when a complete
@@ -261,7 +424,7 @@ func (e *Extractor) Close() error {
 	if e.err != nil {
 		return e.err
 	}
-	if e.state == stNumber && e.depth == 0 && numberComplete(e.num) {
+	if e.state == stNumber && len(e.path) == 0 && numberComplete(e.num) {
 		// A top-level number has no closing byte; the end of input ends it.
 		e.state = stDone
 	}
@@ -271,148 +434,253 @@ func (e *Extractor) Close() error {
 	return nil
 }
 
-// path returns the path to the current value, capped so a Handler appending
-// to it cannot overwrite the stack.
-func (e *Extractor) path() Path {
-	return e.frames[:e.depth:e.depth]
+// resume is Write for a chunk of one to eight bytes that continues a
+// streamed value inside an escape or a UTF-8 sequence that the previous
+// chunk cut. The rest of a \u escape or a one-character escape, the usual
+// cases, is decoded here; anything else goes through the state machine.
+// Then short takes the rest of the chunk.
+func (e *Extractor) resume(chunk []byte) error {
+	n := len(chunk)
+	i := 0
+	switch e.str {
+	case sHex:
+		if k := 4 - int(e.nhex); k <= n && e.high == 0 {
+			u := e.unit
+			for _, c := range chunk[:k] {
+				u = u<<4 | rune(unhex[c])
+			}
+			// A negative digit value makes u negative, like hex4.
+			if u >= 0 && (u < 0xD800 || u >= 0xE000) {
+				e.nscratch = utf8.EncodeRune(e.scratch[:], u)
+				e.str = sPlain
+				i = k
+			}
+		}
+	case sEsc:
+		if d := simpleEscape[chunk[0]]; d != 0 && e.high == 0 {
+			e.scratch[0] = d
+			e.nscratch = 1
+			e.str = sPlain
+			i = 1
+		}
+	}
+	if e.str != sPlain {
+		var err error
+		if i, err = e.escape(chunk, 0); err != nil || i == n {
+			return e.finish(i, err)
+		}
+	}
+	return e.short(chunk, loadShort(chunk), i)
 }
 
-// run consumes b from index i and returns how far it got.
+// run consumes b from index i and returns how far it got: it finishes the
+// token under way, then reads tokens.
 func (e *Extractor) run(b []byte, i int) (int, error) {
 	var err error
-	for i < len(b) && err == nil {
-		switch e.state {
-		case stString:
-			i, err = e.string(b, i)
-		case stNumber:
-			i, err = e.number(b, i)
-		case stLiteral:
-			i, err = e.literal(b, i)
-		default:
-			i, err = e.structural(b, i)
-		}
+	switch e.state {
+	case stString:
+		i, err = e.string(b, i)
+	case stNumber:
+		i, err = e.number(b, i)
+	case stLiteral:
+		i, err = e.literal(b, i)
+	}
+	if err == nil && i < len(b) {
+		i, err = e.tokens(b, i)
 	}
 	return i, err
 }
 
-// structural skips whitespace and consumes one structural byte or the first
-// byte of a value.
-func (e *Extractor) structural(b []byte, i int) (int, error) {
-	c := b[i]
-	for c == ' ' || c == '\n' || c == '\r' || c == '\t' {
-		i++
-		if i == len(b) {
-			return i, nil
-		}
-		c = b[i]
-	}
-	switch e.state {
-	case stValue, stArrFirst:
-		if c == ']' && e.state == stArrFirst {
-			e.pop()
-			return i + 1, nil
-		}
-		if err := e.value(c); err != nil {
-			return i, err
-		}
-		return i + 1, nil
-	case stObjFirst, stObjKey:
-		switch {
-		case c == '"':
+// tokens consumes b from index i, where no token is under way, and returns
+// how far it got. Strings, numbers and literals are read to their end or to
+// the end of b from here, so that a chunk costs one loop however many
+// tokens it holds, and what a byte does in each state comes from the table
+// actions, so that each byte costs a lookup and one jump rather than a
+// chain of branches that the order of tokens makes hard to predict.
+func (e *Extractor) tokens(b []byte, i int) (int, error) {
+	var err error
+	for i < len(b) {
+		c := b[i]
+		// The state is below stString here; the mask spares a bounds check.
+		switch actions[e.state&7][c] {
+		case aSpace:
+		case aString:
+			e.beginValue()
+			if i, err = e.string(b, i+1); err != nil {
+				return i, err
+			}
+			continue
+		case aKey:
 			e.beginString(mKey)
-			e.buf = e.keys[e.depth-1][:0]
-			return i + 1, nil
-		case c == '}' && e.state == stObjFirst:
+			e.beginKey()
+			if i, err = e.string(b, i+1); err != nil {
+				return i, err
+			}
+			continue
+		case aNumber:
+			e.state, e.num = stNumber, nInt
+			if c == '0' {
+				e.num = nZero
+			} else if c == '-' {
+				e.num = nMinus
+			}
+			if i, err = e.number(b, i+1); err != nil {
+				return i, err
+			}
+			continue
+		case aLiteral:
+			e.state = stLiteral
+			switch c {
+			case 't':
+				e.lit = "rue"
+			case 'f':
+				e.lit = "alse"
+			default:
+				e.lit = "ull"
+			}
+			if i, err = e.literal(b, i+1); err != nil {
+				return i, err
+			}
+			continue
+		case aObject:
+			if err = e.push(-1, stObjFirst); err != nil {
+				return i, err
+			}
+		case aArray:
+			if err = e.push(0, stArrFirst); err != nil {
+				return i, err
+			}
+		case aPop:
 			e.pop()
-			return i + 1, nil
-		}
-	case stColon:
-		if c == ':' {
+		case aColon:
 			e.state = stValue
-			return i + 1, nil
-		}
-	case stAfter:
-		f := &e.frames[e.depth-1]
-		inObject := f.Index < 0
-		switch {
-		case c == ',' && inObject:
+		case aMember:
 			e.state = stObjKey
-			return i + 1, nil
-		case c == ',':
-			f.Index++
+		case aElement:
+			e.path[len(e.path)-1].Index++
 			e.state = stValue
-			return i + 1, nil
-		case c == '}' && inObject, c == ']' && !inObject:
-			e.pop()
-			return i + 1, nil
+		default:
+			return i, ErrSyntax
 		}
+		i++
 	}
-	return i, ErrSyntax
+	return i, nil
 }
 
-// value starts the value whose first byte is c.
-func (e *Extractor) value(c byte) error {
-	switch c {
-	case '"':
-		id, act := e.h.Match(e.path())
-		if act > Capture {
-			act = Skip
-		}
-		e.beginString(uint8(act))
-		e.id = id
-		if act == Capture {
+// What a byte does between tokens, by state: see actions.
+const (
+	aError   uint8 = iota // the byte cannot continue valid JSON
+	aSpace                // whitespace, skipped
+	aString               // starts a string value
+	aKey                  // starts a member name
+	aNumber               // starts a number
+	aLiteral              // starts true, false or null
+	aObject               // opens an object
+	aArray                // opens an array
+	aPop                  // closes the innermost object or array
+	aColon                // separates a member name from its value
+	aMember               // separates the members of an object
+	aElement              // separates the elements of an array
+)
+
+// actions[state][c] is what byte c does in a state between tokens. States
+// above stDone are inside tokens and never index it.
+var actions [8][256]uint8
+
+// beginValue starts a string value, asking the Handler what to do with it.
+func (e *Extractor) beginValue() {
+	id, act := e.h.Match(e.path)
+	if act > Capture {
+		act = Skip
+	}
+	e.beginString(uint8(act))
+	e.id = id
+	if act == Capture {
+		e.buf = e.scratch[:0:min(scratchSize, MaxCapture)]
+		if e.capbuf != nil {
 			e.buf = e.capbuf[:0]
 		}
-	case '{':
-		return e.push(-1)
-	case '[':
-		return e.push(0)
-	case 't':
-		e.state, e.lit = stLiteral, "rue"
-	case 'f':
-		e.state, e.lit = stLiteral, "alse"
-	case 'n':
-		e.state, e.lit = stLiteral, "ull"
-	case '-':
-		e.state, e.num = stNumber, nMinus
-	case '0':
-		e.state, e.num = stNumber, nZero
-	default:
-		if c < '1' || c > '9' {
-			return ErrSyntax
-		}
-		e.state, e.num = stNumber, nInt
 	}
-	return nil
 }
 
-// push opens a container: an object when index is -1, an array when it is 0.
-func (e *Extractor) push(index int) error {
-	if e.depth == MaxDepth {
+// push opens a container, entering state: an object when index is -1, an
+// array when it is 0.
+func (e *Extractor) push(index int, state uint8) error {
+	d := len(e.path)
+	if d == len(e.frames) && !e.growFrames() {
 		return ErrTooDeep
 	}
-	e.frames[e.depth] = Frame{Index: index}
-	e.depth++
-	if index < 0 {
-		e.state = stObjFirst
-	} else {
-		e.state = stArrFirst
-	}
+	e.frames[d] = Frame{Index: index}
+	e.path = e.frames[: d+1 : d+1]
+	e.state = state
 	return nil
 }
 
 // pop closes the innermost container, which completes a value.
 func (e *Extractor) pop() {
-	e.depth--
+	d := len(e.path) - 1
+	e.keys = e.keys[:len(e.keys)-len(e.path[d].Key)]
+	e.path = e.path[:d:d]
 	e.endValue()
+}
+
+// growFrames doubles the room for frames and reports whether there was
+// room to grow.
+func (e *Extractor) growFrames() bool {
+	if len(e.frames) == MaxDepth {
+		return false
+	}
+	frames := make([]Frame, min(max(2*len(e.frames), minFrames), MaxDepth))
+	copy(frames, e.frames)
+	e.frames = frames
+	return true
+}
+
+// beginKey starts reading the name of the next member of the innermost
+// object into the room after the names of the enclosing members, where the
+// name of its previous member was.
+func (e *Extractor) beginKey() {
+	f := &e.path[len(e.path)-1]
+	e.keys = e.keys[:len(e.keys)-len(f.Key)]
+	f.Key = nil
+	n := len(e.keys)
+	if cap(e.keys)-n < MaxKey {
+		e.growKeys()
+	}
+	e.buf = e.keys[n : n : n+MaxKey]
+}
+
+// growKeys makes room for a name of MaxKey bytes after the names in keys.
+// The Keys in frames move along, so a Path never shows a copy that no
+// longer follows the document.
+func (e *Extractor) growKeys() {
+	n := len(e.keys)
+	keys := make([]byte, n, min(max(2*cap(e.keys), n+MaxKey, minKeys), MaxDepth*MaxKey))
+	copy(keys, e.keys)
+	off := 0
+	for i := range e.path {
+		f := &e.path[i]
+		if f.Key != nil {
+			end := off + len(f.Key)
+			f.Key = keys[off:end:end]
+			off = end
+		}
+	}
+	// Frames past the path are overwritten before they are used again;
+	// clearing them lets the old names be freed now.
+	clear(e.frames[len(e.path):])
+	e.keys = keys
 }
 
 // endValue moves past a completed value.
 func (e *Extractor) endValue() {
-	if e.depth == 0 {
+	switch {
+	case len(e.path) == 0:
 		e.state = stDone
-	} else {
-		e.state = stAfter
+	case e.path[len(e.path)-1].Index < 0:
+		e.state = stAfterObj
+	default:
+		e.state = stAfterArr
 	}
 }
 
@@ -502,36 +770,84 @@ func (e *Extractor) beginString(mode uint8) {
 // string consumes string bytes until the closing quote or the end of b.
 func (e *Extractor) string(b []byte, i int) (int, error) {
 	for i < len(b) {
+		if e.str != sPlain {
+			var err error
+			if i, err = e.escape(b, i); err != nil {
+				return i, err
+			}
+			continue
+		}
+		switch e.mode {
+		case mStream:
+			i = e.stream(b, i)
+		case mSkip:
+			// Skipped text is never decoded, so its UTF-8 needs no care.
+			if rest := len(b) - i; rest <= 8 {
+				m := special(loadShort(b[i:]), 0) & lowBytes[rest]
+				i += min(bits.TrailingZeros64(m)/8, rest)
+			} else {
+				i += plainLen(b[i:], 0)
+			}
+		default:
+			i = e.plain(b, i)
+		}
+		if i == len(b) {
+			break
+		}
+		switch c := b[i]; {
+		case c == '"':
+			e.endString()
+			return i + 1, nil
+		case c == '\\':
+			e.str = sEsc
+		case c < 0x20:
+			return i, ErrSyntax
+		case !utf8.FullRune(b[i:]):
+			// Hold the start of a sequence the chunk cuts short, so Text
+			// never splits it.
+			e.npend = uint8(copy(e.pend[:], b[i:]))
+			e.str = sUTF8
+			i = len(b) - 1
+		default:
+			e.putRune(utf8.RuneError)
+		}
+		i++
+	}
+	return i, nil
+}
+
+// escape runs the state machine for an escape or a raw UTF-8 sequence that
+// a chunk cut, from b[i:] until the string is back in plain text or b ends.
+func (e *Extractor) escape(b []byte, i int) (int, error) {
+	for i < len(b) {
 		c := b[i]
 		switch e.str {
-		case sPlain:
-			if e.mode == mSkip {
-				// Skipped text is never decoded, so its UTF-8 needs no care.
-				i += plainLen(b[i:], 0)
-			} else {
-				i = e.plain(b, i)
+		case sHex:
+			// Read the rest of the four digits in one go.
+			u, k := e.unit, e.nhex
+			for {
+				v := unhex[c]
+				if v < 0 {
+					e.unit, e.nhex = u, k
+					return i, ErrSyntax
+				}
+				u = u<<4 | rune(v)
+				k++
+				i++
+				if k == 4 || i == len(b) {
+					break
+				}
+				c = b[i]
 			}
-			if i == len(b) {
-				break
+			e.unit, e.nhex = u, k
+			if k < 4 {
+				return i, nil
 			}
-			switch c = b[i]; {
-			case c == '"':
-				e.endString()
-				return i + 1, nil
-			case c == '\\':
-				e.str = sEsc
-			case c < 0x20:
-				return i, ErrSyntax
-			case !utf8.FullRune(b[i:]):
-				// Hold the start of a sequence the chunk cuts short, so Text
-				// never splits it.
-				e.npend = uint8(copy(e.pend[:], b[i:]))
-				e.str = sUTF8
-				i = len(b) - 1
-			default:
-				e.putRune(utf8.RuneError)
+			e.codeUnit()
+			if e.str == sPlain {
+				return i, nil
 			}
-			i++
+			continue
 		case sEsc:
 			switch d := simpleEscape[c]; {
 			case d != 0:
@@ -541,47 +857,33 @@ func (e *Extractor) string(b []byte, i int) (int, error) {
 				}
 				e.putRune(rune(d))
 				e.str = sPlain
+				return i + 1, nil
 			case c == 'u':
 				e.str, e.unit, e.nhex = sHex, 0, 0
 			default:
 				return i, ErrSyntax
 			}
-			i++
-		case sHex:
-			v := unhex[c]
-			if v < 0 {
-				return i, ErrSyntax
-			}
-			e.unit = e.unit<<4 | rune(v)
-			e.nhex++
-			if e.nhex == 4 {
-				e.codeUnit()
-			}
-			i++
 		case sHigh:
-			if c == '\\' {
-				e.str = sEsc
-				i++
-				continue
+			if c != '\\' {
+				// The high surrogate has no partner; c is read as plain text.
+				e.high = 0
+				e.putRune(utf8.RuneError)
+				e.str = sPlain
+				return i, nil
 			}
-			// The high surrogate has no partner; c is read as plain text.
-			e.high = 0
-			e.putRune(utf8.RuneError)
-			e.str = sPlain
+			e.str = sEsc
 		case sUTF8:
 			e.pend[e.npend] = c
 			p := e.pend[:e.npend+1]
 			if !utf8.FullRune(p) {
 				e.npend++
-				i++
-				continue
+				break
 			}
 			e.npend = 0
 			e.str = sPlain
 			if r, size := utf8.DecodeRune(p); size == len(p) {
 				e.putRune(r)
-				i++
-				continue
+				return i + 1, nil
 			}
 			// c does not continue the held sequence. The held bytes are a lead
 			// byte and continuation bytes, each invalid on its own, and c is
@@ -589,51 +891,128 @@ func (e *Extractor) string(b []byte, i int) (int, error) {
 			for range len(p) - 1 {
 				e.putRune(utf8.RuneError)
 			}
+			return i, nil
+		default:
+			return i, nil
 		}
+		i++
 	}
 	return i, nil
 }
 
-// plain consumes the raw text and escapes of a decoded string from b[i:]
-// without the state machine and returns where it stopped: at the end of b or
-// at a byte that needs the state machine (a quote, a control byte, an escape
-// that is malformed or that b cuts short, or a UTF-8 sequence that is invalid
-// or that b cuts short).
+// plain consumes the raw text and escapes of a member name or captured
+// value from b[i:] without the state machine and returns where it stopped:
+// at the end of b or at a byte that needs the state machine (a quote, a
+// control byte, an escape that is malformed or that b cuts short, or a UTF-8
+// sequence that is invalid or that b cuts short).
 func (e *Extractor) plain(b []byte, i int) int {
+	if rest := len(b) - i; rest <= 8 && cap(e.buf)-len(e.buf) >= 8 && !e.full {
+		// The usual case in a chunk a few bytes long: ASCII up to the end
+		// of b or up to a quote, escape or control byte, which the state
+		// machine then takes. All eight bytes of x are stored, since buf
+		// has room for them, but only the run is kept.
+		x := loadShort(b[i:])
+		k := min(bits.TrailingZeros64(special(x, hiBits)&lowBytes[rest])/8, rest)
+		if k == rest || b[i+k] < utf8.RuneSelf {
+			n := len(e.buf)
+			binary.LittleEndian.PutUint64(e.buf[n:n+8], x)
+			e.buf = e.buf[:n+k]
+			return i + k
+		}
+	}
+	start := i
+	for i < len(b) {
+		if rest := len(b) - i; rest <= 8 {
+			m := special(loadShort(b[i:]), hiBits) & lowBytes[rest]
+			i += min(bits.TrailingZeros64(m)/8, rest)
+		} else {
+			i += plainLen(b[i:], hiBits)
+		}
+		if i == len(b) {
+			break
+		}
+		r, size := decodeAt(b, i)
+		if size == 0 {
+			break
+		}
+		if r < 0 {
+			i += size
+			continue
+		}
+		e.keep(b[start:i])
+		e.putRune(r)
+		i += size
+		start = i
+	}
+	e.keep(b[start:i])
+	return i
+}
+
+// stream is plain for a streamed value, which hands runs of raw text to the
+// Handler without copying and batches decoded escapes in scratch.
+func (e *Extractor) stream(b []byte, i int) int {
+	ns := e.nscratch
 	start := i
 	for i < len(b) {
 		i += plainLen(b[i:], hiBits)
 		if i == len(b) {
 			break
 		}
-		c := b[i]
-		if c >= utf8.RuneSelf {
-			if r, size := utf8.DecodeRune(b[i:]); r != utf8.RuneError || size > 1 {
-				i += size
-				continue
-			}
+		r, size := decodeAt(b, i)
+		if size == 0 {
 			break
 		}
-		if c != '\\' || i+1 == len(b) {
-			break
-		}
-		r, size := rune(simpleEscape[b[i+1]]), 2
-		if r == 0 {
-			if r, size = unicodeEscape(b[i:]); size == 0 {
-				break
-			}
+		if r < 0 {
+			i += size
+			continue
 		}
 		if i > start {
-			e.text(b[start:i])
+			if ns > 0 {
+				e.h.Text(e.id, e.path, e.scratch[:ns])
+				ns = 0
+			}
+			e.h.Text(e.id, e.path, b[start:i])
 		}
-		e.putRune(r)
+		if ns > scratchSize-utf8.UTFMax {
+			e.h.Text(e.id, e.path, e.scratch[:ns])
+			ns = 0
+		}
+		ns += utf8.EncodeRune(e.scratch[ns:], r)
 		i += size
 		start = i
 	}
 	if i > start {
-		e.text(b[start:i])
+		if ns > 0 {
+			e.h.Text(e.id, e.path, e.scratch[:ns])
+			ns = 0
+		}
+		e.h.Text(e.id, e.path, b[start:i])
 	}
+	e.nscratch = ns
 	return i
+}
+
+// decodeAt reads what stopped a run of plain text at b[i] in a member name
+// or a value: a valid UTF-8 sequence, which stays raw and is returned with r
+// < 0, or an escape, returned decoded. size is how many bytes it spans, 0
+// when the state machine must take the byte: a quote, a control byte, an
+// invalid UTF-8 byte, or an escape or sequence that b cuts short or that is
+// malformed.
+func decodeAt(b []byte, i int) (r rune, size int) {
+	c := b[i]
+	if c >= utf8.RuneSelf {
+		if r, size := utf8.DecodeRune(b[i:]); r != utf8.RuneError || size > 1 {
+			return -1, size
+		}
+		return 0, 0
+	}
+	if c != '\\' || i+1 == len(b) {
+		return 0, 0
+	}
+	if d := simpleEscape[b[i+1]]; d != 0 {
+		return rune(d), 2
+	}
+	return unicodeEscape(b[i:])
 }
 
 // unicodeEscape decodes the \u escape at the start of b, or the surrogate
@@ -701,30 +1080,19 @@ func (e *Extractor) codeUnit() {
 func (e *Extractor) endString() {
 	switch e.mode {
 	case mKey:
-		f := &e.frames[e.depth-1]
+		f := &e.path[len(e.path)-1]
 		f.Key = e.buf[:len(e.buf):len(e.buf)]
 		f.trunc = e.full
+		e.keys = e.keys[:len(e.keys)+len(e.buf)]
 		e.state = stColon
 		return
 	case mStream:
 		e.flush()
-		e.h.End(e.id, e.path(), nil)
+		e.h.End(e.id, e.path, nil)
 	case mCapture:
-		e.h.End(e.id, e.path(), e.buf[:len(e.buf):len(e.buf)])
+		e.h.End(e.id, e.path, e.buf[:len(e.buf):len(e.buf)])
 	}
 	e.endValue()
-}
-
-// text takes a run of raw input that is valid UTF-8 and ends on a sequence
-// boundary. Streamed runs go to the Handler without copying.
-func (e *Extractor) text(p []byte) {
-	switch e.mode {
-	case mStream:
-		e.flush()
-		e.h.Text(e.id, e.path(), p)
-	case mCapture, mKey:
-		e.keep(p)
-	}
 }
 
 // putRune takes one decoded rune. Streamed runes are batched in the scratch
@@ -750,26 +1118,46 @@ func (e *Extractor) flush() {
 	}
 }
 
-// flushScratch is the part of flush that does not inline.
+// flushScratch is the part of flush that is kept out of line, so that flush
+// inlines.
+//
+//go:noinline
 func (e *Extractor) flushScratch() {
-	e.h.Text(e.id, e.path(), e.scratch[:e.nscratch])
+	e.h.Text(e.id, e.path, e.scratch[:e.nscratch])
 	e.nscratch = 0
 }
 
 // keep appends whole UTF-8 sequences to buf, cutting at a sequence boundary
 // and dropping the rest of the string once buf is full.
 func (e *Extractor) keep(p []byte) {
-	if e.full {
-		return
+	if len(p) > cap(e.buf)-len(e.buf) || e.full {
+		p = e.fit(p)
 	}
-	if room := cap(e.buf) - len(e.buf); len(p) > room {
-		for room > 0 && !utf8.RuneStart(p[room]) {
-			room--
-		}
-		p = p[:room]
-		e.full = true
-	}
+	// fit left room for p, so this never allocates.
 	e.buf = append(e.buf, p...)
+}
+
+// fit returns as much of p as buf has room for, which is nothing once bytes
+// were dropped. A captured value that outgrows the scratch buffer moves to
+// the capture buffer, which is made once with room for MaxCapture bytes;
+// buf never grows otherwise.
+func (e *Extractor) fit(p []byte) []byte {
+	if e.full {
+		return nil
+	}
+	if e.mode == mCapture && e.capbuf == nil {
+		e.capbuf = make([]byte, 0, MaxCapture)
+		e.buf = append(e.capbuf, e.buf...)
+	}
+	room := cap(e.buf) - len(e.buf)
+	if len(p) <= room {
+		return p
+	}
+	for room > 0 && !utf8.RuneStart(p[room]) {
+		room--
+	}
+	e.full = true
+	return p[:room]
 }
 
 // Constants for testing the eight bytes of a uint64 at once.
@@ -778,15 +1166,18 @@ const (
 	hiBits = 0x8080808080808080 // 0x80 in every byte
 )
 
+// highLow[n] selects the high bits of the low n bytes of a uint64.
+var highLow = [9]uint64{0, 0x80, 0x8080, 0x808080, 0x80808080, 0x8080808080, 0x808080808080, 0x80808080808080, 0x8080808080808080}
+
 // lowBytes[n] selects the low n bytes of a uint64.
 var lowBytes = [9]uint64{0, 0xff, 0xffff, 0xffffff, 0xffffffff, 0xffffffffff, 0xffffffffffff, 0xffffffffffffff, 0xffffffffffffffff}
 
 // plainLen returns how many leading bytes of b are printable ASCII other
 // than '"' and '\\', counting bytes >= 0x80 as plain too when high is 0
-// rather than hiBits. b must not be empty. It tests eight bytes per step without branching on
-// their values: a branch that ends a per-byte loop mispredicts on almost
-// every chunk when a model's output arrives a few bytes at a time, and costs
-// more than the scanning itself.
+// rather than hiBits. b must not be empty. It tests eight bytes per step
+// without branching on their values: a branch that ends a per-byte loop
+// mispredicts on almost every chunk when a model's output arrives a few
+// bytes at a time, and costs more than the scanning itself.
 func plainLen(b []byte, high uint64) int {
 	n := len(b)
 	if n < 8 {
@@ -818,8 +1209,15 @@ func loadShort(b []byte) uint64 {
 	return uint64(b[0]) | uint64(b[n/2])<<(8*(n/2)) | uint64(b[n-1])<<(8*(n-1))
 }
 
+// anySpecial is special with high hiBits in fewer steps. A byte whose xor
+// with '"' or '\\' is not zero but borrows when one is subtracted is
+// >= 0x80, which x marks anyway, so those tests need no mask.
+func anySpecial(x uint64) uint64 {
+	return (x - loBits*0x20) | x | ((x ^ loBits*'"') - loBits) | ((x ^ loBits*'\\') - loBits)
+}
+
 // special sets the high bit of the first byte of x that is a control byte,
-// '"' or '\', or (when high is hiBits) >= 0x80. Bits of later bytes may be
+// '"' or '\\', or (when high is hiBits) >= 0x80. Bits of later bytes may be
 // set spuriously by a borrow, which only propagates upward from a byte that
 // matched, so only the lowest set bit is meaningful.
 func special(x, high uint64) uint64 {
@@ -827,6 +1225,18 @@ func special(x, high uint64) uint64 {
 	s := x ^ (loBits * '\\')
 	ctl := (x - loBits*0x20) &^ x
 	return (x&high | ctl | (q-loBits)&^q | (s-loBits)&^s) & hiBits
+}
+
+// marks sets the high bit of every byte of x that special would mark with
+// high hiBits. It tests the low seven bits of each byte, where no carry can
+// cross into the next byte, so every bit it sets is meaningful.
+func marks(x uint64) uint64 {
+	t := x &^ hiBits
+	ctl := t + loBits*(0x80-0x20)           // high bit clear where t < 0x20
+	quote := (t ^ loBits*'"') + loBits*0x7f // high bit clear where t == '"'
+	bs := (t ^ loBits*'\\') + loBits*0x7f   // high bit clear where t == '\\'
+	// A byte that is >= 0x80 or special if ASCII keeps its high bit.
+	return ^(ctl & quote & bs &^ x) & hiBits
 }
 
 var (
@@ -841,6 +1251,35 @@ var (
 )
 
 func init() {
+	for st := range stDone + 1 {
+		a := &actions[st]
+		for _, c := range []byte(" \t\n\r") {
+			a[c] = aSpace
+		}
+		switch st {
+		case stValue, stArrFirst:
+			a['"'] = aString
+			for _, c := range []byte("-0123456789") {
+				a[c] = aNumber
+			}
+			a['t'], a['f'], a['n'] = aLiteral, aLiteral, aLiteral
+			a['{'], a['['] = aObject, aArray
+			if st == stArrFirst {
+				a[']'] = aPop
+			}
+		case stObjFirst, stObjKey:
+			a['"'] = aKey
+			if st == stObjFirst {
+				a['}'] = aPop
+			}
+		case stColon:
+			a[':'] = aColon
+		case stAfterObj:
+			a[','], a['}'] = aMember, aPop
+		case stAfterArr:
+			a[','], a[']'] = aElement, aPop
+		}
+	}
 	for c := range 256 {
 		switch {
 		case c >= '0' && c <= '9':

@@ -125,3 +125,19 @@ func BenchmarkExtract(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNew measures an Extractor's whole life on a typical document:
+// New, then the document in realistic chunks. Its B/op is the memory an
+// open stream costs.
+func BenchmarkNew(b *testing.B) {
+	doc := typicalDoc(4 << 10)
+	sizes := realisticSizes(1)
+	h := &blocksHandler{}
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := feedSizes(New(h), doc, sizes); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -34,6 +34,9 @@ func FuzzExtractor(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, seed int) {
 		r := rand.New(rand.NewPCG(uint64(seed), 0))
 		cuts := randomCuts(r, len(data), 1+r.IntN(16))
+		if r.IntN(4) == 0 {
+			cuts = withEmptyChunks(r, cuts)
+		}
 		res := extract(data, fuzzChoose, cuts)
 		if len(res.problems) > 0 {
 			t.Fatalf("handler contract: %s", strings.Join(res.problems, "; "))
@@ -86,4 +89,17 @@ func FuzzExtractor(f *testing.F) {
 			t.Fatalf("streamed assistantText of %q = %+v, want %q", data, got, wantText)
 		}
 	})
+}
+
+// withEmptyChunks repeats some of cuts, so that feed also writes empty
+// chunks, which may arrive in any state.
+func withEmptyChunks(r *rand.Rand, cuts []int) []int {
+	out := make([]int, 0, 2*len(cuts))
+	for _, c := range cuts {
+		out = append(out, c)
+		if r.IntN(3) == 0 {
+			out = append(out, c)
+		}
+	}
+	return out
 }

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // rootAssistantText streams only the root member assistantText.
@@ -63,6 +65,20 @@ func TestSplitEverywhere(t *testing.T) {
 					t.Fatalf("byte at a time %q: %s", doc, msg)
 				}
 			})
+		}
+	}
+}
+
+func TestEmptyChunks(t *testing.T) {
+	for di, doc := range splitDocs {
+		var cuts []int
+		for k := range len(doc) + 1 {
+			cuts = append(cuts, k, k)
+		}
+		for _, choose := range []func(Path) Action{streamAll, mixed} {
+			if msg := checkOracle([]byte(doc), choose, cuts); msg != "" {
+				t.Errorf("doc %d %q with an empty chunk before and after every byte: %s", di, doc, msg)
+			}
 		}
 	}
 }
@@ -577,6 +593,150 @@ func TestNoAllocations(t *testing.T) {
 	}
 	if got := testing.AllocsPerRun(20, feedAll); got != 0 {
 		t.Errorf("allocations per document = %v, want 0", got)
+	}
+}
+
+// blocksHandler streams every content.text_blocks[i].content and captures
+// the sibling type, the way the gateway reads a module's output.
+type blocksHandler struct {
+	text, ends int
+}
+
+func (h *blocksHandler) Match(p Path) (int, Action) {
+	if len(p) == 4 && p[0].Is("content") && p[1].Is("text_blocks") && p[2].Key == nil {
+		switch {
+		case p[3].Is("content"):
+			return p[2].Index, Stream
+		case p[3].Is("type"):
+			return p[2].Index, Capture
+		}
+	}
+	return 0, Skip
+}
+
+func (h *blocksHandler) Text(_ int, _ Path, text []byte) { h.text += len(text) }
+
+func (h *blocksHandler) End(int, Path, []byte) { h.ends++ }
+
+// typicalDoc returns a document of about size bytes in the shape the
+// gateway reads: four deep at most, member names of at most 32 bytes, short
+// captured values and streamed prose.
+func typicalDoc(size int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"content":{"title":"Quarterly review","text_blocks":[`)
+	for i := 0; b.Len() < size; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"type":"markdown","content":"`)
+		for k := range 3 {
+			b.WriteString(benchSentences[(i+k)%len(benchSentences)])
+		}
+		b.WriteString(`","rendering_hint_for_the_client":"plain","index":` + strconv.Itoa(i) + `}`)
+	}
+	b.WriteString(`]},"usage":{"prompt_tokens":812,"completion_tokens":1290},"done":true}`)
+	return b.Bytes()
+}
+
+// typicalBytes bounds what New and reading a typical document allocate in
+// all. With fixed-size stacks an Extractor took 14 KB.
+const typicalBytes = 1024
+
+func TestTypicalAllocations(t *testing.T) {
+	doc := typicalDoc(4 << 10)
+	sizes := realisticSizes(1)
+	h := &blocksHandler{}
+	var e *Extractor
+	read := func() {
+		e = New(h)
+		if err := feedSizes(e, doc, sizes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read()
+	if h.text == 0 || h.ends == 0 {
+		t.Fatalf("the handler streamed %d bytes and saw %d ends, want some of both", h.text, h.ends)
+	}
+	// New, the frame stack and the key stack.
+	if got := testing.AllocsPerRun(20, read); got > 3 {
+		t.Errorf("allocations for New and a typical document = %v, want at most 3", got)
+	}
+	const runs = 100
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		read()
+	}
+	runtime.ReadMemStats(&after)
+	if got := (after.TotalAlloc - before.TotalAlloc) / runs; got > typicalBytes {
+		t.Errorf("bytes allocated for New and a typical document = %d, want at most %d", got, typicalBytes)
+	}
+	again := func() {
+		e.Reset()
+		if err := feedSizes(e, doc, sizes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := testing.AllocsPerRun(20, again); got != 0 {
+		t.Errorf("allocations for the same document after Reset = %v, want 0", got)
+	}
+}
+
+// TestGrowth reads documents that make the frame stack, the key stack and
+// the capture buffer grow while a path is open, and checks that every name a
+// Handler sees lies in the key stack the Extractor uses at that moment, not
+// in one it left behind, and that every value matches encoding/json.
+func TestGrowth(t *testing.T) {
+	long := strings.Repeat("k", MaxKey)
+	var deep strings.Builder
+	for d := range MaxDepth {
+		fmt.Fprintf(&deep, `{"%s":"v%d","%s%d":`, long, d, long[:MaxKey-3], d)
+	}
+	deep.WriteString(`"innermost"`)
+	deep.WriteString(strings.Repeat("}", MaxDepth))
+	var wide strings.Builder
+	for d := range 20 {
+		fmt.Fprintf(&wide, `[{"%s":"%s","n%d":`, long[:3*d], strings.Repeat("é", 10*d), d)
+	}
+	wide.WriteString(`null`)
+	wide.WriteString(strings.Repeat("}]", 20))
+	docs := []string{deep.String(), wide.String()}
+
+	var e *Extractor
+	checking := false
+	choose := func(p Path) Action {
+		if checking {
+			base := uintptr(unsafe.Pointer(unsafe.SliceData(e.keys)))
+			for _, f := range p {
+				if len(f.Key) == 0 {
+					continue
+				}
+				if off := uintptr(unsafe.Pointer(&f.Key[0])) - base; off >= uintptr(cap(e.keys)) {
+					t.Fatalf("path %s: a name lies outside the key stack", pathString(p))
+				}
+			}
+		}
+		return mixed(p)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for di, doc := range docs {
+		want, err := oracle([]byte(doc), choose)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cuts := range [][]int{nil, byteCuts(len(doc)), randomCuts(r, len(doc), 8)} {
+			rec := &recorder{choose: choose}
+			e = New(rec)
+			checking = true
+			err := feed(e, []byte(doc), cuts)
+			checking = false
+			if err != nil || len(rec.problems) > 0 {
+				t.Fatalf("doc %d, %d cuts: err %v, problems %v", di, len(cuts), err, rec.problems)
+			}
+			if d := diff(rec.finished(), want); d != "" {
+				t.Errorf("doc %d, %d cuts:%s", di, len(cuts), d)
+			}
+		}
 	}
 }
 
