@@ -3,6 +3,8 @@ package openai
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -133,6 +135,62 @@ func BenchmarkRequest(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := c.request(req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// toulminRequest is a realistic toulmin turn: a 6 KB system prompt, twelve messages of
+// history (the coach's turns are the JSON it answered with) and the strict output schema.
+func toulminRequest() coach.ModelRequest {
+	const paragraph = "You are a patient writing coach who helps a learner build one argument with " +
+		"the Toulmin model, one step at a time. Ask one question per turn; never write the " +
+		"learner's text for them, but you may suggest a wording they can accept (\"Would you say: " +
+		"'School uniforms reduce bullying'?\"). Keep answers to 2-3 sentences & stay friendly.\n\n" +
+		"- A claim is a debatable statement; \"grounds\" are the facts behind it.\n" +
+		"- The warrant links grounds to claim; backing supports the warrant.\n\n"
+	var system strings.Builder
+	for i := 0; system.Len() < 6<<10; i++ {
+		fmt.Fprintf(&system, "## Rule %d\n%s", i+1, paragraph)
+	}
+	system.WriteString("## Session facts\ncontract: toulmin\nstep: grounds\nlanguage: en")
+	req := coach.ModelRequest{Messages: []coach.Message{{Role: coach.RoleSystem, Content: system.String()}},
+		Schema: &coachSchema, MaxTokens: 800, Temperature: 0.7}
+	for i := range 6 {
+		req.Messages = append(req.Messages,
+			coach.Message{Role: coach.RoleUser, Content: fmt.Sprintf("I think school uniforms are a good idea, because they make everyone look the same (turn %d).", i)},
+			coach.Message{Role: coach.RoleAssistant, Content: fmt.Sprintf(`{"assistantText":"Good start! What facts support your claim? For example, has your school seen fewer conflicts since turn %d?","step":"grounds","confidence":0.6,"nextQuestion":"Which evidence do you have?","shouldAdvance":false}`, i)})
+	}
+	req.Messages = append(req.Messages, coach.Message{Role: coach.RoleUser, Content: "A study found 20% less bullying in schools with uniforms."})
+	return req
+}
+
+// BenchmarkRequestEncode measures encoding the body of a realistic toulmin request, which is
+// what building it costs on top of BenchmarkRequest.
+func BenchmarkRequestEncode(b *testing.B) {
+	c, _ := memClients(0)
+	creq, err := c.request(toulminRequest())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := encodeRequest(&creq); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRequestMarshal is the same request marshalled by encoding/json, as go-openai did.
+func BenchmarkRequestMarshal(b *testing.B) {
+	c, _ := memClients(0)
+	creq, err := c.request(toulminRequest())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := json.Marshal(creq); err != nil {
 			b.Fatal(err)
 		}
 	}

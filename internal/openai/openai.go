@@ -245,9 +245,21 @@ func (c *Client) Stream(ctx context.Context, req coach.ModelRequest) (coach.Stre
 		return nil, c.fail(&coach.ModelError{Class: ClassClient, Err: err})
 	}
 	s := &stream{c: c, ctx: ctx}
-	// The returned go-openai stream is dropped: s reads the body the doer handed it, and
-	// dropping it frees the read buffer go-openai allocated for it.
-	_, err = c.api.CreateChatCompletionStream(context.WithValue(ctx, exchangeKey{}, s), creq)
+	// go-openai still sends the request and turns error responses into its errors, but the
+	// body is encoded here, in a tenth of the time json.Marshal takes (see encodeRequest), and
+	// the doer puts it in place of the body go-openai marshals. That is of a stub with only the
+	// model, which go-openai checks against the endpoint and may put in the URL; its validator,
+	// which also reads the tools, sees the whole request here instead.
+	err = oai.NewReasoningValidator().Validate(creq)
+	if err == nil {
+		s.request, err = encodeRequest(&creq)
+	}
+	if err == nil {
+		// The returned go-openai stream is dropped: s reads the body the doer handed it, and
+		// dropping it frees the read buffer go-openai allocated for it.
+		stub := oai.ChatCompletionRequest{Model: creq.Model}
+		_, err = c.api.CreateChatCompletionStream(context.WithValue(ctx, exchangeKey{}, s), stub)
+	}
 	if err != nil {
 		if s.errBody != nil {
 			s.errBody.Close() // go-openai reads an error body but never closes it
@@ -261,7 +273,7 @@ func (c *Client) Stream(ctx context.Context, req coach.ModelRequest) (coach.Stre
 
 // request builds the go-openai request for req.
 func (c *Client) request(req coach.ModelRequest) (oai.ChatCompletionRequest, error) {
-	r := oai.ChatCompletionRequest{Model: c.model, Messages: messages(req.Messages)}
+	r := oai.ChatCompletionRequest{Model: c.model, Messages: messages(req.Messages), Stream: true}
 	if req.MaxTokens > 0 {
 		if c.reasoning {
 			r.MaxCompletionTokens = req.MaxTokens
@@ -384,10 +396,9 @@ type schemaCache struct {
 
 // prepared holds a schema in every form a request may send.
 type prepared struct {
-	// strict is the strict-mode variant, nil when the schema cannot be strict.
-	strict json.RawMessage
-	// compact is the schema as given, without insignificant white space.
-	compact json.RawMessage
+	// strict is the strict-mode variant, nil when the schema cannot be strict, and compact the
+	// schema as given; both are ready for appendRequest to copy (see embeddedJSON).
+	strict, compact embeddedJSON
 	// instruction asks for the schema in the system prompt.
 	instruction string
 }
@@ -419,13 +430,18 @@ func prepare(schema []byte) (*prepared, error) {
 	if err := json.Compact(&compact, schema); err != nil {
 		return nil, fmt.Errorf("invalid JSON: %w", err)
 	}
+	p := &prepared{instruction: "Reply with one JSON object that validates against this JSON schema:\n" + compact.String()}
 	strict, err := Strict(schema)
 	if err != nil && !errors.Is(err, ErrNotStrict) {
 		return nil, err
 	}
-	return &prepared{
-		strict:      strict,
-		compact:     compact.Bytes(),
-		instruction: "Reply with one JSON object that validates against this JSON schema:\n" + compact.String(),
-	}, nil
+	if strict != nil {
+		if p.strict, err = embed(strict); err != nil {
+			return nil, err
+		}
+	}
+	if p.compact, err = embed(compact.Bytes()); err != nil {
+		return nil, err
+	}
+	return p, nil
 }

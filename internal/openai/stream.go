@@ -35,6 +35,8 @@ const readBufSize = 1 << 10
 type stream struct {
 	c   *Client
 	ctx context.Context
+	// request is the encoded request body, until doer.Do takes it.
+	request []byte
 
 	// body, errBody and retryAfter are set by doer.Do, which runs inside
 	// CreateChatCompletionStream on the goroutine that called Stream, before they are read.
@@ -285,18 +287,23 @@ type doer struct {
 	now     func() time.Time
 }
 
-// Do sends req. It marks req idempotent so that the transport itself resends it when a reused
-// keep-alive connection turns out to be dead, instead of failing the turn into the engine's
-// slower backoff; a nil value marks the request without sending the header.
+// Do sends req, with the body Stream encoded in place of go-openai's. It marks req idempotent
+// so that the transport itself resends it when a reused keep-alive connection turns out to be
+// dead, instead of failing the turn into the engine's slower backoff; a nil value marks the
+// request without sending the header.
 func (d *doer) Do(req *http.Request) (*http.Response, error) {
 	req.Header["X-Idempotency-Key"] = nil
+	s, _ := req.Context().Value(exchangeKey{}).(*stream)
+	if s != nil && s.request != nil {
+		setBody(req, s.request)
+		s.request = nil // the open stream must not hold it (see releaseBody)
+	}
 	release := releaseBody(req)
 	resp, err := d.hc.Do(req)
 	release()
 	if err != nil {
 		return nil, err
 	}
-	s, _ := req.Context().Value(exchangeKey{}).(*stream)
 	if s == nil {
 		return resp, nil
 	}
@@ -308,6 +315,13 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 	resp.Body = &limitedBody{Reader: io.LimitReader(resp.Body, maxErrorBody), Closer: resp.Body}
 	s.errBody = resp.Body
 	return resp, nil
+}
+
+// setBody makes body the body of req, resendable as http.NewRequest makes a byte body.
+func setBody(req *http.Request, body []byte) {
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	req.ContentLength = int64(len(body))
 }
 
 // releaseBody lets the marshalled request (several KiB: the system prompt, the schema, the

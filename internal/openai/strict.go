@@ -408,8 +408,3 @@ func appendJSON(b []byte, v any) []byte {
 		return append(b, "null"...)
 	}
 }
-
-func appendString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s) // a string always marshals
-	return append(b, q...)
-}
