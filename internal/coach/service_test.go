@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -407,6 +408,34 @@ func TestFallbackAfterTheCorrectiveRetry(t *testing.T) {
 				t.Errorf("outcome = %q, want %q", rep.Outcome, tt.outcome)
 			}
 		})
+	}
+}
+
+// TestRequestPerAttempt checks what each model call asks: after unusable output the request
+// carries the correction, and a retry after an endpoint failure repeats the corrected request.
+// The turn builds the request for every attempt instead of the engine keeping one.
+func TestRequestPerAttempt(t *testing.T) {
+	unavailable := &ModelError{Class: "server", Retryable: true, Err: errors.New("503")}
+	m := &fakeModel{scripts: []script{{frags: []string{"bad"}}, {openErr: unavailable}, {frags: []string{"good."}}}}
+	svc, _, sess := newTestService(t, m, testOptions(), fallbackContract{})
+	if _, rep := runTurn(t, svc, sess.ID); rep.Outcome != "ok" {
+		t.Fatalf("outcome = %q (%v), want ok", rep.Outcome, rep.Err)
+	}
+	var got []string
+	for _, req := range m.requests {
+		var msgs []string
+		for _, msg := range req.Messages {
+			text := msg.Content
+			if strings.HasPrefix(text, "Your previous reply could not be used") {
+				text = "(correction)"
+			}
+			msgs = append(msgs, msg.Role+":"+text)
+		}
+		got = append(got, strings.Join(msgs, " "))
+	}
+	want := []string{"user:hi", "user:hi user:(correction)", "user:hi user:(correction)"}
+	if !slices.Equal(got, want) {
+		t.Errorf("requests =\n%q\nwant\n%q", got, want)
 	}
 }
 

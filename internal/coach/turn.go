@@ -143,11 +143,18 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 // backoff; after that, and for unusable output, the turn restarts once with a reset line.
 func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), rep *Report) (*Outcome, error) {
 	s := r.svc
-	req := r.turn.Request()
 	retries, recoveries := 0, 0
+	// fix, after unusable output, tells the model what was wrong with it.
+	var fix string
 	for {
 		rep.Attempts++
 		before := rep.Deltas
+		// The request is built for each attempt rather than kept across them, so that an open
+		// stream does not hold its prompt.
+		req := r.turn.Request()
+		if fix != "" {
+			req.Messages = append(req.Messages, Message{Role: RoleUser, Content: fix})
+		}
 		out, err := r.attempt(ctx, req, send, flush)
 		if err == nil {
 			return out, nil
@@ -198,9 +205,9 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 			send(Event{Type: EventReset, Reason: reason})
 		}
 		r.turn.Reset()
-		req = r.turn.Request()
+		fix = ""
 		if invalid {
-			req.Messages = append(req.Messages, Message{Role: RoleUser, Content: correction(err)})
+			fix = correction(err)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package toulmin
 
 import (
 	"embed"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,7 +37,7 @@ var (
 // most of the cost of starting a turn; the two sections that quote session data are written
 // directly.
 var (
-	intro = must(render("intro.tmpl", nil))
+	intro = render("intro.tmpl", nil)
 
 	// instructions caches rendered instructions by instructionsKey.
 	instructions sync.Map
@@ -73,19 +74,16 @@ type cues struct {
 
 // systemPrompt renders the system prompt of a turn at st. It ends with the "## Session facts"
 // block the design note fixes for toulmin, one line per fact.
-func systemPrompt(locale string, st *State, c cues) (string, error) {
+func systemPrompt(locale string, st *State, c cues) string {
 	lang, ok := languages[locale]
 	if !ok {
 		locale, lang = "en", languages["en"]
 	}
 	draft := oneLine(st.Draft[st.Step])
-	instr, err := instructionsFor(instructionsData{
+	instr := instructionsFor(instructionsData{
 		Step: st.Step, NextStep: Next(st.Step), Draft: draft, Language: lang, Schema: schemaText,
 		FirstTurn: c.firstTurn, Rewrite: c.rewrite, Confirmation: c.confirmation,
 	})
-	if err != nil {
-		return "", err
-	}
 	var b strings.Builder
 	b.Grow(len(intro) + len(instr) + 2048)
 	b.WriteString(intro)
@@ -107,7 +105,7 @@ func systemPrompt(locale string, st *State, c cues) (string, error) {
 		b.WriteString("\n" + f.key + ": ")
 		b.WriteString(f.value)
 	}
-	return b.String(), nil
+	return b.String()
 }
 
 // writeSession writes the session section: the current step, every step's draft and the
@@ -138,41 +136,50 @@ func writeSession(b *strings.Builder, st *State) {
 }
 
 // instructionsFor returns the instructions for d, from the cache unless they quote the draft.
-func instructionsFor(d instructionsData) (string, error) {
+func instructionsFor(d instructionsData) string {
 	if d.Rewrite || !IsStep(d.Step) {
 		return render("instructions.tmpl", d)
 	}
 	key := instructionsKey{step: d.Step, language: d.Language, firstTurn: d.FirstTurn, confirmation: d.Confirmation}
 	if s, ok := instructions.Load(key); ok {
-		return s.(string), nil
+		return s.(string)
 	}
-	s, err := render("instructions.tmpl", d)
-	if err != nil {
-		return "", err
-	}
+	s := render("instructions.tmpl", d)
 	instructions.Store(key, s)
-	return s, nil
+	return s
 }
 
 // render executes a prompt template. The cue paragraphs are separate files; whether or not they
 // end with a newline, a section has one blank line between paragraphs and none at its ends.
-func render(name string, data any) (string, error) {
+//
+// render panics if the template fails. It cannot fail after init has rendered every variant:
+// the templates read only strings and booleans, so what a turn changes, the learner's text,
+// takes the same path through them.
+func render(name string, data any) string {
 	var b strings.Builder
 	if err := prompts.ExecuteTemplate(&b, name, data); err != nil {
-		return "", err
+		panic(fmt.Sprintf("toulmin: prompt template %s: %v", name, err))
 	}
 	out := b.String()
 	for strings.Contains(out, "\n\n\n") {
 		out = strings.ReplaceAll(out, "\n\n\n", "\n\n")
 	}
-	return strings.Trim(out, "\n"), nil
+	return strings.Trim(out, "\n")
 }
 
-func must(s string, err error) string {
-	if err != nil {
-		panic(err)
+// init renders every variant of the instructions once, through every branch of the templates,
+// so that a template that cannot execute stops the program at its start instead of a turn.
+func init() {
+	for _, step := range append(slices.Clone(steps), "") {
+		for _, lang := range languages {
+			for v := range 16 {
+				render("instructions.tmpl", instructionsData{
+					Step: step, NextStep: Next(step), Language: lang, Schema: schemaText,
+					Draft: []string{"", "draft"}[v&1], FirstTurn: v&2 != 0, Rewrite: v&4 != 0, Confirmation: v&8 != 0,
+				})
+			}
+		}
 	}
-	return s
 }
 
 var lineBreaks = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\u2028", " ", "\u2029", " ")

@@ -92,10 +92,7 @@ func TestSessionFacts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sys, err := systemPrompt(tt.locale, st, tt.c)
-			if err != nil {
-				t.Fatal(err)
-			}
+			sys := systemPrompt(tt.locale, st, tt.c)
 			i := strings.LastIndex(sys, "\n## Session facts\n")
 			if i < 0 {
 				t.Fatalf("no session facts block")
@@ -112,10 +109,7 @@ func TestSessionFacts(t *testing.T) {
 }
 
 func TestPromptEmptyDraftFact(t *testing.T) {
-	sys, err := systemPrompt("en", &State{Step: StepClaim, Draft: map[string]string{}, Turns: map[string]int{}}, cues{firstTurn: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sys := systemPrompt("en", &State{Step: StepClaim, Draft: map[string]string{}, Turns: map[string]int{}}, cues{firstTurn: true})
 	if !strings.Contains(sys, "\ndraft_for_step: \nrewrite_request: false\n") {
 		t.Errorf("an empty draft must read %q", "draft_for_step: ")
 	}
@@ -129,10 +123,7 @@ func TestPromptCues(t *testing.T) {
 		"## The learner confirms":           func(c cues) bool { return c.confirmation },
 	}
 	for _, c := range []cues{{}, {firstTurn: true}, {rewrite: true}, {confirmation: true}, {true, true, true}} {
-		sys, err := systemPrompt("en", st, c)
-		if err != nil {
-			t.Fatal(err)
-		}
+		sys := systemPrompt("en", st, c)
 		for head, on := range heads {
 			if got := strings.Contains(sys, head); got != on(c) {
 				t.Errorf("cues %+v: paragraph %q present = %v, want %v", c, head, got, on(c))

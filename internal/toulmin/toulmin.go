@@ -144,7 +144,7 @@ func (*Contract) Begin(s *coach.Session, in coach.TurnInput) (coach.Turn, error)
 	if in.Step != "" && in.Step != st.Step {
 		return nil, coach.Errorf(coach.KindStream, coach.CodeStepMismatch, "the session is at step %s, not %s", st.Step, in.Step)
 	}
-	return newTurn(s, st, msg)
+	return newTurn(s, st, msg), nil
 }
 
 // SetDraft returns state with draft[field] set to value, as typed by the learner; a blank value

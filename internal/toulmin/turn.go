@@ -2,7 +2,6 @@ package toulmin
 
 import (
 	"bytes"
-	"slices"
 	"strings"
 
 	"github.com/coachgw/coachgw/internal/coach"
@@ -15,10 +14,11 @@ const MaxTokens = 1024
 // turn is one toulmin turn: it streams the model's assistantText as it arrives and guards the
 // complete CoachAIResult at the end.
 type turn struct {
+	sess    *coach.Session
 	state   *State
 	message string
+	cues    cues
 	ctx     Context
-	req     coach.ModelRequest
 
 	// raw accumulates the model's output of the current attempt; fed counts the bytes of it
 	// already handed to the extractor (or skipped as a leading markdown fence line).
@@ -41,41 +41,32 @@ const (
 	fenceDone                      // past any fence: everything goes to the extractor
 )
 
-func newTurn(s *coach.Session, st *State, msg string) (*turn, error) {
+func newTurn(s *coach.Session, st *State, msg string) *turn {
 	c := cues{firstTurn: st.Turns[st.Step] == 0, rewrite: isRewriteRequest(msg), confirmation: isConfirmation(msg)}
-	sys, err := systemPrompt(s.Locale, st, c)
-	if err != nil {
-		return nil, coach.Wrap(err, coach.KindInternal, coach.CodeInternal, "rendering the toulmin prompt")
-	}
-	hist := window(s.History)
-	msgs := make([]coach.Message, 0, len(hist)+2)
-	msgs = append(msgs, coach.Message{Role: coach.RoleSystem, Content: sys})
-	msgs = append(msgs, hist...)
-	msgs = append(msgs, coach.Message{Role: coach.RoleUser, Content: msg})
 	t := &turn{
+		sess:    s,
 		state:   st,
 		message: msg,
+		cues:    c,
 		ctx:     Context{Step: st.Step, Draft: st.Draft, FirstTurn: c.firstTurn, Rewrite: c.rewrite},
-		req: coach.ModelRequest{
-			Messages:  msgs,
-			Schema:    outputSchema,
-			MaxTokens: MaxTokens,
-		},
 	}
 	t.stream.t = t
 	t.ex = extract.New(&t.stream)
-	return t, nil
+	return t
 }
 
 // Prelude returns nothing: a toulmin turn sends only the model's text.
 func (t *turn) Prelude() []coach.Event { return nil }
 
-// Request returns the model request; its Messages are a fresh copy, since the engine appends a
-// correction to them on a retry.
+// Request returns the model request, rendered anew for every attempt rather than kept: the
+// system prompt is several KiB, and an open stream would otherwise hold it for the rare retry.
 func (t *turn) Request() coach.ModelRequest {
-	req := t.req
-	req.Messages = slices.Clone(t.req.Messages)
-	return req
+	hist := window(t.sess.History)
+	msgs := make([]coach.Message, 0, len(hist)+2)
+	msgs = append(msgs, coach.Message{Role: coach.RoleSystem, Content: systemPrompt(t.sess.Locale, t.state, t.cues)})
+	msgs = append(msgs, hist...)
+	msgs = append(msgs, coach.Message{Role: coach.RoleUser, Content: t.message})
+	return coach.ModelRequest{Messages: msgs, Schema: outputSchema, MaxTokens: MaxTokens}
 }
 
 // Feed accumulates the output and emits the root assistantText as it arrives. Tool-call
