@@ -45,7 +45,7 @@ var (
 
 // instructionsKey is what the instructions depend on, except the draft that the rewrite
 // paragraph quotes: those are rendered for their turn alone. With seven steps, two languages
-// and two other cues there are at most 28 keys.
+// and two other cues there are at most 56 keys.
 type instructionsKey struct {
 	step, language          string
 	firstTurn, confirmation bool
