@@ -5,6 +5,7 @@ package ndjson
 
 import (
 	"encoding/json"
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
 
@@ -55,55 +56,106 @@ func Append(buf []byte, e coach.Event) ([]byte, error) {
 	return append(buf, '}', '\n'), nil
 }
 
-const hex = "0123456789abcdef"
+// htmlSafe marks the ASCII bytes that encoding/json copies into a string as they are when it
+// escapes HTML: all but control characters, ", \, <, > and &.
+var htmlSafe = func() (safe [utf8.RuneSelf]bool) {
+	for b := ' '; b < utf8.RuneSelf; b++ {
+		safe[b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+	}
+	return safe
+}()
 
-// AppendString appends s as a JSON string. Besides what JSON requires it escapes <, >, & and
-// U+2028/U+2029 the way encoding/json does, so a line is safe to embed in HTML or JavaScript, and
-// it replaces invalid UTF-8 with U+FFFD.
-func AppendString(buf []byte, s string) []byte {
-	buf = append(buf, '"')
+const hexDigits = "0123456789abcdef"
+
+// AppendString appends s as a JSON string, byte for byte as encoding/json writes it with HTML
+// escaping on: control characters as \n, \r, \t, \b, \f or \u00XX, <, > and & as \u003c,
+// \u003e and \u0026 (so a line is safe to embed in HTML or JavaScript), U+2028 and U+2029
+// escaped, each byte of invalid UTF-8 as \ufffd. Most text needs none of that, so it is scanned
+// eight bytes at a time and copied in runs.
+func AppendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i+8 <= len(s) {
+			m := special(load64(s, i))
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) / 8
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if htmlSafe[c] {
 				i++
 				continue
 			}
-			buf = append(buf, s[start:i]...)
+			dst = append(dst, s[start:i]...)
 			switch c {
-			case '"', '\\':
-				buf = append(buf, '\\', c)
+			case '\\', '"':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
 			case '\n':
-				buf = append(buf, '\\', 'n')
+				dst = append(dst, '\\', 'n')
 			case '\r':
-				buf = append(buf, '\\', 'r')
+				dst = append(dst, '\\', 'r')
 			case '\t':
-				buf = append(buf, '\\', 't')
+				dst = append(dst, '\\', 't')
 			default:
-				buf = append(buf, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 			}
 			i++
 			start = i
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			buf = append(buf, s[start:i]...)
-			buf = append(buf, `\ufffd`...)
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+		default:
 			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			buf = append(buf, s[start:i]...)
-			buf = append(buf, '\\', 'u', '2', '0', '2', hex[r&0xf])
-			i += size
-			start = i
 			continue
 		}
 		i += size
+		start = i
 	}
-	buf = append(buf, s[start:]...)
-	return append(buf, '"')
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }
+
+// load64 reads the eight bytes of s from i on, the first in the low byte; the compiler makes
+// it one load.
+func load64(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+const (
+	lows  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// special sets the high bit of the first byte of x that AppendString cannot copy as it is:
+// below 0x20, ", \, <, >, & or not ASCII. It may set the high bits of later bytes too (borrows
+// carry upwards), never of earlier ones, so the lowest set bit is exact.
+func special(x uint64) uint64 {
+	// '<' and '>' differ only in the bit 0x02, '"' and '&' only in 0x04: setting that bit
+	// turns both of each pair into one byte to look for.
+	angle := (x | 0x02*lows) ^ '>'*lows
+	quoteAmp := (x | 0x04*lows) ^ '&'*lows
+	backslash := x ^ '\\'*lows
+	control := x - ' '*lows
+	return (x | control | zeroBytes(angle) | zeroBytes(quoteAmp) | zeroBytes(backslash)) & highs
+}
+
+// zeroBytes sets the high bit of the first zero byte of x, and perhaps of later bytes, but of
+// no byte before it.
+func zeroBytes(x uint64) uint64 { return (x - lows) &^ x }

@@ -51,6 +51,22 @@ func TestAppendStringMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
+// TestAppendString puts each character that needs care at every offset of a string a little
+// longer than two of the eight-byte words AppendString scans at once.
+func TestAppendString(t *testing.T) {
+	const filler = "abcdefghijklmnopqr"
+	for _, special := range []string{"\x00", "\b", "\f", "\x1f", " ", "\"", "\\", "<", ">", "&", "=", "?", "$", "'", "\x7f", "é",
+		"\u2028", "\u2029", "\u2027", "😀", "\xff", "\xe2\x80", "\xed\xa0\x80"} {
+		for at := 0; at <= len(filler); at++ {
+			s := filler[:at] + special + filler[at:]
+			want, _ := json.Marshal(s)
+			if got := AppendString([]byte("x"), s); string(got) != "x"+string(want) {
+				t.Errorf("AppendString(%q) = %s, want %s", s, got[1:], want)
+			}
+		}
+	}
+}
+
 func FuzzAppendString(f *testing.F) {
 	for _, s := range []string{"a", "\"\\", "\u2028", "\xff", "😀<>&"} {
 		f.Add(s)

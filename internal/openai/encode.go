@@ -3,11 +3,11 @@ package openai
 import (
 	"encoding/json"
 	"math"
-	"math/bits"
 	"strconv"
-	"unicode/utf8"
 
 	oai "github.com/sashabaranov/go-openai"
+
+	"github.com/coachgw/coachgw/internal/ndjson"
 )
 
 // encodeRequest returns the body of r: the bytes json.Marshal would write, from appendRequest
@@ -70,7 +70,7 @@ func appendRequest(dst []byte, r *oai.ChatCompletionRequest) ([]byte, bool) {
 	}
 	var ok bool
 	dst = append(dst, `{"model":`...)
-	dst = appendString(dst, r.Model)
+	dst = ndjson.AppendString(dst, r.Model)
 	dst = append(dst, `,"messages":`...)
 	if r.Messages == nil {
 		dst = append(dst, "null"...)
@@ -106,17 +106,17 @@ func appendRequest(dst []byte, r *oai.ChatCompletionRequest) ([]byte, bool) {
 		dst = append(dst, `,"response_format":{`...)
 		if rf.Type != "" {
 			dst = append(dst, `"type":`...)
-			dst = appendString(dst, string(rf.Type))
+			dst = ndjson.AppendString(dst, string(rf.Type))
 		}
 		if js := rf.JSONSchema; js != nil {
 			if rf.Type != "" {
 				dst = append(dst, ',')
 			}
 			dst = append(dst, `"json_schema":{"name":`...)
-			dst = appendString(dst, js.Name)
+			dst = ndjson.AppendString(dst, js.Name)
 			if js.Description != "" {
 				dst = append(dst, `,"description":`...)
-				dst = appendString(dst, js.Description)
+				dst = ndjson.AppendString(dst, js.Description)
 			}
 			dst = append(dst, `,"schema":`...)
 			if dst, ok = appendRaw(dst, js.Schema); !ok {
@@ -144,9 +144,9 @@ func appendRequest(dst []byte, r *oai.ChatCompletionRequest) ([]byte, bool) {
 	case nil:
 	case oai.ToolChoice:
 		dst = append(dst, `,"tool_choice":{"type":`...)
-		dst = appendString(dst, string(tc.Type))
+		dst = ndjson.AppendString(dst, string(tc.Type))
 		dst = append(dst, `,"function":{"name":`...)
-		dst = appendString(dst, tc.Function.Name)
+		dst = ndjson.AppendString(dst, tc.Function.Name)
 		dst = append(dst, "}}"...)
 	default:
 		return dst, false
@@ -170,10 +170,10 @@ func appendMessage(dst []byte, m *oai.ChatCompletionMessage) ([]byte, bool) {
 		return dst, false
 	}
 	dst = append(dst, `{"role":`...)
-	dst = appendString(dst, m.Role)
+	dst = ndjson.AppendString(dst, m.Role)
 	if m.Content != "" {
 		dst = append(dst, `,"content":`...)
-		dst = appendString(dst, m.Content)
+		dst = ndjson.AppendString(dst, m.Content)
 	}
 	if len(m.ToolCalls) > 0 {
 		dst = append(dst, `,"tool_calls":[`...)
@@ -188,22 +188,22 @@ func appendMessage(dst []byte, m *oai.ChatCompletionMessage) ([]byte, bool) {
 			dst = append(dst, '{')
 			if tc.ID != "" {
 				dst = append(dst, `"id":`...)
-				dst = appendString(dst, tc.ID)
+				dst = ndjson.AppendString(dst, tc.ID)
 				dst = append(dst, ',')
 			}
 			dst = append(dst, `"type":`...)
-			dst = appendString(dst, string(tc.Type))
+			dst = ndjson.AppendString(dst, string(tc.Type))
 			dst = append(dst, `,"function":{`...)
 			if tc.Function.Name != "" {
 				dst = append(dst, `"name":`...)
-				dst = appendString(dst, tc.Function.Name)
+				dst = ndjson.AppendString(dst, tc.Function.Name)
 			}
 			if tc.Function.Arguments != "" {
 				if tc.Function.Name != "" {
 					dst = append(dst, ',')
 				}
 				dst = append(dst, `"arguments":`...)
-				dst = appendString(dst, tc.Function.Arguments)
+				dst = ndjson.AppendString(dst, tc.Function.Arguments)
 			}
 			dst = append(dst, "}}"...)
 		}
@@ -211,7 +211,7 @@ func appendMessage(dst []byte, m *oai.ChatCompletionMessage) ([]byte, bool) {
 	}
 	if m.ToolCallID != "" {
 		dst = append(dst, `,"tool_call_id":`...)
-		dst = appendString(dst, m.ToolCallID)
+		dst = ndjson.AppendString(dst, m.ToolCallID)
 	}
 	return append(dst, '}'), true
 }
@@ -224,10 +224,10 @@ func appendTool(dst []byte, t *oai.Tool) ([]byte, bool) {
 	dst = append(dst, '{')
 	if f := t.Function; f != nil {
 		dst = append(dst, `"function":{"name":`...)
-		dst = appendString(dst, f.Name)
+		dst = ndjson.AppendString(dst, f.Name)
 		if f.Description != "" {
 			dst = append(dst, `,"description":`...)
-			dst = appendString(dst, f.Description)
+			dst = ndjson.AppendString(dst, f.Description)
 		}
 		if f.Strict {
 			dst = append(dst, `,"strict":true`...)
@@ -240,7 +240,7 @@ func appendTool(dst []byte, t *oai.Tool) ([]byte, bool) {
 		dst = append(dst, "},"...)
 	}
 	dst = append(dst, `"type":`...)
-	dst = appendString(dst, string(t.Type))
+	dst = ndjson.AppendString(dst, string(t.Type))
 	return append(dst, '}'), true
 }
 
@@ -291,106 +291,3 @@ func appendFloat32(dst []byte, f float32) ([]byte, bool) {
 	}
 	return dst, true
 }
-
-// htmlSafe marks the ASCII bytes that encoding/json copies into a string as they are when it
-// escapes HTML: all but control characters, ", \, <, > and &.
-var htmlSafe = func() (safe [utf8.RuneSelf]bool) {
-	for b := ' '; b < utf8.RuneSelf; b++ {
-		safe[b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
-	}
-	return safe
-}()
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s quoted as encoding/json quotes it with HTML escaping on: control
-// characters as \n, \r, \t, \b, \f or \u00XX, <, > and & as \u003c, \u003e and \u0026, U+2028
-// and U+2029 escaped, each byte of invalid UTF-8 as \ufffd. Most text needs none of that, so it
-// is scanned eight bytes at a time and copied in runs.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if i+8 <= len(s) {
-			m := special(load64(s, i))
-			if m == 0 {
-				i += 8
-				continue
-			}
-			i += bits.TrailingZeros64(m) / 8
-		}
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if htmlSafe[c] {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
-// load64 reads the eight bytes of s from i on, the first in the low byte; the compiler makes
-// it one load.
-func load64(s string, i int) uint64 {
-	s = s[i : i+8]
-	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
-}
-
-const (
-	lows  = 0x0101010101010101
-	highs = 0x8080808080808080
-)
-
-// special sets the high bit of the first byte of x that appendString cannot copy as it is:
-// below 0x20, ", \, <, >, & or not ASCII. It may set the high bits of later bytes too (borrows
-// carry upwards), never of earlier ones, so the lowest set bit is exact.
-func special(x uint64) uint64 {
-	// '<' and '>' differ only in the bit 0x02, '"' and '&' only in 0x04: setting that bit
-	// turns both of each pair into one byte to look for.
-	angle := (x | 0x02*lows) ^ '>'*lows
-	quoteAmp := (x | 0x04*lows) ^ '&'*lows
-	backslash := x ^ '\\'*lows
-	control := x - ' '*lows
-	return (x | control | zeroBytes(angle) | zeroBytes(quoteAmp) | zeroBytes(backslash)) & highs
-}
-
-// zeroBytes sets the high bit of the first zero byte of x, and perhaps of later bytes, but of
-// no byte before it.
-func zeroBytes(x uint64) uint64 { return (x - lows) &^ x }

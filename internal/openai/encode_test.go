@@ -124,22 +124,6 @@ func TestAppendRequest(t *testing.T) {
 	}
 }
 
-// TestAppendString puts each character that needs care at every offset of a string a little
-// longer than two of the eight-byte words appendString scans at once.
-func TestAppendString(t *testing.T) {
-	const filler = "abcdefghijklmnopqr"
-	for _, special := range []string{"\x00", "\x1f", " ", "\"", "\\", "<", ">", "&", "=", "?", "$", "'", "\x7f", "é",
-		"\u2028", "\u2029", "\u2027", "😀", "\xff", "\xe2\x80", "\xed\xa0\x80"} {
-		for at := 0; at <= len(filler); at++ {
-			s := filler[:at] + special + filler[at:]
-			want, _ := json.Marshal(s)
-			if got := appendString([]byte("x"), s); string(got) != "x"+string(want) {
-				t.Errorf("appendString(%q) = %s, want %s", s, got[1:], want)
-			}
-		}
-	}
-}
-
 // TestAppendRequestFields sets each field of the request and of the types in it, one at a time,
 // to a value that is not zero: appendRequest must encode the fields it knows exactly as
 // json.Marshal does, and leave every other field, including any a newer go-openai adds, to

@@ -8,6 +8,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/coachgw/coachgw/internal/ndjson"
 )
 
 // ErrNotStrict reports a schema that OpenAI's strict structured-output mode cannot express:
@@ -384,7 +386,7 @@ func appendJSON(b []byte, v any) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, m.key)
+			b = ndjson.AppendString(b, m.key)
 			b = append(b, ':')
 			b = appendJSON(b, m.val)
 		}
@@ -399,7 +401,7 @@ func appendJSON(b []byte, v any) []byte {
 		}
 		return append(b, ']')
 	case string:
-		return appendString(b, v)
+		return ndjson.AppendString(b, v)
 	case json.Number:
 		return append(b, v...)
 	case bool:
