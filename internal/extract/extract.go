@@ -326,55 +326,22 @@ func (e *Extractor) short(chunk []byte, x uint64, start int) error {
 	i := n
 	for m != 0 {
 		i = bits.TrailingZeros64(m) / 8
-		c := chunk[i]
-		var r rune
-		var size int
-		if c >= utf8.RuneSelf {
-			if r, size = utf8.DecodeRune(chunk[i:]); r != utf8.RuneError || size > 1 {
-				// A valid sequence stays in the run.
-				i += size
-				m &^= lowBytes[i]
-				i = n
-				continue
-			}
-			if !utf8.FullRune(chunk[i:]) {
-				break
-			}
-			// An invalid byte reads as U+FFFD, like an escape.
-		} else {
-			if c != '\\' || i+1 == n {
-				break
-			}
-			r, size = rune(simpleEscape[chunk[i+1]]), 2
-			if r == 0 {
-				if r, size = unicodeEscape(chunk[i:]); size == 0 {
-					break
-				}
-			}
+		r, size := decodeAt(chunk, i)
+		if size == 0 {
+			break
 		}
-		if i > start {
-			if ns > 0 {
-				e.h.Text(e.id, e.path, e.scratch[:ns])
-				ns = 0
-			}
-			e.h.Text(e.id, e.path, chunk[start:i])
+		if r >= 0 {
+			// An escape or an invalid byte ends the run; a valid UTF-8
+			// sequence stays in it. Eight bytes decode to far less than
+			// scratch holds, so unlike stream this needs no check for room.
+			ns = e.text(ns, chunk[start:i])
+			ns += utf8.EncodeRune(e.scratch[ns:], r)
+			start = i + size
 		}
-		// Eight bytes decode to far less than scratch holds, so unlike
-		// stream this needs no check for room.
-		ns += utf8.EncodeRune(e.scratch[ns:], r)
-		i += size
-		start = i
-		m &^= lowBytes[i]
+		m &^= lowBytes[i+size]
 		i = n
 	}
-	if i > start {
-		if ns > 0 {
-			e.h.Text(e.id, e.path, e.scratch[:ns])
-			ns = 0
-		}
-		e.h.Text(e.id, e.path, chunk[start:i])
-	}
-	e.nscratch = ns
+	e.nscratch = e.text(ns, chunk[start:i])
 	if i == n {
 		// Still in the plain text of the streamed value.
 		e.flush()
@@ -966,13 +933,7 @@ func (e *Extractor) stream(b []byte, i int) int {
 			i += size
 			continue
 		}
-		if i > start {
-			if ns > 0 {
-				e.h.Text(e.id, e.path, e.scratch[:ns])
-				ns = 0
-			}
-			e.h.Text(e.id, e.path, b[start:i])
-		}
+		ns = e.text(ns, b[start:i])
 		if ns > scratchSize-utf8.UTFMax {
 			e.h.Text(e.id, e.path, e.scratch[:ns])
 			ns = 0
@@ -981,30 +942,41 @@ func (e *Extractor) stream(b []byte, i int) int {
 		i += size
 		start = i
 	}
-	if i > start {
-		if ns > 0 {
-			e.h.Text(e.id, e.path, e.scratch[:ns])
-			ns = 0
-		}
-		e.h.Text(e.id, e.path, b[start:i])
-	}
-	e.nscratch = ns
+	e.nscratch = e.text(ns, b[start:i])
 	return i
+}
+
+// text hands the Handler the ns decoded bytes batched in scratch, then run,
+// raw text that follows them, and returns how many bytes stay batched: none
+// once run is handed over, ns when run is empty.
+func (e *Extractor) text(ns int, run []byte) int {
+	if len(run) == 0 {
+		return ns
+	}
+	if ns > 0 {
+		e.h.Text(e.id, e.path, e.scratch[:ns])
+	}
+	e.h.Text(e.id, e.path, run)
+	return 0
 }
 
 // decodeAt reads what stopped a run of plain text at b[i] in a member name
 // or a value: a valid UTF-8 sequence, which stays raw and is returned with r
-// < 0, or an escape, returned decoded. size is how many bytes it spans, 0
-// when the state machine must take the byte: a quote, a control byte, an
-// invalid UTF-8 byte, or an escape or sequence that b cuts short or that is
-// malformed.
+// < 0; an escape, returned decoded; or an invalid UTF-8 byte, which reads as
+// U+FFFD. size is how many bytes it spans, 0 when the state machine must take
+// the byte: a quote, a control byte, or an escape or sequence that b cuts
+// short or that is malformed.
 func decodeAt(b []byte, i int) (r rune, size int) {
 	c := b[i]
 	if c >= utf8.RuneSelf {
-		if r, size := utf8.DecodeRune(b[i:]); r != utf8.RuneError || size > 1 {
+		r, size := utf8.DecodeRune(b[i:])
+		switch {
+		case r != utf8.RuneError || size > 1:
 			return -1, size
+		case !utf8.FullRune(b[i:]):
+			return 0, 0
 		}
-		return 0, 0
+		return utf8.RuneError, 1
 	}
 	if c != '\\' || i+1 == len(b) {
 		return 0, 0
