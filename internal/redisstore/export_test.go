@@ -9,7 +9,17 @@ import (
 )
 
 // This file lends the external tests (package redisstore_test, which runs the storetest
-// contract) the servers of this package's suite and a way into the claim script.
+// contract) the servers of this package's suite, a way into the claim script, and the document
+// encoding the scripts rely on.
+
+// The document encoding and the headers the scripts compare.
+var (
+	Encode        = encode
+	Decode        = decode
+	TenantHeader  = tenantHeader
+	VersionHeader = versionHeader
+	CommitHeader  = commitHeader
+)
 
 // Backend is a server the suite runs against (see backends), for the external tests.
 type Backend struct {

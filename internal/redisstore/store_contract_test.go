@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/coachgw/coachgw/internal/coach"
@@ -86,5 +87,30 @@ func roundTrips(t *testing.T, b redisstore.Backend, f *storetest.Fixture) {
 		if got := hook.Count() - before; got != st.want {
 			t.Errorf("%s round trips = %d, want %d", st.name, got, st.want)
 		}
+	}
+}
+
+// TestHeaders checks that the headers the scripts compare are exactly how the encoder starts a
+// document, including tenants that JSON escapes.
+func TestHeaders(t *testing.T) {
+	for _, tenant := range []string{"", "acme", `quo"te`, "<b>&amp;", "ünï\u2028", "back\\slash", "a,b:c"} {
+		t.Run(tenant, func(t *testing.T) {
+			s := storetest.NewSession(tenant)
+			s.Version = 7
+			doc, err := redisstore.Encode(s, "tok")
+			if err != nil {
+				t.Fatalf("encode: %v", err)
+			}
+			for _, h := range []string{redisstore.TenantHeader(tenant), redisstore.VersionHeader(tenant, 7), redisstore.CommitHeader(tenant, 7, "tok")} {
+				if !strings.HasPrefix(string(doc), h) {
+					t.Errorf("document %s does not start with header %s", doc, h)
+				}
+			}
+			back, err := redisstore.Decode(string(doc))
+			if err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			storetest.SameSession(t, back, s)
+		})
 	}
 }
