@@ -336,14 +336,8 @@ func isHex4(b []byte) bool {
 
 // field reads a string field: null leaves *dst as it was, another type is an error.
 func (d *chunkDecoder) field(dst *string, field string) error {
-	if null, err := d.isNull(); null || err != nil {
+	if ok, err := d.opens('"', field, 0); !ok {
 		return err
-	}
-	if d.peek() != '"' {
-		if err := d.skip(0); err != nil {
-			return err
-		}
-		return &chunkTypeError{field}
 	}
 	s, err := d.str()
 	if err != nil {
@@ -397,30 +391,36 @@ func (s quoted) value() string {
 
 // expect checks that a member holds an object (or null, which changes nothing).
 func (d *chunkDecoder) expect(field string, depth int, member func(key quoted, depth int) error) error {
-	if null, err := d.isNull(); null || err != nil {
+	if ok, err := d.opens('{', field, depth); !ok {
 		return err
 	}
-	if d.peek() != '{' {
-		if err := d.skip(depth); err != nil {
-			return err
-		}
-		return &chunkTypeError{field}
-	}
 	return d.object(depth, member)
+}
+
+// opens reports whether the member's value, next, starts with open ('"', '{' or '['). It
+// consumes a null and reports false with no error; it skips a value of another type and
+// reports false with the error encoding/json gives for field.
+func (d *chunkDecoder) opens(open byte, field string, depth int) (bool, error) {
+	if null, err := d.isNull(); null || err != nil {
+		return false, err
+	}
+	if d.peek() != open {
+		if err := d.skip(depth); err != nil {
+			return false, err
+		}
+		return false, &chunkTypeError{field}
+	}
+	return true, nil
 }
 
 // choices reads the choices array. Like encoding/json decoding into a slice, null or []
 // empties it, and a later duplicate of the member merges into its first element.
 func (d *chunkDecoder) choices(c *chunk, depth int) error {
-	if null, err := d.isNull(); null || err != nil {
-		c.choice, c.content, c.finish, c.calls = false, "", "", c.calls[:0]
-		return err
-	}
-	if d.peek() != '[' {
-		if err := d.skip(depth); err != nil {
-			return err
+	if ok, err := d.opens('[', "choices", depth); !ok {
+		if err == nil { // null
+			c.choice, c.content, c.finish, c.calls = false, "", "", c.calls[:0]
 		}
-		return &chunkTypeError{"choices"}
+		return err
 	}
 	n, err := d.array(depth, func(i, depth int) error {
 		if i > 0 {
@@ -461,15 +461,11 @@ func (d *chunkDecoder) delta(c *chunk, k quoted, depth int) error {
 // toolCalls reads delta.tool_calls with encoding/json's slice rules: elements merge into the
 // ones already there, the slice ends at the new length, and null empties it.
 func (d *chunkDecoder) toolCalls(c *chunk, depth int) error {
-	if null, err := d.isNull(); null || err != nil {
-		c.calls = c.calls[:0]
-		return err
-	}
-	if d.peek() != '[' {
-		if err := d.skip(depth); err != nil {
-			return err
+	if ok, err := d.opens('[', "tool_calls", depth); !ok {
+		if err == nil { // null
+			c.calls = c.calls[:0]
 		}
-		return &chunkTypeError{"tool_calls"}
+		return err
 	}
 	n, err := d.array(depth, func(i, depth int) error {
 		if i >= len(c.calls) {
