@@ -57,8 +57,8 @@ type trickleModel struct {
 	text         string
 }
 
-func (m *trickleModel) Stream(ctx context.Context, _ ModelRequest) (Stream, error) {
-	return &trickleStream{m: m, ctx: ctx, alive: Activity(ctx)}, nil
+func (m *trickleModel) Stream(ctx context.Context, _ ModelRequest, hooks StreamHooks) (Stream, error) {
+	return &trickleStream{m: m, ctx: ctx, alive: hooks.Activity}, nil
 }
 
 type trickleStream struct {

@@ -126,7 +126,7 @@ type fakeModel struct {
 	requests []ModelRequest
 }
 
-func (f *fakeModel) Stream(ctx context.Context, req ModelRequest) (Stream, error) {
+func (f *fakeModel) Stream(ctx context.Context, req ModelRequest, hooks StreamHooks) (Stream, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.requests = append(f.requests, req)
@@ -138,7 +138,7 @@ func (f *fakeModel) Stream(ctx context.Context, req ModelRequest) (Stream, error
 	if s.openErr != nil {
 		return nil, s.openErr
 	}
-	return &fakeStream{ctx: ctx, s: s}, nil
+	return &fakeStream{ctx: ctx, s: s, wait: hooks.Wait}, nil
 }
 
 func (f *fakeModel) calls() int {
@@ -148,17 +148,18 @@ func (f *fakeModel) calls() int {
 }
 
 type fakeStream struct {
-	ctx context.Context
-	s   script
-	i   int
+	ctx  context.Context
+	s    script
+	i    int
+	wait func()
 }
 
 func (f *fakeStream) Next() (Fragment, error) {
 	if err := f.ctx.Err(); err != nil {
 		return Fragment{}, err
 	}
-	if wait := Wait(f.ctx); f.s.batch > 0 && f.i%f.s.batch == 0 && wait != nil {
-		wait()
+	if f.s.batch > 0 && f.i%f.s.batch == 0 && f.wait != nil {
+		f.wait()
 	}
 	if f.i < len(f.s.frags) {
 		f.i++

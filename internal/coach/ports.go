@@ -32,47 +32,27 @@ type Store interface {
 // Model streams one chat completion.
 type Model interface {
 	// Stream starts a completion. Errors before the stream starts should be *ModelError so the
-	// pipeline can tell what is worth retrying. A Model should call Activity(ctx), when not
-	// nil, whenever bytes of the answer's body arrive, and Wait(ctx), when not nil, before a
-	// read that may wait for them.
-	Stream(ctx context.Context, req ModelRequest) (Stream, error)
+	// pipeline can tell what is worth retrying. The stream calls hooks' functions, when not
+	// nil, as StreamHooks describes.
+	Stream(ctx context.Context, req ModelRequest, hooks StreamHooks) (Stream, error)
 }
 
-type activityKey struct{}
-
-// WithActivity returns a copy of ctx that carries alive, for Activity.
-func WithActivity(ctx context.Context, alive func()) context.Context {
-	return context.WithValue(ctx, activityKey{}, alive)
+// StreamHooks are the engine's hooks into one model stream. Both fields may be nil.
+type StreamHooks struct {
+	// Activity is called whenever bytes of the answer's body arrive. The engine's first-byte
+	// and idle deadlines then measure whether the endpoint still sends at all, not how fast it
+	// completes fragments: a slow but live stream (one byte at a time, or SSE keep-alive
+	// comments) runs on until the turn's own deadline, while an endpoint that sends nothing is
+	// given up on after the idle deadline.
+	Activity func()
+	// Wait is called before a read of bytes the stream does not hold yet (a read that may wait
+	// for the endpoint). The engine flushes the lines it holds there: it holds a line only
+	// while the next fragment is already in memory, so a backlog of chunks leaves the gateway
+	// as one write instead of one per line, and no line ever waits for the model.
+	Wait func()
 }
 
-// Activity returns the function that a Model asked with ctx calls whenever bytes of the
-// answer's body arrive, or nil. The engine's first-byte and idle deadlines then measure whether
-// the endpoint still sends at all, not how fast it completes fragments: a slow but live stream
-// (one byte at a time, or SSE keep-alive comments) runs on until the turn's own deadline,
-// while an endpoint that sends nothing is given up on after the idle deadline.
-func Activity(ctx context.Context) func() {
-	f, _ := ctx.Value(activityKey{}).(func())
-	return f
-}
-
-type waitKey struct{}
-
-// WithWait returns a copy of ctx that carries wait, for Wait.
-func WithWait(ctx context.Context, wait func()) context.Context {
-	return context.WithValue(ctx, waitKey{}, wait)
-}
-
-// Wait returns the function that a Model asked with ctx calls before it reads bytes it does
-// not hold yet (a read that may wait for the endpoint), or nil. The engine flushes the lines
-// it holds there: it holds a line only while the next fragment is already in memory, so a
-// backlog of chunks leaves the gateway as one write instead of one per line, and no line
-// ever waits for the model.
-func Wait(ctx context.Context) func() {
-	f, _ := ctx.Value(waitKey{}).(func())
-	return f
-}
-
-// WaitNotifier is implemented by a Stream that calls its context's Wait function before every
+// WaitNotifier is implemented by a Stream that calls its hooks' Wait function before every
 // read that may wait. The engine holds lines back only for such a stream; for any other it
 // flushes after every fragment.
 type WaitNotifier interface {
@@ -114,6 +94,14 @@ type Fragment struct {
 	ToolName   string
 	// FinishReason is set on the last fragment when the endpoint says why it stopped.
 	FinishReason string
+	// Usage is set on the fragment made from the endpoint's usage report, when it sent one
+	// (OpenAI's: a last chunk with empty choices, asked for with stream_options.include_usage).
+	Usage *Usage
+}
+
+// Usage is the token count an endpoint reported for one completion.
+type Usage struct {
+	PromptTokens, CompletionTokens int
 }
 
 // ModelRequest is what a turn asks of the model.

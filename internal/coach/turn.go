@@ -219,7 +219,7 @@ var (
 
 // attempt makes one model call and feeds its fragments to the turn. A watchdog timer enforces
 // the first-byte deadline and then, reset by every fragment and every arrival of bytes the
-// model reports (see Activity), the idle deadline.
+// model reports (see StreamHooks.Activity), the idle deadline.
 func (r *TurnRun) attempt(ctx context.Context, req ModelRequest, send func(Event), flush func()) (*Outcome, error) {
 	s := r.svc
 	flush() // the prelude, or a reset line: the client sees it before the model is asked
@@ -245,7 +245,7 @@ func (r *TurnRun) attempt(ctx context.Context, req ModelRequest, send func(Event
 		return err
 	}
 
-	st, err := s.model.Stream(WithWait(WithActivity(actx, alive), flush), req)
+	st, err := s.model.Stream(actx, req, StreamHooks{Activity: alive, Wait: flush})
 	if err != nil {
 		return nil, timeout(err)
 	}

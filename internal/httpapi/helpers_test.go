@@ -29,9 +29,9 @@ type serverModel struct {
 }
 
 // Stream queues the answer for this call and plays it.
-func (m *serverModel) Stream(ctx context.Context, req coach.ModelRequest) (coach.Stream, error) {
+func (m *serverModel) Stream(ctx context.Context, req coach.ModelRequest, hooks coach.StreamHooks) (coach.Stream, error) {
 	m.Enqueue(coachtest.Fragments(coach.Fragment{Content: m.answer}, coach.Fragment{FinishReason: "stop"}))
-	return m.Model.Stream(ctx, req)
+	return m.Model.Stream(ctx, req, hooks)
 }
 
 // contracts returns the gateway's three contracts with their defaults and the built-in modules.

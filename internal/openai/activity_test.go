@@ -24,8 +24,7 @@ func TestActivityReportsBodyBytes(t *testing.T) {
 		}
 	})
 	var reads atomic.Int64
-	ctx := coach.WithActivity(context.Background(), func() { reads.Add(1) })
-	s, err := u.client(Config{}).Stream(ctx, hello)
+	s, err := u.client(Config{}).Stream(context.Background(), hello, coach.StreamHooks{Activity: func() { reads.Add(1) }})
 	if err != nil {
 		t.Fatal(err)
 	}

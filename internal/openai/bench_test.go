@@ -48,7 +48,7 @@ func sseBodyOf(n int) []byte {
 
 // adapterRun streams one completion of n chunks through Client.
 func adapterRun(tb testing.TB, c *Client) int {
-	s, err := c.Stream(context.Background(), hello)
+	s, err := c.Stream(context.Background(), hello, coach.StreamHooks{})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -64,7 +64,7 @@ func TestStreamReleasesRequestBody(t *testing.T) {
 		{Role: coach.RoleSystem, Content: strings.Repeat("a long system prompt ", 200)},
 		{Role: coach.RoleUser, Content: "hi"},
 	}}
-	s, err := c.Stream(context.Background(), req)
+	s, err := c.Stream(context.Background(), req, coach.StreamHooks{})
 	if err != nil {
 		t.Fatal(err)
 	}

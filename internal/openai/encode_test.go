@@ -328,7 +328,7 @@ func TestStreamSendsEncodedRequest(t *testing.T) {
 				t.Fatal(err)
 			}
 			want, wantErr := json.Marshal(creq)
-			s, err := c.Stream(context.Background(), tt.req)
+			s, err := c.Stream(context.Background(), tt.req, coach.StreamHooks{})
 			if wantErr != nil {
 				if me := modelError(t, err); me.Class != ClassClient {
 					t.Errorf("Stream error class %q, want %q", me.Class, ClassClient)
@@ -356,7 +356,7 @@ func TestStreamSendsEncodedRequest(t *testing.T) {
 // which the stub it is given leaves out.
 func TestStreamValidatesWholeRequest(t *testing.T) {
 	c := New(Config{BaseURL: "http://127.0.0.1:1/v1", Model: oai.GPT6Sol})
-	_, err := c.Stream(context.Background(), coach.ModelRequest{Messages: hello.Messages, Tool: &coach.Tool{Name: "display_card"}})
+	_, err := c.Stream(context.Background(), coach.ModelRequest{Messages: hello.Messages, Tool: &coach.Tool{Name: "display_card"}}, coach.StreamHooks{})
 	if me := modelError(t, err); me.Class != ClassClient || !errors.Is(me.Err, oai.ErrReasoningToolsRequireResponses) {
 		t.Errorf("got class %q error %v, want %q %v", me.Class, me.Err, ClassClient, oai.ErrReasoningToolsRequireResponses)
 	}

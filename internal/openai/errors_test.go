@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coachgw/coachgw/internal/coach"
 )
 
 // fixedNow is the clock of tests that send Retry-After as a date.
@@ -95,7 +97,7 @@ func TestHTTPErrors(t *testing.T) {
 			})
 			c := u.client(Config{})
 			c.http.now = func() time.Time { return fixedNow }
-			s, err := c.Stream(context.Background(), hello)
+			s, err := c.Stream(context.Background(), hello, coach.StreamHooks{})
 			if err == nil {
 				s.Close()
 				t.Fatal("Stream succeeded, want an error")
@@ -131,7 +133,7 @@ func TestConnectErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := New(Config{BaseURL: tt.baseURL, APIKey: testKey}).Stream(context.Background(), hello)
+			_, err := New(Config{BaseURL: tt.baseURL, APIKey: testKey}).Stream(context.Background(), hello, coach.StreamHooks{})
 			me := modelError(t, err)
 			if me.Class != tt.wantClass || me.Retryable != (tt.wantClass == ClassConnect) {
 				t.Errorf("got class %q retryable %v (%v), want %q", me.Class, me.Retryable, err, tt.wantClass)

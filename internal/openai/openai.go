@@ -239,12 +239,12 @@ func isReasoningModel(model string) bool {
 
 // Stream starts a streaming chat completion for req. Failures before the first chunk are
 // *coach.ModelError; so are the errors of the returned stream's Next, except io.EOF.
-func (c *Client) Stream(ctx context.Context, req coach.ModelRequest) (coach.Stream, error) {
+func (c *Client) Stream(ctx context.Context, req coach.ModelRequest, hooks coach.StreamHooks) (coach.Stream, error) {
 	creq, err := c.request(req)
 	if err != nil {
 		return nil, c.fail(&coach.ModelError{Class: ClassClient, Err: err})
 	}
-	s := &stream{c: c, ctx: ctx}
+	s := &stream{c: c, ctx: ctx, alive: hooks.Activity, wait: hooks.Wait}
 	// go-openai still sends the request and turns error responses into its errors, but the
 	// body is encoded here, in a tenth of the time json.Marshal takes (see encodeRequest), and
 	// the doer puts it in place of the body go-openai marshals. That is of a stub with only the

@@ -133,7 +133,7 @@ func TestRequestShape(t *testing.T) {
 				model = "test-model"
 			}
 			c := u.client(Config{Model: model, Format: tt.format})
-			s, err := c.Stream(context.Background(), tt.req)
+			s, err := c.Stream(context.Background(), tt.req, coach.StreamHooks{})
 			if err != nil {
 				t.Fatalf("Stream: %v", err)
 			}
@@ -182,7 +182,7 @@ func TestInvalidSchemaIsClientError(t *testing.T) {
 	_, err := c.Stream(context.Background(), coach.ModelRequest{
 		Messages: []coach.Message{{Role: coach.RoleUser, Content: "hi"}},
 		Schema:   &coach.OutputSchema{Name: "broken", Schema: json.RawMessage(`{"type":`)},
-	})
+	}, coach.StreamHooks{})
 	if me := modelError(t, err); me.Class != ClassClient || me.Retryable {
 		t.Errorf("got class %q retryable %v, want %q not retryable", me.Class, me.Retryable, ClassClient)
 	}

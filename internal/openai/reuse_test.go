@@ -24,7 +24,7 @@ func TestConnectionIsReusedAfterDone(t *testing.T) {
 	c := u.client(Config{})
 	conns := map[string]bool{}
 	for i := 0; i < 3; i++ {
-		st, err := c.Stream(context.Background(), coach.ModelRequest{Messages: []coach.Message{{Role: coach.RoleUser, Content: "hi"}}})
+		st, err := c.Stream(context.Background(), coach.ModelRequest{Messages: []coach.Message{{Role: coach.RoleUser, Content: "hi"}}}, coach.StreamHooks{})
 		if err != nil {
 			t.Fatalf("Stream %d: %v", i, err)
 		}

@@ -43,8 +43,8 @@ type stream struct {
 	body       io.ReadCloser
 	errBody    io.Closer
 	retryAfter time.Duration
-	// alive, when set, is told of every read that brought bytes (see coach.Activity); wait,
-	// when set, before every read that may wait for them (see coach.Wait).
+	// alive, when set, is told of every read that brought bytes; wait, when set, before every
+	// read that may wait for them (see coach.StreamHooks).
 	alive, wait func()
 
 	// buf[r:w] is read but not yet consumed, and holds no newline before buf[scanned];
@@ -109,7 +109,7 @@ func (s *stream) Next() (coach.Fragment, error) {
 	}
 }
 
-// NotifiesWait reports whether s calls coach.Wait before its reads: when its context has one.
+// NotifiesWait reports whether s calls a Wait hook before its reads: when it was given one.
 func (s *stream) NotifiesWait() bool { return s.wait != nil }
 
 func (s *stream) nextCall() coach.Fragment {
@@ -308,7 +308,7 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	if resp.StatusCode >= http.StatusOK && resp.StatusCode < http.StatusBadRequest {
-		s.body, s.alive, s.wait = resp.Body, coach.Activity(s.ctx), coach.Wait(s.ctx)
+		s.body = resp.Body
 		return resp, nil
 	}
 	s.retryAfter = retryAfter(resp.Header, d.now())

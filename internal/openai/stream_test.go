@@ -64,7 +64,7 @@ func TestFragments(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			u := newUpstream(t, serve(tt.events...))
-			s, err := u.client(Config{}).Stream(context.Background(), hello)
+			s, err := u.client(Config{}).Stream(context.Background(), hello, coach.StreamHooks{})
 			if err != nil {
 				t.Fatalf("Stream: %v", err)
 			}
@@ -140,7 +140,7 @@ func TestStreamEnd(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			u := newUpstream(t, tt.handle)
-			s, err := u.client(Config{}).Stream(context.Background(), hello)
+			s, err := u.client(Config{}).Stream(context.Background(), hello, coach.StreamHooks{})
 			if err != nil {
 				t.Fatalf("Stream: %v", err)
 			}
@@ -205,7 +205,7 @@ func TestLongLines(t *testing.T) {
 				}
 				<-u.release // hold the connection open: only the line itself may end the stream
 			})
-			s, err := u.client(Config{MaxLineBytes: tt.maxLine}).Stream(context.Background(), hello)
+			s, err := u.client(Config{MaxLineBytes: tt.maxLine}).Stream(context.Background(), hello, coach.StreamHooks{})
 			if err != nil {
 				t.Fatalf("Stream: %v", err)
 			}
@@ -226,7 +226,7 @@ func TestLongLines(t *testing.T) {
 
 func TestInStreamErrorEvent(t *testing.T) {
 	u := newUpstream(t, serve(chunkHel, `{"error":{"message":"The server is overloaded.","type":"server_error","code":null}}`))
-	s, err := u.client(Config{}).Stream(context.Background(), hello)
+	s, err := u.client(Config{}).Stream(context.Background(), hello, coach.StreamHooks{})
 	if err != nil {
 		t.Fatalf("Stream: %v", err)
 	}
@@ -272,7 +272,7 @@ func TestCancel(t *testing.T) {
 			c := u.client(Config{})
 			var err error
 			if tt.midStream {
-				s, serr := c.Stream(ctx, hello)
+				s, serr := c.Stream(ctx, hello, coach.StreamHooks{})
 				if serr != nil {
 					t.Fatalf("Stream: %v", serr)
 				}
@@ -285,7 +285,7 @@ func TestCancel(t *testing.T) {
 			} else {
 				errs := make(chan error, 1)
 				go func() {
-					_, serr := c.Stream(ctx, hello)
+					_, serr := c.Stream(ctx, hello, coach.StreamHooks{})
 					errs <- serr
 				}()
 				u.request(t)
@@ -311,7 +311,7 @@ func TestCancel(t *testing.T) {
 
 func TestCloseTwice(t *testing.T) {
 	u := newUpstream(t, serve(chunkHel, chunkStop, done))
-	s, err := u.client(Config{}).Stream(context.Background(), hello)
+	s, err := u.client(Config{}).Stream(context.Background(), hello, coach.StreamHooks{})
 	if err != nil {
 		t.Fatalf("Stream: %v", err)
 	}

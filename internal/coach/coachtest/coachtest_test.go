@@ -208,7 +208,7 @@ func TestMemStoreAsked(t *testing.T) {
 
 // collect plays a whole stream of m.
 func collect(ctx context.Context, m *coachtest.Model) ([]coach.Fragment, error) {
-	st, err := m.Stream(ctx, coach.ModelRequest{})
+	st, err := m.Stream(ctx, coach.ModelRequest{}, coach.StreamHooks{})
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +246,7 @@ func TestModelReplies(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := collect(context.Background(), coachtest.NewModel(tt.reply))
 			if !errors.Is(err, tt.wantErr) || !slices.Equal(got, tt.want) {
-				t.Errorf("got %q, %v; want %q, %v", got, err, tt.want, tt.wantErr)
+				t.Errorf("got %+v, %v; want %+v, %v", got, err, tt.want, tt.wantErr)
 			}
 		})
 	}
@@ -257,7 +257,7 @@ func TestModelQueueAndRequests(t *testing.T) {
 	m.Enqueue(coachtest.Content("two", 0))
 	msgs := []coach.Message{{Role: coach.RoleUser, Content: "a"}, {Role: coach.RoleUser, Content: "b"}}
 	for i, want := range []string{"one", "two"} {
-		st, err := m.Stream(context.Background(), coach.ModelRequest{Messages: msgs[:i+1]})
+		st, err := m.Stream(context.Background(), coach.ModelRequest{Messages: msgs[:i+1]}, coach.StreamHooks{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -266,7 +266,7 @@ func TestModelQueueAndRequests(t *testing.T) {
 		}
 	}
 	msgs[0].Content = "changed" // the recorded requests must not follow
-	_, err := m.Stream(context.Background(), coach.ModelRequest{})
+	_, err := m.Stream(context.Background(), coach.ModelRequest{}, coach.StreamHooks{})
 	var me *coach.ModelError
 	if !errors.As(err, &me) || me.Retryable {
 		t.Errorf("call past the script: %v, want a non-retryable *coach.ModelError", err)
@@ -280,7 +280,7 @@ func TestModelQueueAndRequests(t *testing.T) {
 func TestModelStreamEndsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := coachtest.NewModel(coachtest.Content("abcdef", 1))
-	st, err := m.Stream(ctx, coach.ModelRequest{})
+	st, err := m.Stream(ctx, coach.ModelRequest{}, coach.StreamHooks{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func TestModelConcurrentCalls(t *testing.T) {
 		wg.Go(func() {
 			frags, err := collect(context.Background(), m)
 			if err != nil || len(frags) != 1 {
-				t.Errorf("call: %q, %v", frags, err)
+				t.Errorf("call: %+v, %v", frags, err)
 				return
 			}
 			got[i] = frags[0].Content

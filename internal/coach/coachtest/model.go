@@ -68,7 +68,7 @@ func (m *Model) Enqueue(replies ...Reply) {
 }
 
 // Stream records req and plays the next reply.
-func (m *Model) Stream(ctx context.Context, req coach.ModelRequest) (coach.Stream, error) {
+func (m *Model) Stream(ctx context.Context, req coach.ModelRequest, _ coach.StreamHooks) (coach.Stream, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	// The engine builds a retry's messages by appending to a request's; a copy keeps the
