@@ -92,6 +92,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (_ *App, er
 		Log:             log,
 		MaxBodyBytes:    cfg.MaxBodyBytes,
 		MaxMessageChars: cfg.MaxMessageChars,
+		BodyReadTimeout: cfg.BodyReadTimeout,
 		APIKeys:         a.apiKeys(),
 		CORSOrigins:     cfg.CORSOrigins,
 		Limiter:         a.store,

@@ -217,7 +217,7 @@ func checkInput(last *Card, in coach.TurnInput) (string, error) {
 				return `{"selected": ` + string(mustJSON(id)) + `}`, nil
 			}
 		}
-		return "", coach.FieldError("selected", "%q is not an option of the last card: choose one of %s", *in.Selected, choices)
+		return "", coach.FieldError("selected", "%q is not an option of the last card: choose one of %s", coach.Clip(*in.Selected), choices)
 	case TypePrompt, TypeReflection:
 		if in.Selected != nil {
 			return "", coach.FieldError("selected", "the last card offers no options: answer it with a message")

@@ -3,6 +3,7 @@ package coach
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Kind classifies an Error so that one adapter can map it to a transport status.
@@ -93,3 +94,20 @@ var (
 	// ErrShuttingDown ends turns that are still open when the gateway's drain deadline passes.
 	ErrShuttingDown = Errorf(KindUnavailable, CodeShuttingDown, "the gateway is shutting down; retry the turn")
 )
+
+// maxEcho is how many characters of a client's input an error message repeats.
+const maxEcho = 100
+
+// Clip returns input as an error message may repeat it: at most maxEcho characters, with an
+// ellipsis when it was cut, so that a 60 KB id does not come back as a 60 KB message. Every
+// message that echoes client input passes it through Clip.
+func Clip(input string) string {
+	n := 0
+	for i := range input {
+		if n == maxEcho {
+			return strings.ToValidUTF8(input[:i], "") + "…"
+		}
+		n++
+	}
+	return input
+}

@@ -116,7 +116,7 @@ func (s *Service) Contract(name string) (Contract, bool) {
 func (s *Service) CreateSession(ctx context.Context, tenant, contract string, opts NewSession) (*Session, error) {
 	c, ok := s.contracts[contract]
 	if !ok {
-		return nil, Errorf(KindInvalid, CodeUnknownContract, "unknown contract %q", contract)
+		return nil, Errorf(KindInvalid, CodeUnknownContract, "unknown contract %q", Clip(contract))
 	}
 	switch opts.Locale {
 	case "":

@@ -39,6 +39,7 @@ type Config struct {
 
 	ShutdownTimeout time.Duration // COACH_SHUTDOWN_TIMEOUT: how long open streams may drain
 	MaxBodyBytes    int64         // COACH_MAX_BODY_BYTES
+	BodyReadTimeout time.Duration // COACH_BODY_READ_TIMEOUT: how long a request body may take to arrive
 	MaxMessageChars int           // COACH_MAX_MESSAGE_CHARS
 	HistoryLimit    int           // COACH_HISTORY_LIMIT: messages kept per session
 
@@ -87,6 +88,7 @@ func Default() Config {
 		RetryAfterCap:       10 * time.Second,
 		ShutdownTimeout:     30 * time.Second,
 		MaxBodyBytes:        64 << 10,
+		BodyReadTimeout:     15 * time.Second,
 		MaxMessageChars:     8000,
 		HistoryLimit:        200,
 		CardsCyclesPerLevel: 2,
@@ -153,6 +155,7 @@ func Load(getenv func(string) string) (Config, error) {
 	if maxBody > 0 {
 		c.MaxBodyBytes = int64(maxBody)
 	}
+	dur("COACH_BODY_READ_TIMEOUT", &c.BodyReadTimeout)
 	num("COACH_MAX_MESSAGE_CHARS", &c.MaxMessageChars)
 	num("COACH_HISTORY_LIMIT", &c.HistoryLimit)
 	str("COACH_MODULES_DIR", &c.ModulesDir)
@@ -204,6 +207,7 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 		Int("maxAttempts", c.MaxAttempts).
 		Dur("shutdownTimeout", c.ShutdownTimeout).
 		Int64("maxBodyBytes", c.MaxBodyBytes).
+		Dur("bodyReadTimeout", c.BodyReadTimeout).
 		Str("modulesDir", c.ModulesDir).
 		Int("apiKeys", len(c.APIKeys)).
 		Int("rateLimit", c.RateLimit).

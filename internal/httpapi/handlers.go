@@ -16,19 +16,16 @@ import (
 	"github.com/coachgw/coachgw/internal/toulmin"
 )
 
-// decode reads a JSON request body into dst: application/json only, at most MaxBodyBytes,
-// valid UTF-8, one JSON value.
+// decode reads a JSON request body into dst: application/json only, valid UTF-8, one JSON
+// value. readBody has already read the body and bounded its size and arrival time.
 func (s *Server) decode(c echo.Context, dst any) error {
 	req := c.Request()
 	if mt, _, err := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType)); err != nil || mt != echo.MIMEApplicationJSON {
 		return newHTTPError(http.StatusUnsupportedMediaType, codeUnsupportedMedia, "send the body as application/json")
 	}
-	body, err := io.ReadAll(io.LimitReader(req.Body, s.deps.MaxBodyBytes+1))
+	body, err := io.ReadAll(req.Body)
 	if err != nil {
 		return coach.Errorf(coach.KindInvalid, coach.CodeInvalidRequest, "reading the body: %v", err)
-	}
-	if int64(len(body)) > s.deps.MaxBodyBytes {
-		return newHTTPError(http.StatusRequestEntityTooLarge, codeBodyTooLarge, "the body is larger than the limit")
 	}
 	if !utf8.Valid(body) {
 		return coach.Errorf(coach.KindInvalid, coach.CodeInvalidRequest, "the body is not valid UTF-8")
@@ -170,5 +167,5 @@ func (s *Server) getModule(c echo.Context) error {
 			return c.JSON(http.StatusOK, def)
 		}
 	}
-	return coach.Errorf(coach.KindNotFound, coach.CodeModuleNotFound, "no module %q", c.Param("id"))
+	return coach.Errorf(coach.KindNotFound, coach.CodeModuleNotFound, "no module %q", coach.Clip(c.Param("id")))
 }

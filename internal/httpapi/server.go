@@ -41,6 +41,8 @@ type Deps struct {
 	// MaxBodyBytes bounds request bodies; MaxMessageChars bounds a turn's message.
 	MaxBodyBytes    int64
 	MaxMessageChars int
+	// BodyReadTimeout bounds how long a request's body may take to arrive (see readBody).
+	BodyReadTimeout time.Duration
 	// APIKeys are the clients' keys (see auth.go); none leaves the API open, for tenant "".
 	APIKeys []APIKey
 	// CORSOrigins are the browser origins allowed to call the API; none sends no CORS headers.
@@ -50,6 +52,9 @@ type Deps struct {
 	Limiter   Limiter
 	RateLimit int
 }
+
+// DefaultBodyReadTimeout is the default of Deps.BodyReadTimeout.
+const DefaultBodyReadTimeout = 15 * time.Second
 
 // Server serves the gateway's API.
 type Server struct {
@@ -72,12 +77,15 @@ func New(d Deps) *Server {
 	if d.MaxMessageChars <= 0 {
 		d.MaxMessageChars = 8000
 	}
+	if d.BodyReadTimeout <= 0 {
+		d.BodyReadTimeout = DefaultBodyReadTimeout
+	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	s := &Server{deps: d, echo: e}
 	s.drain, s.cancelDrain = context.WithCancel(context.Background())
 	e.HTTPErrorHandler = s.errorHandler
-	e.Use(s.requestContext)
+	e.Use(s.requestContext, s.readBody)
 	if mw := cors(d.CORSOrigins); mw != nil {
 		e.Use(mw)
 	}
@@ -146,7 +154,10 @@ func (s *Server) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 		if !requestIDPattern.MatchString(id) {
 			id = coach.NewID()[:16]
 		}
-		c.Response().Header().Set(echo.HeaderXRequestID, id)
+		h := c.Response().Header()
+		h.Set(echo.HeaderXRequestID, id)
+		// Every answer is typed (JSON, NDJSON, the UI's own files): never let a browser guess.
+		h.Set(echo.HeaderXContentTypeOptions, "nosniff")
 		log := s.deps.Log.With().Str("request_id", id).Logger()
 		c.SetRequest(req.WithContext(log.WithContext(req.Context())))
 

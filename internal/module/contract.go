@@ -64,7 +64,7 @@ func (c *Contract) Name() string { return Name }
 // NewState returns the state of a new session of module opts.Module, which must be loaded.
 func (c *Contract) NewState(opts coach.NewSession) (json.RawMessage, error) {
 	if _, ok := c.reg.Get(opts.Module); !ok {
-		return nil, coach.Errorf(coach.KindNotFound, coach.CodeModuleNotFound, "no module %q", opts.Module)
+		return nil, coach.Errorf(coach.KindNotFound, coach.CodeModuleNotFound, "no module %q", coach.Clip(opts.Module))
 	}
 	return json.Marshal(State{Module: opts.Module, CoveredTopics: []string{}, Milestones: []string{}, Forms: map[string]*Form{}})
 }
@@ -103,7 +103,7 @@ func (c *Contract) Begin(s *coach.Session, in coach.TurnInput) (coach.Turn, erro
 	} else {
 		form, ok := st.Forms[in.Form.ID]
 		if !ok {
-			return nil, coach.FieldError("form.id", "this session was not offered a form %q", in.Form.ID)
+			return nil, coach.FieldError("form.id", "this session was not offered a form %q", coach.Clip(in.Form.ID))
 		}
 		answers, err := checkAnswers(form, in.Form.Values)
 		if err != nil {

@@ -94,9 +94,6 @@ type answer struct {
 	texts []string
 }
 
-// maxFieldName bounds the unknown field name an error echoes back.
-const maxFieldName = 64
-
 // checkAnswers validates a submission against the form it answers and returns the answered
 // fields in form order. Every problem is a coach.FieldError naming form.values.<field id>.
 func checkAnswers(f *Form, values map[string]json.RawMessage) ([]answer, error) {
@@ -107,10 +104,7 @@ func checkAnswers(f *Form, values map[string]json.RawMessage) ([]answer, error) 
 	sort.Strings(keys)
 	for _, k := range keys {
 		if !slices.ContainsFunc(f.Fields, func(fd Field) bool { return fd.ID == k }) {
-			name := k
-			if len(name) > maxFieldName {
-				name = strings.ToValidUTF8(name[:maxFieldName], "")
-			}
+			name := coach.Clip(k)
 			return nil, coach.FieldError("form.values."+name, "form %q has no field %q", f.ID, name)
 		}
 	}
@@ -153,7 +147,7 @@ func parseAnswer(fd *Field, raw json.RawMessage) (*answer, error) {
 		}
 		o, ok := fd.option(v)
 		if !ok {
-			return nil, fmt.Errorf("%q is not one of %s", v, optionList(fd))
+			return nil, fmt.Errorf("%q is not one of %s", coach.Clip(v), optionList(fd))
 		}
 		return &answer{field: fd, shown: o.Label, texts: []string{o.Label, o.Value}}, nil
 	case FieldCheckbox:
@@ -169,10 +163,10 @@ func parseAnswer(fd *Field, raw json.RawMessage) (*answer, error) {
 		for i, v := range vs {
 			o, ok := fd.option(v)
 			if !ok {
-				return nil, fmt.Errorf("%q is not one of %s", v, optionList(fd))
+				return nil, fmt.Errorf("%q is not one of %s", coach.Clip(v), optionList(fd))
 			}
 			if slices.Contains(vs[:i], v) {
-				return nil, fmt.Errorf("%q is chosen twice", v)
+				return nil, fmt.Errorf("%q is chosen twice", coach.Clip(v))
 			}
 			labels = append(labels, o.Label)
 			a.texts = append(a.texts, o.Label, o.Value)

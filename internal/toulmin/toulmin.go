@@ -142,7 +142,7 @@ func (*Contract) Begin(s *coach.Session, in coach.TurnInput) (coach.Turn, error)
 		return nil, coach.Errorf(coach.KindConflict, coach.CodeSessionComplete, "the argument is complete; start a new session")
 	}
 	if in.Step != "" && in.Step != st.Step {
-		return nil, coach.Errorf(coach.KindStream, coach.CodeStepMismatch, "the session is at step %s, not %s", st.Step, in.Step)
+		return nil, coach.Errorf(coach.KindStream, coach.CodeStepMismatch, "the session is at step %s, not %s", st.Step, coach.Clip(in.Step))
 	}
 	return newTurn(s, st, msg), nil
 }
