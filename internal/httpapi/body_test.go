@@ -89,7 +89,7 @@ type pacedModel struct {
 	pause  time.Duration
 }
 
-func (m pacedModel) Stream(ctx context.Context, _ coach.ModelRequest) (coach.Stream, error) {
+func (m pacedModel) Stream(ctx context.Context, _ coach.ModelRequest, _ coach.StreamHooks) (coach.Stream, error) {
 	return &pacedStream{ctx: ctx, m: m, rest: m.answer}, nil
 }
 
