@@ -15,13 +15,15 @@ type memStore struct {
 	mu       sync.Mutex
 	sessions map[string]Session
 	locks    map[string]string
-	commits  int
-	down     bool
-	n        int
+	// transcripts holds each session's transcript, whose entries are numbered from 1.
+	transcripts map[string][]TranscriptEntry
+	commits     int
+	down        bool
+	n           int
 }
 
 func newMemStore() *memStore {
-	return &memStore{sessions: map[string]Session{}, locks: map[string]string{}}
+	return &memStore{sessions: map[string]Session{}, locks: map[string]string{}, transcripts: map[string][]TranscriptEntry{}}
 }
 
 func (m *memStore) Create(_ context.Context, s *Session) error {
@@ -49,6 +51,7 @@ func (m *memStore) Delete(_ context.Context, tenant, id string) error {
 	defer m.mu.Unlock()
 	if s, ok := m.sessions[id]; ok && s.Tenant == tenant {
 		delete(m.sessions, id)
+		delete(m.transcripts, id)
 	}
 	return nil
 }
@@ -72,7 +75,7 @@ func (m *memStore) Claim(_ context.Context, tenant, id string, _ time.Duration) 
 	return &s, token, nil
 }
 
-func (m *memStore) Commit(_ context.Context, s *Session, token string) error {
+func (m *memStore) Commit(_ context.Context, s *Session, token string, extra CommitExtra) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.down {
@@ -84,7 +87,20 @@ func (m *memStore) Commit(_ context.Context, s *Session, token string) error {
 	m.sessions[s.ID] = *s
 	delete(m.locks, s.ID)
 	m.commits++
+	for _, e := range extra.Transcript {
+		e.Seq = int64(len(m.transcripts[s.ID]) + 1)
+		m.transcripts[s.ID] = append(m.transcripts[s.ID], e)
+	}
 	return nil
+}
+
+func (m *memStore) Transcript(_ context.Context, tenant, id string, before int64, limit int) (TranscriptPage, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.sessions[id]; !ok || s.Tenant != tenant {
+		return TranscriptPage{}, ErrNotFound
+	}
+	return PageOf(m.transcripts[id], before, limit), nil
 }
 
 func (m *memStore) Release(_ context.Context, id, token string) error {

@@ -19,10 +19,14 @@ type Store interface {
 	// Claim locks the session for one writer for at most ttl and returns it with the lock's token.
 	// It returns ErrBusy when another writer holds the lock and ErrNotFound when there is no such session.
 	Claim(ctx context.Context, tenant, id string, ttl time.Duration) (*Session, string, error)
-	// Commit stores s, whose Version must be one more than the stored one, and releases the lock
-	// held with token. It returns ErrConflict when the lock or the version no longer match; then
-	// nothing is written.
-	Commit(ctx context.Context, s *Session, token string) error
+	// Commit stores s, whose Version must be one more than the stored one, writes extra (the
+	// transcript entries, numbered by the store) and releases the lock held with token, all or
+	// nothing. It returns ErrConflict when the lock or the version no longer match; then nothing
+	// is written.
+	Commit(ctx context.Context, s *Session, token string, extra CommitExtra) error
+	// Transcript returns up to limit entries of the transcript of session id of tenant whose
+	// Seq is below before (0: from the newest), oldest first, or ErrNotFound as Get does.
+	Transcript(ctx context.Context, tenant, id string, before int64, limit int) (TranscriptPage, error)
 	// Release drops the lock held with token without writing anything.
 	Release(ctx context.Context, id, token string) error
 	// Ping reports whether the store answers.
@@ -157,7 +161,9 @@ type NewSession struct {
 // TurnInput is a learner's turn as a client sends it. Which fields a contract accepts is its own
 // business; Begin rejects the rest.
 type TurnInput struct {
-	Message  *string     `json:"message,omitempty"`
+	Message *string `json:"message,omitempty"`
+	// Continue asks the coach to open the current step without a learner message (toulmin).
+	Continue bool        `json:"continue,omitempty"`
 	Step     string      `json:"step,omitempty"`
 	Selected *string     `json:"selected,omitempty"`
 	Form     *FormAnswer `json:"form,omitempty"`

@@ -158,8 +158,10 @@ func (s *Service) DeleteSession(ctx context.Context, tenant, id string) error {
 
 // Update changes a session outside a turn: it claims the session (so it never races a turn),
 // lets change compute the new state from the current session, and commits it as a new version.
-// A session of another contract than contract is ErrNotFound.
-func (s *Service) Update(ctx context.Context, tenant, id, contract string, change func(*Session) (json.RawMessage, error)) (*Session, error) {
+// input, when not nil, is the learner's request, written to the transcript in the same commit
+// (a proposal's accept or reject; a draft edit is not part of the conversation and passes nil).
+// A session of another contract than contract is an invalid_request error.
+func (s *Service) Update(ctx context.Context, tenant, id, contract string, input json.RawMessage, change func(*Session) (json.RawMessage, error)) (*Session, error) {
 	if !ValidID(id) {
 		return nil, ErrNotFound
 	}
@@ -181,11 +183,33 @@ func (s *Service) Update(ctx context.Context, tenant, id, contract string, chang
 	next.State = state
 	next.Version++
 	next.UpdatedAt = s.now().UTC()
-	if err := s.store.Commit(ctx, &next, token); err != nil {
+	var extra CommitExtra
+	if input != nil {
+		extra.Transcript = []TranscriptEntry{learnerEntry(next.UpdatedAt, input)}
+	}
+	if err := s.store.Commit(ctx, &next, token, extra); err != nil {
 		s.release(sess.ID, token)
 		return nil, err
 	}
 	return &next, nil
+}
+
+// Transcript returns a page of the transcript of session id of tenant: up to limit entries
+// (0: DefaultTranscriptPage) whose Seq is below before (0: the newest), oldest first.
+func (s *Service) Transcript(ctx context.Context, tenant, id string, before int64, limit int) (TranscriptPage, error) {
+	switch {
+	case limit == 0:
+		limit = DefaultTranscriptPage
+	case limit < 0 || limit > MaxTranscriptPage:
+		return TranscriptPage{}, FieldError("limit", "limit must be between 1 and %d", MaxTranscriptPage)
+	}
+	if before < 0 {
+		return TranscriptPage{}, FieldError("before", "before must be a positive sequence number")
+	}
+	if !ValidID(id) {
+		return TranscriptPage{}, ErrNotFound
+	}
+	return s.store.Transcript(ctx, tenant, id, before, limit)
 }
 
 // release drops a lock on a context of its own: it runs when the turn's context may be gone.

@@ -289,19 +289,19 @@ func TestStartTurnErrors(t *testing.T) {
 
 func TestUpdate(t *testing.T) {
 	svc, st, sess := newTestService(t, &fakeModel{}, testOptions(), nil)
-	got, err := svc.Update(context.Background(), "", sess.ID, "echo", func(s *Session) (json.RawMessage, error) {
+	got, err := svc.Update(context.Background(), "", sess.ID, "echo", nil, func(s *Session) (json.RawMessage, error) {
 		return json.RawMessage(`{"turns":9}`), nil
 	})
 	if err != nil || got.Version != 2 || string(got.State) != `{"turns":9}` {
 		t.Fatalf("Update = %+v, %v; want version 2 with the new state", got, err)
 	}
-	_, err = svc.Update(context.Background(), "", sess.ID, "other", func(s *Session) (json.RawMessage, error) {
+	_, err = svc.Update(context.Background(), "", sess.ID, "other", nil, func(s *Session) (json.RawMessage, error) {
 		return nil, Errorf(KindInternal, CodeInternal, "a change for another contract's state must not run")
 	})
 	if AsError(err).Code != CodeInvalidRequest {
 		t.Errorf("Update on a session of another contract error = %v, want invalid_request", err)
 	}
-	_, err = svc.Update(context.Background(), "", sess.ID, "echo", func(s *Session) (json.RawMessage, error) {
+	_, err = svc.Update(context.Background(), "", sess.ID, "echo", nil, func(s *Session) (json.RawMessage, error) {
 		return nil, Errorf(KindConflict, CodeNoPendingProposal, "none")
 	})
 	if AsError(err).Code != CodeNoPendingProposal || st.locked(sess.ID) {

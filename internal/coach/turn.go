@@ -2,6 +2,7 @@ package coach
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"math/rand/v2"
@@ -18,6 +19,8 @@ type TurnRun struct {
 	turn     Turn
 	contract string
 	start    time.Time
+	// input is the turn's body as the transcript keeps it.
+	input json.RawMessage
 }
 
 // StartTurn claims session id of tenant and lets its contract check in. Errors returned here are
@@ -41,7 +44,12 @@ func (s *Service) StartTurn(ctx context.Context, tenant, id string, in TurnInput
 		s.release(sess.ID, token)
 		return nil, err
 	}
-	return &TurnRun{svc: s, sess: sess, token: token, turn: turn, contract: sess.Contract, start: start}, nil
+	input, err := json.Marshal(in)
+	if err != nil {
+		s.release(sess.ID, token)
+		return nil, Wrap(err, KindInternal, CodeInternal, "cannot encode the turn's input")
+	}
+	return &TurnRun{svc: s, sess: sess, token: token, turn: turn, contract: sess.Contract, start: start, input: input}, nil
 }
 
 // Session returns the session as it was claimed.
@@ -111,7 +119,11 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 		return finish(e.Code, err)
 	}
 
+	var cards []json.RawMessage
 	for _, e := range r.turn.Prelude() {
+		if e.Type == EventCard {
+			cards = append(cards, e.Card)
+		}
 		send(e)
 	}
 	res, err := r.attempts(ctx, send, flush, &rep)
@@ -126,7 +138,9 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 	next.State = res.State
 	next.UpdatedAt = s.now().UTC()
 	next.History = appendHistory(r.sess.History, res.History, s.opts.HistoryLimit)
-	if err := s.store.Commit(ctx, &next, r.token); err != nil {
+	transcript := append([]TranscriptEntry{learnerEntry(next.UpdatedAt, r.input)},
+		coachEntries(next.UpdatedAt, cards, res.Result, res.Fallback)...)
+	if err := s.store.Commit(ctx, &next, r.token, CommitExtra{Transcript: transcript}); err != nil {
 		return fail(err)
 	}
 	committed = true

@@ -87,7 +87,7 @@ func (s *Server) putDraft(c echo.Context) error {
 	if err := s.checkText("value", in.Value); err != nil {
 		return err
 	}
-	sess, err := s.deps.Service.Update(c.Request().Context(), tenant(c), c.Param("id"), toulmin.Name,
+	sess, err := s.deps.Service.Update(c.Request().Context(), tenant(c), c.Param("id"), toulmin.Name, nil,
 		func(sess *coach.Session) (json.RawMessage, error) {
 			return toulmin.SetDraft(sess.State, in.Field, in.Value)
 		})
@@ -106,7 +106,13 @@ func (s *Server) postProposal(c echo.Context) error {
 	if err := s.decode(c, &in); err != nil {
 		return err
 	}
-	sess, err := s.deps.Service.Update(c.Request().Context(), tenant(c), c.Param("id"), toulmin.Name,
+	// The transcript keeps the decision as the learner made it; Decide rejects any other action
+	// before anything is written.
+	input, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	sess, err := s.deps.Service.Update(c.Request().Context(), tenant(c), c.Param("id"), toulmin.Name, input,
 		func(sess *coach.Session) (json.RawMessage, error) { return toulmin.Decide(sess.State, in.Action) })
 	if err != nil {
 		return err

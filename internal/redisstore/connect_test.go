@@ -138,7 +138,7 @@ func TestUnavailable(t *testing.T) {
 		{"Get", func() error { _, err := store.Get(ctx, "acme", id); return err }},
 		{"Delete", func() error { return store.Delete(ctx, "acme", id) }},
 		{"Claim", func() error { _, _, err := store.Claim(ctx, "acme", id, time.Second); return err }},
-		{"Commit", func() error { return store.Commit(ctx, newSession("acme"), "token") }},
+		{"Commit", func() error { return store.Commit(ctx, newSession("acme"), "token", coach.CommitExtra{}) }},
 		{"Release", func() error { return store.Release(ctx, id, "token") }},
 		{"Ping", func() error { return store.Ping(ctx) }},
 		{"Connect", func() error {

@@ -5,26 +5,37 @@
 //
 // # Key layout
 //
-// A session has two keys under a configurable prefix (default "coachgw"):
+// A session has up to four keys under a configurable prefix (default "coachgw"):
 //
 //	{prefix}:{<id>}:s     the session document (JSON); expires after Options.TTL without a write
 //	{prefix}:{<id>}:lock  the token of the writer that claimed the session; expires after the claim's ttl
+//	{prefix}:{<id>}:t     the learner's transcript: a list of JSON entries, oldest first
+//	{prefix}:{<id>}:tm    the transcript's counters: a hash of seq (the last entry's) and bytes (the list's total)
 //
 // for example coachgw:{3fa9…}:s. The braces are a Redis Cluster hash tag: only the id between
-// them is hashed, so both keys of a session always live in the same slot, and so on the same
-// node. That is what allows Claim, Commit and Delete to touch both keys in one Lua script: a
+// them is hashed, so all keys of a session always live in the same slot, and so on the same
+// node. That is what allows Claim, Commit and Delete to touch them in one Lua script: a
 // cluster refuses a script whose keys span slots (CROSSSLOT). For the same reason the prefix must
 // not contain braces, or the tag would no longer be the id.
+//
+// The transcript keys are written by Commit only, get the document's TTL whenever it does (Claim
+// and Commit), and are deleted with it. Each entry is stored as the JSON of a
+// coach.TranscriptEntry whose first member is its seq, assigned by the commit script from the
+// counter in the :tm hash, so entries are numbered from 1 without gaps and the list's index of
+// an entry is its seq minus the first entry's. After appending, the script drops the oldest
+// entries while the list holds more than Options.TranscriptMaxEntries or its entries take more
+// than Options.TranscriptMaxBytes, always keeping the newest one.
 //
 // Every operation touches the keys of one session (or the one key of a rate limiter, Allow), and
 // so exactly one slot:
 //
 //	Create   SET NX            {prefix}:{<id>}:s
 //	Get      GET               {prefix}:{<id>}:s
-//	Claim    script            {prefix}:{<id>}:s and {prefix}:{<id>}:lock
-//	Commit   script            {prefix}:{<id>}:s and {prefix}:{<id>}:lock
-//	Release  script            {prefix}:{<id>}:lock
-//	Delete   script            {prefix}:{<id>}:s and {prefix}:{<id>}:lock
+//	Claim       script         {prefix}:{<id>}:s, :lock, :t and :tm
+//	Commit      script         {prefix}:{<id>}:s, :lock, :t and :tm
+//	Release     script         {prefix}:{<id>}:lock
+//	Delete      script         {prefix}:{<id>}:s, :lock, :t and :tm
+//	Transcript  script         {prefix}:{<id>}:s and :t
 //	Allow    script            {prefix}:{rl:<tenant>}
 //
 // No operation reads or writes two sessions at once (no MGET, no SCAN, no transaction across
@@ -38,7 +49,7 @@
 // # Round trips and atomicity
 //
 // Claim and Commit are one Lua script each, so they are atomic and cost exactly one round trip
-// (a turn costs two). Release and Delete are scripts too, Create is one SET NX, Get one GET.
+// (a turn costs two, its transcript entries included). Release and Delete are scripts too, Create is one SET NX, Get one GET.
 // Scripts run with EVALSHA; call Prepare once at startup to load them, otherwise the first call of
 // each script on a server that has not seen it costs one extra round trip (NOSCRIPT, then EVAL).
 //
@@ -102,19 +113,27 @@ type Options struct {
 	// TTL is how long a session lives without a write; every write (Create, Claim, Commit)
 	// restarts it. Default 24h.
 	TTL time.Duration
+	// TranscriptMaxEntries and TranscriptMaxBytes bound a session's transcript: the oldest
+	// entries are dropped beyond them. Defaults 1000 entries and 1 MiB.
+	TranscriptMaxEntries int
+	TranscriptMaxBytes   int
 }
 
 // Defaults of Options.
 const (
-	DefaultPrefix = "coachgw"
-	DefaultTTL    = 24 * time.Hour
+	DefaultPrefix               = "coachgw"
+	DefaultTTL                  = 24 * time.Hour
+	DefaultTranscriptMaxEntries = 1000
+	DefaultTranscriptMaxBytes   = 1 << 20
 )
 
 // Store is a coach.Store in Redis. It is safe for concurrent use.
 type Store struct {
-	client redis.UniversalClient
-	prefix string
-	ttl    time.Duration
+	client     redis.UniversalClient
+	prefix     string
+	ttl        time.Duration
+	maxEntries int
+	maxBytes   int
 }
 
 var _ coach.Store = (*Store)(nil)
@@ -131,7 +150,13 @@ func New(client redis.UniversalClient, opts Options) *Store {
 	if opts.TTL <= 0 {
 		opts.TTL = DefaultTTL
 	}
-	return &Store{client: client, prefix: opts.Prefix, ttl: opts.TTL}
+	if opts.TranscriptMaxEntries <= 0 {
+		opts.TranscriptMaxEntries = DefaultTranscriptMaxEntries
+	}
+	if opts.TranscriptMaxBytes <= 0 {
+		opts.TranscriptMaxBytes = DefaultTranscriptMaxBytes
+	}
+	return &Store{client: client, prefix: opts.Prefix, ttl: opts.TTL, maxEntries: opts.TranscriptMaxEntries, maxBytes: opts.TranscriptMaxBytes}
 }
 
 // Prepare loads the store's scripts into Redis (into every master of a cluster), so that even
@@ -156,7 +181,8 @@ const (
 // tenant is reported as missing, before the lock is looked at, so that neither a lock is taken
 // nor the session's existence revealed.
 //
-// KEYS: document, lock. ARGV: tenant header, token, lock ttl (ms), session ttl (ms).
+// KEYS: document, lock, transcript, transcript counters. ARGV: tenant header, token, lock ttl
+// (ms), session ttl (ms).
 var claimScript = redis.NewScript(`
 local doc = redis.call('GET', KEYS[1])
 if not doc or string.sub(doc, 1, #ARGV[1]) ~= ARGV[1] then
@@ -168,6 +194,8 @@ if holder and holder ~= ARGV[2] then
 end
 redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('PEXPIRE', KEYS[3], ARGV[4])
+redis.call('PEXPIRE', KEYS[4], ARGV[4])
 return doc
 `)
 
@@ -175,8 +203,13 @@ return doc
 // is the version the new one follows, and then drops the lock. When the lock is gone but the
 // stored document is the one this token wrote, an earlier attempt of this same commit succeeded.
 //
-// KEYS: document, lock. ARGV: token, header of the expected stored document (tenant, previous
-// version), header of the new document (tenant, version, token), new document, session ttl (ms).
+// The same script appends the commit's transcript entries, numbering them, and trims the
+// transcript to its bounds (see the key layout above). An entry arrives as its JSON without the
+// opening brace; the script prefixes it with {"seq":N,.
+//
+// KEYS: document, lock, transcript, transcript counters. ARGV: token, header of the expected
+// stored document (tenant, previous version), header of the new document (tenant, version,
+// token), new document, session ttl (ms), most entries, most bytes, then the entries.
 var commitScript = redis.NewScript(`
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then
   if redis.call('GETRANGE', KEYS[1], 0, #ARGV[3] - 1) == ARGV[3] then
@@ -189,7 +222,51 @@ if redis.call('GETRANGE', KEYS[1], 0, #ARGV[2] - 1) ~= ARGV[2] then
 end
 redis.call('SET', KEYS[1], ARGV[4], 'PX', ARGV[5])
 redis.call('DEL', KEYS[2])
+if #ARGV > 7 then
+  local m = redis.call('HMGET', KEYS[4], 'seq', 'bytes')
+  local seq = tonumber(m[1] or '0')
+  local bytes = tonumber(m[2] or '0')
+  for i = 8, #ARGV do
+    seq = seq + 1
+    local e = '{"seq":' .. string.format('%d', seq) .. ',' .. ARGV[i]
+    redis.call('RPUSH', KEYS[3], e)
+    bytes = bytes + #e
+  end
+  local n = redis.call('LLEN', KEYS[3])
+  local maxn, maxb = tonumber(ARGV[6]), tonumber(ARGV[7])
+  while n > 1 and (n > maxn or bytes > maxb) do
+    bytes = bytes - #redis.call('LPOP', KEYS[3])
+    n = n - 1
+  end
+  redis.call('HSET', KEYS[4], 'seq', string.format('%d', seq), 'bytes', string.format('%d', bytes))
+end
+redis.call('PEXPIRE', KEYS[3], ARGV[5])
+redis.call('PEXPIRE', KEYS[4], ARGV[5])
 return 1
+`)
+
+// transcriptScript returns a page of a tenant's session transcript: the list index of the
+// page's first entry, then the entries, oldest first; 0 when the session is not the tenant's.
+//
+// KEYS: document, transcript. ARGV: tenant header, before (0: the newest), limit.
+var transcriptScript = redis.NewScript(`
+if redis.call('GETRANGE', KEYS[1], 0, #ARGV[1] - 1) ~= ARGV[1] then
+  return 0
+end
+local n = redis.call('LLEN', KEYS[2])
+local stop = n
+local before = tonumber(ARGV[2])
+if n > 0 and before > 0 then
+  local first = tonumber(string.match(redis.call('LINDEX', KEYS[2], 0), '^{"seq":(%d+),'))
+  stop = math.min(n, math.max(0, before - first))
+end
+local start = math.max(0, stop - tonumber(ARGV[3]))
+local page = {}
+if stop > start then
+  page = redis.call('LRANGE', KEYS[2], start, stop - 1)
+end
+table.insert(page, 1, start)
+return page
 `)
 
 // releaseScript drops the lock only while it holds the token.
@@ -204,15 +281,15 @@ return 0
 
 // deleteScript removes a session of the tenant, lock included.
 //
-// KEYS: document, lock. ARGV: tenant header.
+// KEYS: document, lock, transcript, transcript counters. ARGV: tenant header.
 var deleteScript = redis.NewScript(`
 if redis.call('GETRANGE', KEYS[1], 0, #ARGV[1] - 1) == ARGV[1] then
-  return redis.call('DEL', KEYS[1], KEYS[2])
+  return redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
 end
 return 0
 `)
 
-var scripts = []*redis.Script{claimScript, commitScript, releaseScript, deleteScript, allowScript}
+var scripts = []*redis.Script{claimScript, commitScript, transcriptScript, releaseScript, deleteScript, allowScript}
 
 // Create stores a new session. An id that is already taken is an error.
 func (s *Store) Create(ctx context.Context, sess *coach.Session) error {
@@ -306,23 +383,35 @@ func (s *Store) release(id, token string) {
 	_ = s.Release(ctx, id, token)
 }
 
-// Commit stores sess, whose Version must be one more than the stored one, and releases the lock
-// held with token, atomically and in one round trip. It returns coach.ErrConflict, having written
+// Commit stores sess, whose Version must be one more than the stored one, appends extra's
+// transcript entries (numbering them; their Seq is ignored) and releases the lock held with
+// token, atomically and in one round trip. It returns coach.ErrConflict, having written
 // nothing, when the lock is no longer token's (expired, taken over, or the session deleted) or
 // the stored version is not sess.Version-1. Committing the same token and version again after a
-// success reports success without writing again.
-func (s *Store) Commit(ctx context.Context, sess *coach.Session, token string) error {
+// success reports success without writing again, transcript entries included.
+func (s *Store) Commit(ctx context.Context, sess *coach.Session, token string, extra coach.CommitExtra) error {
 	doc, err := encode(sess, token)
 	if err != nil {
 		return err
 	}
-	n, err := commitScript.Run(ctx, s.client, s.keys(sess.ID),
+	args := make([]any, 0, 7+len(extra.Transcript))
+	args = append(args,
 		token,
 		versionHeader(sess.Tenant, sess.Version-1),
 		commitHeader(sess.Tenant, sess.Version, token),
 		doc,
 		millis(s.ttl),
-	).Int64()
+		s.maxEntries,
+		s.maxBytes,
+	)
+	for _, e := range extra.Transcript {
+		body, err := entryBody(e)
+		if err != nil {
+			return err
+		}
+		args = append(args, body)
+	}
+	n, err := commitScript.Run(ctx, s.client, s.keys(sess.ID), args...).Int64()
 	if err != nil {
 		return failure("commit", err)
 	}
@@ -330,6 +419,51 @@ func (s *Store) Commit(ctx context.Context, sess *coach.Session, token string) e
 		return coach.ErrConflict
 	}
 	return nil
+}
+
+// Transcript returns up to limit entries of the transcript of session id of tenant whose Seq is
+// below before (0: the newest), oldest first, in one round trip; coach.ErrNotFound when the
+// session does not exist or is another tenant's.
+func (s *Store) Transcript(ctx context.Context, tenant, id string, before int64, limit int) (coach.TranscriptPage, error) {
+	res, err := transcriptScript.Run(ctx, s.client, []string{s.docKey(id), s.transcriptKey(id)}, tenantHeader(tenant), before, limit).Result()
+	if err != nil {
+		return coach.TranscriptPage{}, failure("transcript", err)
+	}
+	items, ok := res.([]any)
+	if !ok || len(items) == 0 {
+		if n, isInt := res.(int64); isInt && n == 0 {
+			return coach.TranscriptPage{}, coach.ErrNotFound
+		}
+		return coach.TranscriptPage{}, coach.Errorf(coach.KindInternal, coach.CodeInternal, "unexpected transcript result %T %v", res, res)
+	}
+	start, _ := items[0].(int64)
+	page := coach.TranscriptPage{Entries: make([]coach.TranscriptEntry, 0, len(items)-1)}
+	for _, it := range items[1:] {
+		raw, _ := it.(string)
+		var e coach.TranscriptEntry
+		if err := json.Unmarshal([]byte(raw), &e); err != nil {
+			return coach.TranscriptPage{}, coach.Wrap(err, coach.KindInternal, coach.CodeInternal, "cannot decode a stored transcript entry")
+		}
+		page.Entries = append(page.Entries, e)
+	}
+	if start > 0 && len(page.Entries) > 0 {
+		page.Next = page.Entries[0].Seq
+	}
+	return page, nil
+}
+
+// entryPrefix is how the encoding of a TranscriptEntry with a zero Seq begins; the commit script
+// puts the entry's real seq in its place.
+const entryPrefix = `{"seq":0,`
+
+// entryBody returns the JSON of e without its seq: what the commit script numbers.
+func entryBody(e coach.TranscriptEntry) (string, error) {
+	e.Seq = 0
+	b, err := json.Marshal(e)
+	if err != nil {
+		return "", coach.Wrap(err, coach.KindInternal, coach.CodeInternal, "cannot encode a transcript entry")
+	}
+	return strings.TrimPrefix(string(b), entryPrefix), nil
 }
 
 // Release drops the lock on session id if it is still held with token; otherwise it does nothing.
@@ -350,7 +484,14 @@ func (s *Store) Ping(ctx context.Context) error {
 
 func (s *Store) docKey(id string) string  { return s.prefix + ":{" + id + "}:s" }
 func (s *Store) lockKey(id string) string { return s.prefix + ":{" + id + "}:lock" }
-func (s *Store) keys(id string) []string  { return []string{s.docKey(id), s.lockKey(id)} }
+
+func (s *Store) transcriptKey(id string) string { return s.prefix + ":{" + id + "}:t" }
+func (s *Store) countersKey(id string) string   { return s.prefix + ":{" + id + "}:tm" }
+
+// keys returns the keys of session id that Claim, Commit and Delete pass to their scripts.
+func (s *Store) keys(id string) []string {
+	return []string{s.docKey(id), s.lockKey(id), s.transcriptKey(id), s.countersKey(id)}
+}
 
 // millis returns d in whole milliseconds, at least 1: PX rejects 0.
 func millis(d time.Duration) int64 {

@@ -39,17 +39,17 @@ func resentClaimAndCommit(t *testing.T, f *storetest.Fixture) {
 	}
 	n := storetest.Next(s, `{"step":"grounds"}`)
 	for i := range 2 {
-		if err := f.Store.Commit(ctx, n, token); err != nil {
+		if err := f.Store.Commit(ctx, n, token, coach.CommitExtra{}); err != nil {
 			t.Fatalf("commit attempt %d: %v", i+1, err)
 		}
 	}
 	storetest.SameSession(t, f.Get(t, "acme", s.ID), n)
 	// Once another writer has committed on top, the old commit is no longer its own.
 	claimed, token2 := f.Claim(t, "acme", s.ID, storetest.LongTTL)
-	if err := f.Store.Commit(ctx, storetest.Next(claimed, `{"step":"warrant"}`), token2); err != nil {
+	if err := f.Store.Commit(ctx, storetest.Next(claimed, `{"step":"warrant"}`), token2, coach.CommitExtra{}); err != nil {
 		t.Fatalf("Commit of the next claim: %v", err)
 	}
-	storetest.WantErr(t, "old commit resent after a newer one", f.Store.Commit(ctx, n, token), coach.ErrConflict)
+	storetest.WantErr(t, "old commit resent after a newer one", f.Store.Commit(ctx, n, token, coach.CommitExtra{}), coach.ErrConflict)
 }
 
 func roundTrips(t *testing.T, b redisstore.Backend, f *storetest.Fixture) {
@@ -73,7 +73,13 @@ func roundTrips(t *testing.T, b redisstore.Backend, f *storetest.Fixture) {
 		{"Create", func() error { return store.Create(ctx, s) }, 1},
 		{"Get", func() error { _, err := store.Get(ctx, "acme", s.ID); return err }, 1},
 		{"Claim", func() (err error) { claimed, token, err = store.Claim(ctx, "acme", s.ID, longTTL); return err }, 1},
-		{"Commit", func() error { return store.Commit(ctx, storetest.Next(claimed, `{}`), token) }, 1},
+		{"Commit", func() error { return store.Commit(ctx, storetest.Next(claimed, `{}`), token, coach.CommitExtra{}) }, 1},
+		{"Claim for a turn", func() (err error) { claimed, token, err = store.Claim(ctx, "acme", s.ID, longTTL); return err }, 1},
+		{"Commit with transcript entries", func() error {
+			extra := coach.CommitExtra{Transcript: []coach.TranscriptEntry{storetest.Learner(`{"message":"hi"}`), storetest.Learner(`{"continue":true}`)}}
+			return store.Commit(ctx, storetest.Next(claimed, `{}`), token, extra)
+		}, 1},
+		{"Transcript", func() error { _, err := store.Transcript(ctx, "acme", s.ID, 0, 10); return err }, 1},
 		{"Claim again", func() (err error) { _, token, err = store.Claim(ctx, "acme", s.ID, longTTL); return err }, 1},
 		{"Release", func() error { return store.Release(ctx, s.ID, token) }, 1},
 		{"Delete", func() error { return store.Delete(ctx, "acme", s.ID) }, 1},

@@ -80,7 +80,7 @@ func TestThroughEngine(t *testing.T) {
 		t.Errorf("state after turn 2 = %s", last.Session.State)
 	}
 
-	stored, err := svc.Update(context.Background(), "t", sess.ID, Name, func(s *coach.Session) (json.RawMessage, error) {
+	stored, err := svc.Update(context.Background(), "t", sess.ID, Name, nil, func(s *coach.Session) (json.RawMessage, error) {
 		return Decide(s.State, ActionAccept)
 	})
 	if err != nil {

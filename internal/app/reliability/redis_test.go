@@ -171,7 +171,7 @@ func TestLockExpiry(t *testing.T) {
 		{"the dead gateway commits with its expired lock", func() error {
 			next := *dead
 			next.Version, next.State = dead.Version+1, json.RawMessage(`{"late":true}`)
-			return store.Commit(ctx, &next, deadToken)
+			return store.Commit(ctx, &next, deadToken, coach.CommitExtra{})
 		}},
 		{"a writer holding the lock commits an older version", func() error {
 			cur, token, err := store.Claim(ctx, "", s.ID, time.Minute)
@@ -181,7 +181,7 @@ func TestLockExpiry(t *testing.T) {
 			defer store.Release(ctx, s.ID, token)
 			next := *cur
 			next.Version, next.State = dead.Version+1, json.RawMessage(`{"late":true}`)
-			return store.Commit(ctx, &next, token)
+			return store.Commit(ctx, &next, token, coach.CommitExtra{})
 		}},
 	}
 	for _, w := range writes {

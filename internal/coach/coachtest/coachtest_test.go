@@ -68,40 +68,40 @@ func TestMemStoreRules(t *testing.T) {
 		{"commit", func(t *testing.T, m *coachtest.MemStore, id string) error {
 			s, token := claim(t, m, "a", id)
 			s.Version++
-			return m.Commit(ctx, s, token)
+			return m.Commit(ctx, s, token, coach.CommitExtra{})
 		}, nil, false},
 		{"commit repeated after success", func(t *testing.T, m *coachtest.MemStore, id string) error {
 			s, token := claim(t, m, "a", id)
 			s.Version++
-			if err := m.Commit(ctx, s, token); err != nil {
+			if err := m.Commit(ctx, s, token, coach.CommitExtra{}); err != nil {
 				t.Fatal(err)
 			}
-			return m.Commit(ctx, s, token)
+			return m.Commit(ctx, s, token, coach.CommitExtra{})
 		}, nil, false},
 		{"commit with another token", func(t *testing.T, m *coachtest.MemStore, id string) error {
 			s, _ := claim(t, m, "a", id)
 			s.Version++
-			return m.Commit(ctx, s, "not-the-token")
+			return m.Commit(ctx, s, "not-the-token", coach.CommitExtra{})
 		}, coach.ErrConflict, true},
 		{"commit without a lock", func(_ *testing.T, m *coachtest.MemStore, id string) error {
 			s, _ := m.Session(id)
 			s.Version++
-			return m.Commit(ctx, &s, "")
+			return m.Commit(ctx, &s, "", coach.CommitExtra{})
 		}, coach.ErrConflict, false},
 		{"commit of the same version", func(t *testing.T, m *coachtest.MemStore, id string) error {
 			s, token := claim(t, m, "a", id)
-			return m.Commit(ctx, s, token)
+			return m.Commit(ctx, s, token, coach.CommitExtra{})
 		}, coach.ErrConflict, true},
 		{"commit skipping a version", func(t *testing.T, m *coachtest.MemStore, id string) error {
 			s, token := claim(t, m, "a", id)
 			s.Version += 2
-			return m.Commit(ctx, s, token)
+			return m.Commit(ctx, s, token, coach.CommitExtra{})
 		}, coach.ErrConflict, true},
 		{"commit moving the session to another tenant", func(t *testing.T, m *coachtest.MemStore, id string) error {
 			s, token := claim(t, m, "a", id)
 			s.Version++
 			s.Tenant = "b"
-			return m.Commit(ctx, s, token)
+			return m.Commit(ctx, s, token, coach.CommitExtra{})
 		}, coach.ErrConflict, true},
 		{"commit after release", func(t *testing.T, m *coachtest.MemStore, id string) error {
 			s, token := claim(t, m, "a", id)
@@ -109,7 +109,7 @@ func TestMemStoreRules(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.Version++
-			return m.Commit(ctx, s, token)
+			return m.Commit(ctx, s, token, coach.CommitExtra{})
 		}, coach.ErrConflict, false},
 		{"commit after delete", func(t *testing.T, m *coachtest.MemStore, id string) error {
 			s, token := claim(t, m, "a", id)
@@ -117,7 +117,7 @@ func TestMemStoreRules(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.Version++
-			return m.Commit(ctx, s, token)
+			return m.Commit(ctx, s, token, coach.CommitExtra{})
 		}, coach.ErrConflict, false},
 		{"release with another token", func(t *testing.T, m *coachtest.MemStore, id string) error {
 			claim(t, m, "a", id)
@@ -173,7 +173,7 @@ func TestMemStoreCommitWrites(t *testing.T) {
 	s.Version++
 	s.State = json.RawMessage(`{"n":2}`)
 	s.History = []coach.Message{{Role: coach.RoleUser, Content: "hi"}}
-	if err := m.Commit(ctx, s, token); err != nil {
+	if err := m.Commit(ctx, s, token, coach.CommitExtra{}); err != nil {
 		t.Fatal(err)
 	}
 	s.State[1] = 'X' // the store must hold its own copy

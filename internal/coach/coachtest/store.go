@@ -20,6 +20,8 @@ type MemStore struct {
 	sessions map[string]stored
 	locks    map[string]string
 	asked    []string
+	// transcripts holds each session's transcript, whose entries are numbered from 1.
+	transcripts map[string][]coach.TranscriptEntry
 }
 
 // stored is a session with the token of the Commit that wrote it, which lets a repeated Commit
@@ -33,7 +35,7 @@ var _ coach.Store = (*MemStore)(nil)
 
 // NewMemStore returns an empty MemStore.
 func NewMemStore() *MemStore {
-	return &MemStore{sessions: map[string]stored{}, locks: map[string]string{}}
+	return &MemStore{sessions: map[string]stored{}, locks: map[string]string{}, transcripts: map[string][]coach.TranscriptEntry{}}
 }
 
 // Asked returns the session ids the store was asked about, in order, by every method that takes
@@ -95,6 +97,7 @@ func (m *MemStore) Delete(_ context.Context, tenant, id string) error {
 	if st, ok := m.sessions[id]; ok && st.sess.Tenant == tenant {
 		delete(m.sessions, id)
 		delete(m.locks, id)
+		delete(m.transcripts, id)
 	}
 	return nil
 }
@@ -119,11 +122,11 @@ func (m *MemStore) Claim(_ context.Context, tenant, id string, _ time.Duration) 
 	return &s, token, nil
 }
 
-// Commit stores s and releases the lock held with token, or returns coach.ErrConflict and writes
-// nothing when the lock is not token's (released, taken over, or the session deleted) or the
+// Commit stores s, appends extra's transcript entries (numbering them) and releases the lock
+// held with token, or returns coach.ErrConflict and writes nothing when the lock is not token's (released, taken over, or the session deleted) or the
 // stored session is not s's tenant at s.Version-1. Committing the same token and version again
 // after a success succeeds without writing again.
-func (m *MemStore) Commit(_ context.Context, s *coach.Session, token string) error {
+func (m *MemStore) Commit(_ context.Context, s *coach.Session, token string, extra coach.CommitExtra) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.asked = append(m.asked, s.ID)
@@ -139,7 +142,23 @@ func (m *MemStore) Commit(_ context.Context, s *coach.Session, token string) err
 	}
 	m.sessions[s.ID] = stored{sess: clone(*s), commit: token}
 	delete(m.locks, s.ID)
+	for _, e := range extra.Transcript {
+		e.Seq = int64(len(m.transcripts[s.ID]) + 1)
+		m.transcripts[s.ID] = append(m.transcripts[s.ID], e)
+	}
 	return nil
+}
+
+// Transcript returns a page of the transcript of session id of tenant (see coach.Store), or
+// coach.ErrNotFound.
+func (m *MemStore) Transcript(_ context.Context, tenant, id string, before int64, limit int) (coach.TranscriptPage, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.asked = append(m.asked, id)
+	if st, ok := m.sessions[id]; !ok || st.sess.Tenant != tenant {
+		return coach.TranscriptPage{}, coach.ErrNotFound
+	}
+	return coach.PageOf(m.transcripts[id], before, limit), nil
 }
 
 // Release drops the lock on session id if it is held with token; otherwise it does nothing.

@@ -70,8 +70,8 @@ func spreadSessions(t *testing.T, f *storetest.Fixture, cc *redis.ClusterClient)
 		claimed, token := f.Claim(t, "acme", s.ID, longTTL)
 		_, _, err := f.Store.Claim(ctx, "acme", s.ID, longTTL)
 		storetest.WantErr(t, "second Claim", err, coach.ErrBusy)
-		storetest.WantErr(t, "Commit with a wrong token", f.Store.Commit(ctx, storetest.Next(claimed, `{"note":"x"}`), "not-"+token), coach.ErrConflict)
-		if err := f.Store.Commit(ctx, storetest.Next(claimed, `{"note":"v2"}`), token); err != nil {
+		storetest.WantErr(t, "Commit with a wrong token", f.Store.Commit(ctx, storetest.Next(claimed, `{"note":"x"}`), "not-"+token, coach.CommitExtra{}), coach.ErrConflict)
+		if err := f.Store.Commit(ctx, storetest.Next(claimed, `{"note":"v2"}`), token, coach.CommitExtra{}); err != nil {
 			t.Fatalf("Commit: %v", err)
 		}
 		_, token = f.Claim(t, "acme", s.ID, longTTL)
@@ -81,7 +81,7 @@ func spreadSessions(t *testing.T, f *storetest.Fixture, cc *redis.ClusterClient)
 		again, token := f.Claim(t, "acme", s.ID, longTTL)
 		stale := storetest.Next(again, `{"note":"stale"}`)
 		stale.Version = 2
-		storetest.WantErr(t, "Commit of a stale version", f.Store.Commit(ctx, stale, token), coach.ErrConflict)
+		storetest.WantErr(t, "Commit of a stale version", f.Store.Commit(ctx, stale, token, coach.CommitExtra{}), coach.ErrConflict)
 		wantVersion(t, f, s.ID, 2)
 	}
 

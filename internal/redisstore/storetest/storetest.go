@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -37,6 +38,9 @@ const LongTTL = time.Minute
 // DocKey and LockKey are the documented key layout (see package redisstore).
 func (f *Fixture) DocKey(id string) string  { return f.Prefix + ":{" + id + "}:s" }
 func (f *Fixture) LockKey(id string) string { return f.Prefix + ":{" + id + "}:lock" }
+
+// TranscriptKey is the transcript's list; its counters are the same key with an "m" appended.
+func (f *Fixture) TranscriptKey(id string) string { return f.Prefix + ":{" + id + "}:t" }
 
 // LockHeld reports whether session id is locked, by looking at the lock key itself.
 func (f *Fixture) LockHeld(t *testing.T, id string) bool {
@@ -148,7 +152,7 @@ func WantErr(t *testing.T, what string, err, want error) {
 // StoreContract runs the store's behaviour as every deployment must show it, whatever the Redis
 // topology behind it, one subtest per case, each on a fixture of its own from newFixture.
 func StoreContract(t *testing.T, newFixture func(t *testing.T) *Fixture) {
-	for _, tc := range contract {
+	for _, tc := range append(slices.Clone(contract), transcriptCases...) {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newFixture(t)) })
 	}
 }
@@ -258,7 +262,7 @@ var contract = []struct {
 		s := f.Create(t, "acme")
 		claimed, token := f.Claim(t, "acme", s.ID, LongTTL)
 		n := Next(claimed, `{"step":"grounds"}`)
-		if err := f.Store.Commit(ctx, n, token); err != nil {
+		if err := f.Store.Commit(ctx, n, token, coach.CommitExtra{}); err != nil {
 			t.Fatalf("Commit: %v", err)
 		}
 		got := f.Get(t, "acme", s.ID)
@@ -270,7 +274,7 @@ var contract = []struct {
 			t.Error("Commit left the lock")
 		}
 		again, token2 := f.Claim(t, "acme", s.ID, LongTTL)
-		if err := f.Store.Commit(ctx, Next(again, `{"step":"warrant"}`), token2); err != nil {
+		if err := f.Store.Commit(ctx, Next(again, `{"step":"warrant"}`), token2, coach.CommitExtra{}); err != nil {
 			t.Fatalf("second Commit: %v", err)
 		}
 		if v := f.Get(t, "acme", s.ID).Version; v != 3 {
@@ -284,7 +288,7 @@ var contract = []struct {
 		for _, version := range []int64{claimed.Version, claimed.Version + 2, 0} {
 			n := Next(claimed, `{"step":"stale"}`)
 			n.Version = version
-			WantErr(t, fmt.Sprintf("Commit of version %d", version), f.Store.Commit(ctx, n, token), coach.ErrConflict)
+			WantErr(t, fmt.Sprintf("Commit of version %d", version), f.Store.Commit(ctx, n, token, coach.CommitExtra{}), coach.ErrConflict)
 		}
 		SameSession(t, f.Get(t, "acme", s.ID), s)
 		if !f.LockHeld(t, s.ID) {
@@ -296,9 +300,9 @@ var contract = []struct {
 		s := f.Create(t, "acme")
 		claimed, token := f.Claim(t, "acme", s.ID, LongTTL)
 		n := Next(claimed, `{"step":"grounds"}`)
-		WantErr(t, "Commit with a wrong token", f.Store.Commit(ctx, n, "not-"+token), coach.ErrConflict)
+		WantErr(t, "Commit with a wrong token", f.Store.Commit(ctx, n, "not-"+token, coach.CommitExtra{}), coach.ErrConflict)
 		SameSession(t, f.Get(t, "acme", s.ID), s)
-		if err := f.Store.Commit(ctx, n, token); err != nil {
+		if err := f.Store.Commit(ctx, n, token, coach.CommitExtra{}); err != nil {
 			t.Errorf("Commit with the right token after a wrong one: %v", err)
 		}
 	}},
@@ -308,7 +312,7 @@ var contract = []struct {
 		claimed, token := f.Claim(t, "acme", s.ID, LongTTL)
 		n := Next(claimed, `{"step":"grounds"}`)
 		n.Tenant = "other"
-		WantErr(t, "Commit as another tenant", f.Store.Commit(ctx, n, token), coach.ErrConflict)
+		WantErr(t, "Commit as another tenant", f.Store.Commit(ctx, n, token, coach.CommitExtra{}), coach.ErrConflict)
 		SameSession(t, f.Get(t, "acme", s.ID), s)
 	}},
 	{"lock expiry lets another writer in", func(t *testing.T, f *Fixture) {
@@ -318,13 +322,13 @@ var contract = []struct {
 		late, lateToken := f.Claim(t, "acme", s.ID, ttl)
 		f.WaitLockExpired(t, s.ID, ttl)
 		claimed, token := f.Claim(t, "acme", s.ID, LongTTL)
-		WantErr(t, "late writer's Commit", f.Store.Commit(ctx, Next(late, `{"step":"late"}`), lateToken), coach.ErrConflict)
+		WantErr(t, "late writer's Commit", f.Store.Commit(ctx, Next(late, `{"step":"late"}`), lateToken, coach.CommitExtra{}), coach.ErrConflict)
 		n := Next(claimed, `{"step":"grounds"}`)
-		if err := f.Store.Commit(ctx, n, token); err != nil {
+		if err := f.Store.Commit(ctx, n, token, coach.CommitExtra{}); err != nil {
 			t.Fatalf("Commit of the second claim: %v", err)
 		}
 		SameSession(t, f.Get(t, "acme", s.ID), n)
-		WantErr(t, "late writer's Commit after the new one", f.Store.Commit(ctx, Next(late, `{"step":"late"}`), lateToken), coach.ErrConflict)
+		WantErr(t, "late writer's Commit after the new one", f.Store.Commit(ctx, Next(late, `{"step":"late"}`), lateToken, coach.CommitExtra{}), coach.ErrConflict)
 	}},
 	{"commit after delete conflicts", func(t *testing.T, f *Fixture) {
 		ctx := context.Background()
@@ -336,7 +340,7 @@ var contract = []struct {
 		if f.LockHeld(t, s.ID) {
 			t.Error("Delete left the lock")
 		}
-		WantErr(t, "Commit after Delete", f.Store.Commit(ctx, Next(claimed, `{}`), token), coach.ErrConflict)
+		WantErr(t, "Commit after Delete", f.Store.Commit(ctx, Next(claimed, `{}`), token, coach.CommitExtra{}), coach.ErrConflict)
 		_, err := f.Store.Get(ctx, "acme", s.ID)
 		WantErr(t, "Get after a Commit of a deleted session", err, coach.ErrNotFound)
 	}},
@@ -432,7 +436,8 @@ func concurrentWriters(t *testing.T, f *Fixture) {
 						fail("Claim %s: %v", id, err)
 						return
 					}
-					if err := f.Store.Commit(ctx, Next(s, note(w, r)), token); err != nil {
+					extra := coach.CommitExtra{Transcript: []coach.TranscriptEntry{Learner(note(w, r))}}
+					if err := f.Store.Commit(ctx, Next(s, note(w, r)), token, extra); err != nil {
 						fail("Commit %s v%d: %v", id, s.Version+1, err)
 						return
 					}
@@ -469,5 +474,200 @@ func concurrentWriters(t *testing.T, f *Fixture) {
 				}
 			}
 		}
+		// The transcript was written by the same commits: one entry each, numbered in the
+		// order the versions were.
+		page, err := f.Store.Transcript(context.Background(), "acme", id, 0, coach.MaxTranscriptPage)
+		if err != nil {
+			t.Fatalf("Transcript %s: %v", id, err)
+		}
+		if len(page.Entries) != writers*rounds {
+			t.Errorf("%s: %d transcript entries, want %d", id, len(page.Entries), writers*rounds)
+			continue
+		}
+		for i, e := range page.Entries {
+			if e.Seq != int64(i+1) || string(e.Input) != s.History[i+1].Content {
+				t.Errorf("%s: transcript entry %d = seq %d %s, want seq %d %s", id, i, e.Seq, e.Input, i+1, s.History[i+1].Content)
+			}
+		}
 	}
+}
+
+// entryTime is when the entries of the suite were made.
+var entryTime = time.Date(2026, 1, 2, 3, 4, 5, 6000000, time.UTC)
+
+// Learner returns a learner's transcript entry whose input is the JSON input.
+func Learner(input string) coach.TranscriptEntry {
+	return coach.TranscriptEntry{At: entryTime, Role: coach.TranscriptLearner, Input: json.RawMessage(input)}
+}
+
+// turnEntries returns the transcript entries of a turn n: the learner's message, an injected
+// card and the coach's result.
+func turnEntries(n int) []coach.TranscriptEntry {
+	at := entryTime
+	fallback := n%2 == 1
+	return []coach.TranscriptEntry{
+		Learner(fmt.Sprintf(`{"message":"turn %d"}`, n)),
+		{At: at, Role: coach.TranscriptCoach, Card: json.RawMessage(fmt.Sprintf(`{"type":"level_up","n":%d}`, n))},
+		{At: at, Role: coach.TranscriptCoach, Result: json.RawMessage(fmt.Sprintf(`{"text":"answer %d"}`, n)), Fallback: &fallback},
+	}
+}
+
+// commitTurns claims and commits session id of tenant once per element of turns, with that
+// element as the commit's transcript.
+func commitTurns(t *testing.T, store *redisstore.Store, tenant, id string, turns ...[]coach.TranscriptEntry) {
+	t.Helper()
+	for i, tr := range turns {
+		s, token, err := store.Claim(context.Background(), tenant, id, LongTTL)
+		if err != nil {
+			t.Fatalf("Claim %d: %v", i, err)
+		}
+		if err := store.Commit(context.Background(), Next(s, `{}`), token, coach.CommitExtra{Transcript: tr}); err != nil {
+			t.Fatalf("Commit %d: %v", i, err)
+		}
+	}
+}
+
+// wantPage fails t unless page holds the entries with seqs from..to and next.
+func wantPage(t *testing.T, what string, page coach.TranscriptPage, from, to, next int64) {
+	t.Helper()
+	var got []int64
+	for _, e := range page.Entries {
+		got = append(got, e.Seq)
+	}
+	var want []int64
+	for q := from; q <= to; q++ {
+		want = append(want, q)
+	}
+	if !slices.Equal(got, want) || page.Next != next {
+		t.Errorf("%s: seqs %v next %d, want %v next %d", what, got, page.Next, want, next)
+	}
+}
+
+// transcriptCases are the transcript's part of the contract.
+var transcriptCases = []struct {
+	name string
+	run  func(t *testing.T, f *Fixture)
+}{
+	{"transcript entries are numbered, kept whole and paged newest first", func(t *testing.T, f *Fixture) {
+		ctx := context.Background()
+		s := f.Create(t, "acme")
+		empty, err := f.Store.Transcript(ctx, "acme", s.ID, 0, 10)
+		if err != nil || len(empty.Entries) != 0 || empty.Next != 0 {
+			t.Fatalf("Transcript of a new session = %+v, %v, want an empty page", empty, err)
+		}
+		commitTurns(t, f.Store, "acme", s.ID, turnEntries(1), turnEntries(2), turnEntries(3))
+		all, err := f.Store.Transcript(ctx, "acme", s.ID, 0, 100)
+		if err != nil {
+			t.Fatalf("Transcript: %v", err)
+		}
+		wantPage(t, "all", all, 1, 9, 0)
+		for i, e := range all.Entries {
+			w := turnEntries(i/3 + 1)[i%3]
+			if e.Role != w.Role || string(e.Input) != string(w.Input) || string(e.Result) != string(w.Result) ||
+				string(e.Card) != string(w.Card) || !e.At.Equal(w.At) || (e.Fallback == nil) != (w.Fallback == nil) ||
+				(e.Fallback != nil && *e.Fallback != *w.Fallback) {
+				t.Errorf("entry %d = %+v, want %+v", i, e, w)
+			}
+		}
+		cases := []struct {
+			before       int64
+			limit        int
+			from, to, nx int64
+		}{
+			{0, 4, 6, 9, 6},
+			{6, 4, 2, 5, 2},
+			{2, 4, 1, 1, 0},
+			{1, 4, 1, 0, 0},
+			{100, 2, 8, 9, 8},
+			{9, 8, 1, 8, 0},
+		}
+		for _, c := range cases {
+			page, err := f.Store.Transcript(ctx, "acme", s.ID, c.before, c.limit)
+			if err != nil {
+				t.Fatalf("Transcript before %d: %v", c.before, err)
+			}
+			wantPage(t, fmt.Sprintf("before %d limit %d", c.before, c.limit), page, c.from, c.to, c.nx)
+		}
+	}},
+	{"transcript keeps its bounds, dropping the oldest", func(t *testing.T, f *Fixture) {
+		ctx := context.Background()
+		s := f.Create(t, "acme")
+		few := redisstore.New(f.Client, redisstore.Options{Prefix: f.Prefix, TranscriptMaxEntries: 4})
+		commitTurns(t, few, "acme", s.ID, turnEntries(1), turnEntries(2))
+		page, err := few.Transcript(ctx, "acme", s.ID, 0, 100)
+		if err != nil {
+			t.Fatalf("Transcript: %v", err)
+		}
+		wantPage(t, "after 6 entries, at most 4", page, 3, 6, 0)
+		page, _ = few.Transcript(ctx, "acme", s.ID, 5, 1)
+		wantPage(t, "before 5 limit 1 after trimming", page, 4, 4, 4)
+		page, _ = few.Transcript(ctx, "acme", s.ID, 3, 10)
+		wantPage(t, "before the oldest kept", page, 1, 0, 0)
+
+		// One entry of turnEntries takes under 100 bytes: a 250-byte bound keeps the newest
+		// few, however many entries it would take, and always the newest one.
+		small := redisstore.New(f.Client, redisstore.Options{Prefix: f.Prefix, TranscriptMaxBytes: 250})
+		commitTurns(t, small, "acme", s.ID, turnEntries(3))
+		page, _ = small.Transcript(ctx, "acme", s.ID, 0, 100)
+		if len(page.Entries) == 0 || len(page.Entries) > 3 || page.Entries[len(page.Entries)-1].Seq != 9 {
+			t.Errorf("within 250 bytes: %d entries ending at %v, want 1 to 3 ending at seq 9", len(page.Entries), page.Entries)
+		}
+		size := 0
+		for _, raw := range f.Client.LRange(ctx, f.TranscriptKey(s.ID), 0, -1).Val() {
+			size += len(raw)
+		}
+		if got := f.Client.HGet(ctx, f.TranscriptKey(s.ID)+"m", "bytes").Val(); got != fmt.Sprint(size) {
+			t.Errorf("bytes counter = %s, want %d (the list's size)", got, size)
+		}
+		huge := turnEntries(4)
+		huge[2].Result = json.RawMessage(`{"text":"` + strings.Repeat("x", 400) + `"}`)
+		commitTurns(t, small, "acme", s.ID, huge)
+		page, _ = small.Transcript(ctx, "acme", s.ID, 0, 100)
+		wantPage(t, "an entry over the byte bound", page, 12, 12, 0)
+	}},
+	{"a failed commit adds nothing to the transcript, a resent one adds it once", func(t *testing.T, f *Fixture) {
+		ctx := context.Background()
+		s := f.Create(t, "acme")
+		claimed, token := f.Claim(t, "acme", s.ID, LongTTL)
+		n := Next(claimed, `{}`)
+		extra := coach.CommitExtra{Transcript: turnEntries(1)}
+		WantErr(t, "Commit with a wrong token", f.Store.Commit(ctx, n, "not-"+token, extra), coach.ErrConflict)
+		stale := Next(claimed, `{}`)
+		stale.Version += 5
+		WantErr(t, "Commit of a stale version", f.Store.Commit(ctx, stale, token, extra), coach.ErrConflict)
+		page, _ := f.Store.Transcript(ctx, "acme", s.ID, 0, 100)
+		wantPage(t, "after failed commits", page, 1, 0, 0)
+		for i := range 2 {
+			if err := f.Store.Commit(ctx, n, token, extra); err != nil {
+				t.Fatalf("Commit attempt %d: %v", i+1, err)
+			}
+		}
+		page, _ = f.Store.Transcript(ctx, "acme", s.ID, 0, 100)
+		wantPage(t, "after a commit sent twice", page, 1, 3, 0)
+	}},
+	{"transcript belongs to the tenant, expires and is deleted with the session", func(t *testing.T, f *Fixture) {
+		ctx := context.Background()
+		s := f.Create(t, "acme")
+		commitTurns(t, f.Store, "acme", s.ID, turnEntries(1))
+		for _, tenant := range []string{"other", "acm"} {
+			_, err := f.Store.Transcript(ctx, tenant, s.ID, 0, 10)
+			WantErr(t, "Transcript by tenant "+tenant, err, coach.ErrNotFound)
+		}
+		_, err := f.Store.Transcript(ctx, "acme", coach.NewID(), 0, 10)
+		WantErr(t, "Transcript of a missing session", err, coach.ErrNotFound)
+		docTTL := f.Client.PTTL(ctx, f.DocKey(s.ID)).Val()
+		for _, key := range []string{f.TranscriptKey(s.ID), f.TranscriptKey(s.ID) + "m"} {
+			if ttl := f.Client.PTTL(ctx, key).Val(); ttl <= 0 || ttl > docTTL+time.Second || ttl < docTTL-time.Minute {
+				t.Errorf("PTTL %s = %v, want the document's %v", key, ttl, docTTL)
+			}
+		}
+		if err := f.Store.Delete(ctx, "acme", s.ID); err != nil {
+			t.Fatalf("Delete: %v", err)
+		}
+		if n := f.Client.Exists(ctx, f.TranscriptKey(s.ID), f.TranscriptKey(s.ID)+"m").Val(); n != 0 {
+			t.Errorf("%d transcript keys left after Delete", n)
+		}
+		_, err = f.Store.Transcript(ctx, "acme", s.ID, 0, 10)
+		WantErr(t, "Transcript after Delete", err, coach.ErrNotFound)
+	}},
 }

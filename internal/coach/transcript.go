@@ -1,0 +1,87 @@
+package coach
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Roles of a TranscriptEntry.
+const (
+	TranscriptLearner = "learner"
+	TranscriptCoach   = "coach"
+)
+
+// TranscriptEntry is one entry of a session's transcript: the conversation as the learner saw
+// it, which a client reads back to restore its view. It is kept apart from the session's
+// History, which is what the model is shown (system prompts, tool calls, corrections) and is
+// trimmed by other rules.
+//
+// A learner entry carries Input, the turn's body as the client sent it ({"message":…},
+// {"selected":…}, {"form":…}, {"continue":true}) or a proposal decision ({"action":…}). A coach
+// entry carries either Result, the result line's result, with Fallback set, or Card, a card sent
+// before the result (an injected level_up card).
+type TranscriptEntry struct {
+	// Seq numbers the session's entries from 1 up, without gaps; the store assigns it when the
+	// entry is committed, so a writer leaves it zero.
+	Seq      int64           `json:"seq"`
+	At       time.Time       `json:"at"`
+	Role     string          `json:"role"`
+	Input    json.RawMessage `json:"input,omitempty"`
+	Result   json.RawMessage `json:"result,omitempty"`
+	Fallback *bool           `json:"fallback,omitempty"`
+	Card     json.RawMessage `json:"card,omitempty"`
+}
+
+// CommitExtra is what a Commit writes besides the session, in the same atomic step.
+type CommitExtra struct {
+	// Transcript is appended to the session's transcript, in order.
+	Transcript []TranscriptEntry
+}
+
+// TranscriptPage is one page of a transcript, oldest entry first.
+type TranscriptPage struct {
+	Entries []TranscriptEntry
+	// Next is the Seq to ask for entries before, for the page of older entries; 0 when there are
+	// none.
+	Next int64
+}
+
+// Transcript limits of a page.
+const (
+	DefaultTranscriptPage = 50
+	MaxTranscriptPage     = 200
+)
+
+// learnerEntry returns the learner's transcript entry for input at time at.
+func learnerEntry(at time.Time, input json.RawMessage) TranscriptEntry {
+	return TranscriptEntry{At: at, Role: TranscriptLearner, Input: input}
+}
+
+// coachEntries returns the transcript entries of the coach's side of a turn: the cards sent
+// before the result, then the result.
+func coachEntries(at time.Time, cards []json.RawMessage, result json.RawMessage, fallback bool) []TranscriptEntry {
+	out := make([]TranscriptEntry, 0, len(cards)+1)
+	for _, c := range cards {
+		out = append(out, TranscriptEntry{At: at, Role: TranscriptCoach, Card: c})
+	}
+	return append(out, TranscriptEntry{At: at, Role: TranscriptCoach, Result: result, Fallback: &fallback})
+}
+
+// PageOf cuts the page that Store.Transcript returns out of a whole transcript held in memory,
+// oldest entry first: up to limit entries whose Seq is below before (0: from the newest). It
+// serves stores that keep the transcript in memory.
+func PageOf(entries []TranscriptEntry, before int64, limit int) TranscriptPage {
+	end := len(entries)
+	if before > 0 {
+		end = 0
+		for end < len(entries) && entries[end].Seq < before {
+			end++
+		}
+	}
+	start := max(0, end-limit)
+	page := TranscriptPage{Entries: append([]TranscriptEntry(nil), entries[start:end]...)}
+	if start > 0 {
+		page.Next = entries[start].Seq
+	}
+	return page
+}
