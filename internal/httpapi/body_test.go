@@ -157,7 +157,7 @@ func TestEchoedInputIsClipped(t *testing.T) {
 		{"module of a new session", "POST", "/v1/sessions", `{"contract":"module","module":"` + long + `"}`},
 		{"contract of a new session", "POST", "/v1/sessions", `{"contract":"` + long + `"}`},
 		{"step of a turn", "POST", "/v1/sessions/" + ts.create("toulmin") + "/turns", `{"message":"hi","step":"` + long + `"}`},
-		{"form of a turn", "POST", "/v1/sessions/" + ts.create("module") + "/turns", `{"form":{"id":"` + long + `","values":{}}}`},
+		{"form of a turn", "POST", "/v1/sessions/" + ts.create("module") + "/turns", `{"form":{"id":"` + long[:7000] + `","values":{}}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

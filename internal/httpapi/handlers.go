@@ -7,7 +7,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
@@ -84,7 +83,7 @@ func (s *Server) putDraft(c echo.Context) error {
 	if err := s.decode(c, &in); err != nil {
 		return err
 	}
-	if err := s.checkText("value", in.Value); err != nil {
+	if err := s.cleanText("value", &in.Value); err != nil {
 		return err
 	}
 	sess, err := s.deps.Service.Update(c.Request().Context(), tenant(c), c.Param("id"), toulmin.Name, nil,
@@ -144,20 +143,6 @@ func (s *Server) postCoach(c echo.Context) error {
 		return coach.FieldError("sessionId", "sessionId is required")
 	}
 	return s.turn(c, in.SessionID, coach.TurnInput{Message: in.Message, Step: in.Step})
-}
-
-// checkText rejects text a learner cannot have typed: over the length limit, or with control
-// characters other than line breaks and tabs.
-func (s *Server) checkText(field, text string) error {
-	if utf8.RuneCountInString(text) > s.deps.MaxMessageChars {
-		return coach.FieldError(field, "%s is longer than %d characters", field, s.deps.MaxMessageChars)
-	}
-	if i := strings.IndexFunc(text, func(r rune) bool {
-		return (r < 0x20 && r != '\n' && r != '\r' && r != '\t') || r == 0x7f
-	}); i >= 0 {
-		return coach.FieldError(field, "%s contains a control character", field)
-	}
-	return nil
 }
 
 func (s *Server) listModules(c echo.Context) error {

@@ -226,3 +226,79 @@ func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// formAnswer is a module answer that offers form "f": a free-text note and a checkbox.
+const formAnswer = `{"content":{"text_blocks":[{"type":"paragraph","content":"Tell me."}],"forms":[{"id":"f","title":"F","fields":[` +
+	`{"id":"note","type":"textarea","label":"Note"},{"id":"c","type":"checkbox","label":"C","options":[{"value":"a","label":"A"}]}]}]},` +
+	`"meta":{"response_type":"assessment"}}`
+
+// TestLearnerStrings sends every kind of learner-supplied string (message, selection, draft
+// value, form id, form field names, form values and strings nested in them) with a control
+// character, over the length limit, and with Unicode line separators: the first two are 422
+// naming the field, the separators become "\n" before the text goes any further.
+func TestLearnerStrings(t *testing.T) {
+	ts := startServer(t, func(d *Deps) { d.MaxMessageChars = 100 })
+	toulminID := ts.create("toulmin")
+	moduleID := ts.create("module")
+	turn := func(id string) string { return "/v1/sessions/" + id + "/turns" }
+	long := strings.Repeat("a", 101)
+	tests := []struct {
+		name, method, path, body string
+		wantField                string
+	}{
+		{"message with ESC", "POST", turn(toulminID), `{"message":"a\u001bb"}`, "message"},
+		{"message with a C1 control", "POST", turn(toulminID), `{"message":"a\u009bb"}`, "message"},
+		{"message too long", "POST", turn(toulminID), msgBody(long), "message"},
+		{"selected with NUL", "POST", turn(toulminID), `{"selected":"a\u0000"}`, "selected"},
+		{"selected too long", "POST", turn(toulminID), `{"selected":"` + long + `"}`, "selected"},
+		{"draft with BEL", "PUT", "/v1/sessions/" + toulminID + "/draft", `{"field":"claim","value":"a\u0007"}`, "value"},
+		{"draft too long", "PUT", "/v1/sessions/" + toulminID + "/draft", `{"field":"claim","value":"` + long + `"}`, "value"},
+		{"form id with ESC", "POST", turn(moduleID), `{"form":{"id":"f\u001b","values":{}}}`, "form.id"},
+		{"form field name with NUL", "POST", turn(moduleID), `{"form":{"id":"f","values":{"n\u0000":"x"}}}`, "form.values.n\x00"},
+		{"form value with control characters", "POST", turn(moduleID), `{"form":{"id":"f","values":{"note":"a\u0001\u001bb"}}}`, "form.values.note"},
+		{"form value too long", "POST", turn(moduleID), `{"form":{"id":"f","values":{"note":"` + long + `"}}}`, "form.values.note"},
+		{"form value nested in an array", "POST", turn(moduleID), `{"form":{"id":"f","values":{"c":["a","\u001b"]}}}`, "form.values.c"},
+		{"form value nested in an object", "POST", turn(moduleID), `{"form":{"id":"f","values":{"c":{"k":["\u0085\u001b"]}}}}`, "form.values.c"},
+		{"form key nested in an object", "POST", turn(moduleID), `{"form":{"id":"f","values":{"c":{"k\u0007":1}}}}`, "form.values.c"},
+		{"form values too long together", "POST", turn(moduleID), `{"form":{"id":"f","values":{"note":"` + long[:60] + `","x":"` + long[:60] + `"}}}`, "form.values"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := ts.do(tt.method, tt.path, tt.body)
+			var b errorBody
+			if err := json.Unmarshal([]byte(r.Body), &b); r.Status != http.StatusUnprocessableEntity || err != nil || b.Error != "invalid_input" || b.Field != tt.wantField {
+				t.Errorf("status %d body %s, want 422 invalid_input on field %q", r.Status, clip(r.Body), tt.wantField)
+			}
+		})
+	}
+	if n := ts.model.Calls(); n != 0 {
+		t.Errorf("model calls = %d, want 0: refused input must not reach the model", n)
+	}
+
+	t.Run("separators become line breaks", func(t *testing.T) {
+		lastUser := func() string {
+			reqs := ts.model.Requests()
+			msgs := reqs[len(reqs)-1].Messages
+			return msgs[len(msgs)-1].Content
+		}
+		ts.model.answer = formAnswer
+		r := ts.do("POST", turn(moduleID), `{"message":"one\u2028two\u2029three\u0085four"}`)
+		if r.Status != http.StatusOK || !strings.Contains(r.Body, `"type":"result"`) {
+			t.Fatalf("message turn: status %d %s", r.Status, clip(r.Body))
+		}
+		if got, want := lastUser(), "one\ntwo\nthree\nfour"; got != want {
+			t.Errorf("message sent to the model = %q, want %q", got, want)
+		}
+		r = ts.do("POST", turn(moduleID), `{"form":{"id":"f","values":{"note":"x\u2028y","c":["a"]}}}`)
+		if r.Status != http.StatusOK || !strings.Contains(r.Body, `"type":"result"`) {
+			t.Fatalf("form turn: status %d %s", r.Status, clip(r.Body))
+		}
+		if got := lastUser(); strings.ContainsAny(got, "\u0085\u2028\u2029") || !strings.Contains(got, "x\n  y") {
+			t.Errorf("form message sent to the model = %q, want the separator as an indented line break", got)
+		}
+		r = ts.do("PUT", "/v1/sessions/"+toulminID+"/draft", `{"field":"claim","value":"p\u2029q"}`)
+		if r.Status != http.StatusOK || !strings.Contains(r.Body, `"claim":"p\nq"`) {
+			t.Errorf("draft: status %d %s, want the claim stored as \"p\\nq\"", r.Status, clip(r.Body))
+		}
+	})
+}

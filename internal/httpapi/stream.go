@@ -16,15 +16,8 @@ func (s *Server) turn(c echo.Context, id string, in coach.TurnInput) error {
 	if s.draining.Load() {
 		return newHTTPError(http.StatusServiceUnavailable, coach.CodeShuttingDown, "the gateway is shutting down")
 	}
-	for _, f := range [...]struct {
-		name string
-		text *string
-	}{{"message", in.Message}, {"selected", in.Selected}} {
-		if f.text != nil {
-			if err := s.checkText(f.name, *f.text); err != nil {
-				return err
-			}
-		}
+	if err := s.cleanTurn(&in); err != nil {
+		return err
 	}
 	req := c.Request()
 	run, err := s.deps.Service.StartTurn(req.Context(), tenant(c), id, in)
