@@ -12,6 +12,7 @@ require (
 	github.com/rs/zerolog v1.35.1
 	github.com/sashabaranov/go-openai v1.43.0
 	github.com/xeipuuv/gojsonschema v1.2.0
+	go.yaml.in/yaml/v3 v3.0.6
 )
 
 require (

@@ -31,12 +31,12 @@ import (
 
 // App is a configured gateway, ready to serve.
 type App struct {
-	cfg      config.Config
-	log      zerolog.Logger
-	api      *httpapi.Server
-	store    *redisstore.Store
-	modelURL string
-	closers  []func()
+	cfg       config.Config
+	log       zerolog.Logger
+	api       *httpapi.Server
+	store     *redisstore.Store
+	upstreams []upstream
+	closers   []func()
 }
 
 // New builds the gateway. Problems that make it useless (an unparsable setting, an invalid
@@ -61,8 +61,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (_ *App, er
 		log.Error().Err(err).Msg("Redis does not answer; the gateway is not ready until it does")
 	}
 
-	model, err := a.model()
-	if err != nil {
+	if err := a.models(); err != nil {
 		return nil, err
 	}
 	modules, err := module.LoadRegistry(cfg.ModulesDir)
@@ -74,14 +73,24 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (_ *App, er
 		cards.New(cards.Config{CyclesPerLevel: cfg.CardsCyclesPerLevel, MaxLevel: cfg.CardsMaxLevel}),
 		module.New(modules),
 	}
-	svc := coach.NewService(a.store, model, contracts, coach.Options{
-		HistoryLimit:     cfg.HistoryLimit,
-		FirstByteTimeout: cfg.FirstByteTimeout,
-		IdleTimeout:      cfg.IdleTimeout,
-		TurnTimeout:      cfg.TurnTimeout,
-		MaxAttempts:      cfg.MaxAttempts,
-		RetryAfterCap:    cfg.RetryAfterCap,
-	}, m)
+	ups := make([]coach.Upstream, len(a.upstreams))
+	for i, u := range a.upstreams {
+		ups[i] = u.Upstream
+	}
+	svc := coach.New(coach.Deps{
+		Store:     a.store,
+		Upstreams: ups,
+		Contracts: contracts,
+		Options: coach.Options{
+			HistoryLimit:     cfg.HistoryLimit,
+			FirstByteTimeout: cfg.FirstByteTimeout,
+			IdleTimeout:      cfg.IdleTimeout,
+			TurnTimeout:      cfg.TurnTimeout,
+			MaxAttempts:      cfg.MaxAttempts,
+			RetryAfterCap:    cfg.RetryAfterCap,
+		},
+		Observer: m,
+	})
 	a.api = httpapi.New(httpapi.Deps{
 		Service:         svc,
 		Modules:         moduleCatalog{modules},
@@ -120,42 +129,105 @@ func (a *App) redis() (redis.UniversalClient, error) {
 	return client, nil
 }
 
-// model returns the client of the configured model endpoint, or of the embedded replay model
-// served on a loopback port, so that both go through the same client code.
-func (a *App) model() (coach.Model, error) {
-	format, err := openai.ParseFormat(a.cfg.ResponseFormat)
-	if err != nil {
-		return nil, err
-	}
-	cfg := openai.Config{
-		BaseURL: a.cfg.OpenAIBaseURL, APIKey: a.cfg.OpenAIAPIKey, Model: a.cfg.Model,
-		Format: format, ConnectTimeout: a.cfg.ConnectTimeout,
-	}
-	if cfg.BaseURL == "" {
-		_, base, stop, err := fakellm.Start(fakellm.Options{
-			DelayMin: a.cfg.ReplayDelayMin, DelayMax: a.cfg.ReplayDelayMax,
-			Responder: replay.Responder(), Model: "coachgw-replay", Log: a.log.With().Str("component", "replay").Logger(),
-		})
-		if err != nil {
-			return nil, fmt.Errorf("starting the embedded replay model: %w", err)
-		}
-		a.closers = append(a.closers, stop)
-		a.log.Warn().Str("url", base).Msg("OPENAI_BASE_URL is not set: answering with the embedded replay model")
-		cfg.BaseURL, cfg.APIKey, cfg.Model = base, "", "coachgw-replay"
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	a.modelURL = cfg.BaseURL
-	return openai.New(cfg), nil
+// upstream is a configured model endpoint: the engine's view of it and where it listens.
+type upstream struct {
+	coach.Upstream
+	baseURL string
 }
 
-// ready reports whether Redis answers and the model endpoint accepts connections.
+// models builds the clients of the configured model endpoints: those of COACH_UPSTREAMS (or
+// its file) in their order, or else the one of OPENAI_BASE_URL, or else the embedded replay
+// model served on a loopback port, so that all of them go through the same client code.
+func (a *App) models() error {
+	format, err := openai.ParseFormat(a.cfg.ResponseFormat)
+	if err != nil {
+		return err
+	}
+	if len(a.cfg.Upstreams) == 0 {
+		cfg := openai.Config{
+			BaseURL: a.cfg.OpenAIBaseURL, APIKey: a.cfg.OpenAIAPIKey, Model: a.cfg.Model,
+			Format: format, ConnectTimeout: a.cfg.ConnectTimeout,
+		}
+		name := "default"
+		if cfg.BaseURL == "" {
+			_, base, stop, err := fakellm.Start(fakellm.Options{
+				DelayMin: a.cfg.ReplayDelayMin, DelayMax: a.cfg.ReplayDelayMax,
+				Responder: replay.Responder(), Model: "coachgw-replay", Log: a.log.With().Str("component", "replay").Logger(),
+			})
+			if err != nil {
+				return fmt.Errorf("starting the embedded replay model: %w", err)
+			}
+			a.closers = append(a.closers, stop)
+			a.log.Warn().Str("url", base).Msg("OPENAI_BASE_URL is not set: answering with the embedded replay model")
+			cfg.BaseURL, cfg.APIKey, cfg.Model, name = base, "", "coachgw-replay", "replay"
+		}
+		return a.addUpstream(name, "openai", cfg)
+	}
+	for _, u := range a.cfg.Upstreams {
+		f := format
+		if u.ResponseFormat != "" {
+			if f, err = openai.ParseFormat(u.ResponseFormat); err != nil {
+				return err
+			}
+		}
+		cfg := openai.Config{
+			BaseURL: u.BaseURL, APIKey: u.APIKey, Model: u.Model,
+			Format: f, ConnectTimeout: a.cfg.ConnectTimeout,
+		}
+		if err := a.addUpstream(u.Name, genAISystem(u.Profile), cfg); err != nil {
+			return fmt.Errorf("upstream %s: %w", u.Name, err)
+		}
+	}
+	return nil
+}
+
+// addUpstream checks cfg and adds its client as the next upstream.
+func (a *App) addUpstream(name, system string, cfg openai.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	a.upstreams = append(a.upstreams, upstream{
+		Upstream: coach.Upstream{Name: name, Model: openai.New(cfg), ModelName: cfg.Model, System: system},
+		baseURL:  cfg.BaseURL,
+	})
+	return nil
+}
+
+// genAISystem names the provider family of a profile as OpenTelemetry's gen_ai.system does.
+func genAISystem(profile string) string {
+	switch profile {
+	case "openai":
+		return "openai"
+	case "anthropic-openai":
+		return "anthropic"
+	case "gemini-openai":
+		return "gemini"
+	case "ollama", "vllm", "llamacpp", "lmstudio":
+		return profile
+	default:
+		return "_OTHER"
+	}
+}
+
+// ready reports whether Redis answers and any model endpoint accepts connections.
 func (a *App) ready(ctx context.Context) error {
 	if err := a.store.Ping(ctx); err != nil {
 		return errors.New("redis does not answer")
 	}
-	u, err := url.Parse(a.modelURL)
+	for _, u := range a.upstreams {
+		if dial(ctx, u.baseURL) == nil {
+			return nil
+		}
+	}
+	if len(a.upstreams) == 1 {
+		return errors.New("the model endpoint does not accept connections")
+	}
+	return errors.New("no model endpoint accepts connections")
+}
+
+// dial opens and closes a TCP connection to the host of base.
+func dial(ctx context.Context, base string) error {
+	u, err := url.Parse(base)
 	if err != nil {
 		return errors.New("the model endpoint URL does not parse")
 	}
@@ -169,7 +241,7 @@ func (a *App) ready(ctx context.Context) error {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(u.Hostname(), port))
 	if err != nil {
-		return errors.New("the model endpoint does not accept connections")
+		return err
 	}
 	return conn.Close()
 }

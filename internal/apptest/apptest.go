@@ -59,6 +59,18 @@ func (s *SyncBuffer) String() string {
 	return s.b.String()
 }
 
+// StartLLM starts one more scripted model endpoint, e.g. a fallback endpoint for
+// config.Config.Upstreams, and returns it with its base URL. It stops when the test ends.
+func StartLLM(t *testing.T, o fakellm.Options) (*fakellm.Server, string) {
+	t.Helper()
+	llm, base, stop, err := fakellm.Start(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return llm, base
+}
+
 // Start starts a gateway; change adjusts its configuration.
 func Start(t *testing.T, change func(*config.Config)) *Gateway {
 	t.Helper()
@@ -206,6 +218,7 @@ type Line struct {
 	Result    json.RawMessage `json:"result"`
 	Session   Session         `json:"session"`
 	Fallback  bool            `json:"fallback"`
+	Upstream  string          `json:"upstream"`
 	Reason    string          `json:"reason"`
 	Error     string          `json:"error"`
 	Message   string          `json:"message"`

@@ -73,6 +73,8 @@ type Event struct {
 	Result   json.RawMessage
 	Session  *Session
 	Fallback bool
+	// Upstream names the endpoint whose answer the result is.
+	Upstream string
 	// Reason explains a reset.
 	Reason string
 	// Code and Message describe an error.

@@ -8,8 +8,13 @@ type Observer interface {
 	// TurnStarted and TurnEnded bracket every streamed turn.
 	TurnStarted(contract string)
 	TurnEnded(r Report)
-	// ModelFailed counts a failed model call by ModelError class.
-	ModelFailed(contract, class string)
+	// Attempted counts a model call to the named upstream.
+	Attempted(contract, upstream string)
+	// ModelFailed counts a failed model call to the named upstream by ModelError class.
+	ModelFailed(contract, upstream, class string)
+	// FellBack counts a turn that moved from one upstream to the next, before or after text of
+	// the turn was sent.
+	FellBack(contract, from, to string, afterText bool)
 	// Retried counts a model call repeated before any text was sent; Reset one restarted after.
 	Retried(contract, class string)
 	Reset(contract, reason string)
@@ -25,7 +30,9 @@ type Report struct {
 	Duration   time.Duration
 	Deltas     int
 	Attempts   int
-	Resets     int
+	// Upstream names the endpoint of the last attempt.
+	Upstream string
+	Resets   int
 	// Rules lists the guard rules that changed the result.
 	Rules []string
 	// Diagnostic and Notice carry the Outcome's.
@@ -43,8 +50,14 @@ func (NopObserver) TurnStarted(string) {}
 // TurnEnded does nothing.
 func (NopObserver) TurnEnded(Report) {}
 
+// Attempted does nothing.
+func (NopObserver) Attempted(string, string) {}
+
 // ModelFailed does nothing.
-func (NopObserver) ModelFailed(string, string) {}
+func (NopObserver) ModelFailed(string, string, string) {}
+
+// FellBack does nothing.
+func (NopObserver) FellBack(string, string, string, bool) {}
 
 // Retried does nothing.
 func (NopObserver) Retried(string, string) {}

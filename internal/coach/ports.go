@@ -134,10 +134,23 @@ type Tool struct {
 	Parameters  json.RawMessage
 }
 
+// Classes of ModelError the engine acts on; adapters may use others (e.g. "server",
+// "connect", "timeout", "client", "stream"), which the engine tells apart only by Retryable.
+const (
+	// ClassRateLimited is a 429: retried after its Retry-After when that is within the cap,
+	// otherwise a reason to move to another endpoint.
+	ClassRateLimited = "rate_limited"
+	// ClassRefused is a request the endpoint refused for its content (context length exceeded,
+	// content policy): no other endpoint is asked, and the endpoint's circuit counts it healthy.
+	ClassRefused = "refused"
+	// ClassCanceled is a call whose context was cancelled.
+	ClassCanceled = "canceled"
+)
+
 // ModelError is a failure of the model endpoint.
 type ModelError struct {
 	// Class is a short label for metrics: "rate_limited", "server", "connect", "timeout", "client",
-	// "stream" or "canceled".
+	// "refused", "stream" or "canceled".
 	Class string
 	// Retryable says whether the same request may succeed later.
 	Retryable bool

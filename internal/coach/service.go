@@ -81,27 +81,46 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Service runs sessions and turns over a Store and a Model for a set of contracts.
+// Service runs sessions and turns over a Store and one or more model endpoints for a set of
+// contracts.
 type Service struct {
 	store     Store
-	model     Model
+	upstreams []Upstream
+	breaker   Breaker
 	contracts map[string]Contract
 	opts      Options
 	obs       Observer
 	now       func() time.Time
 }
 
-// NewService returns a Service. obs may be nil.
+// NewService returns a Service with one model endpoint, named "default". obs may be nil.
 func NewService(store Store, model Model, contracts []Contract, opts Options, obs Observer) *Service {
-	m := make(map[string]Contract, len(contracts))
-	for _, c := range contracts {
+	return New(Deps{
+		Store: store, Upstreams: []Upstream{{Name: "default", Model: model}},
+		Contracts: contracts, Options: opts, Observer: obs,
+	})
+}
+
+// New returns a Service over d.
+func New(d Deps) *Service {
+	m := make(map[string]Contract, len(d.Contracts))
+	for _, c := range d.Contracts {
 		m[c.Name()] = c
 	}
-	if obs == nil {
-		obs = NopObserver{}
+	if d.Observer == nil {
+		d.Observer = NopObserver{}
 	}
-	return &Service{store: store, model: model, contracts: m, opts: opts.withDefaults(), obs: obs, now: time.Now}
+	if d.Breaker == nil {
+		d.Breaker = NoBreaker{}
+	}
+	return &Service{
+		store: d.Store, upstreams: d.Upstreams, breaker: d.Breaker, contracts: m,
+		opts: d.Options.withDefaults(), obs: d.Observer, now: time.Now,
+	}
 }
+
+// Upstreams returns the model endpoints in order of preference.
+func (s *Service) Upstreams() []Upstream { return s.upstreams }
 
 // Options returns the effective options.
 func (s *Service) Options() Options { return s.opts }

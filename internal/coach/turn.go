@@ -145,23 +145,34 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 	}
 	committed = true
 	rep.Rules, rep.Diagnostic, rep.Notice = res.Rules, res.Diagnostic, res.Notice
-	send(Event{Type: EventResult, Result: res.Result, Session: &next, Fallback: res.Fallback})
+	send(Event{Type: EventResult, Result: res.Result, Session: &next, Fallback: res.Fallback, Upstream: rep.Upstream})
 	if res.Fallback {
 		return finish("fallback", nil)
 	}
 	return finish("ok", nil)
 }
 
-// attempts calls the model until the turn has a usable outcome or no retry is left. Before any
-// text of an attempt reached the client, failures the endpoint may recover from are retried with
-// backoff; after that, and for unusable output, the turn restarts once with a reset line.
+// attempts calls the model until the turn has a usable outcome or no retry is left. It starts at
+// the first upstream whose circuit is not open. On one endpoint, failures the endpoint may
+// recover from are retried with backoff before any text of an attempt reached the client; after
+// that, and for unusable output, the turn restarts once with a reset line. A failure another
+// endpoint may not have (see leaves) moves the turn to the next upstream whose circuit is not
+// open, at once and with a fresh budget of retries: silently before text was sent, after a
+// reset line once it was. The last endpoint of the list keeps the single-endpoint rules.
 func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), rep *Report) (*Outcome, error) {
 	s := r.svc
+	cur := r.nextUpstream(-1)
+	if cur < 0 {
+		return nil, errNoUpstream
+	}
 	retries, recoveries := 0, 0
 	// fix, after unusable output, tells the model what was wrong with it.
 	var fix string
 	for {
+		up := s.upstreams[cur]
 		rep.Attempts++
+		rep.Upstream = up.Name
+		s.obs.Attempted(r.contract, up.Name)
 		before := rep.Deltas
 		// The request is built for each attempt rather than kept across them, so that an open
 		// stream does not hold its prompt.
@@ -169,19 +180,41 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 		if fix != "" {
 			req.Messages = append(req.Messages, Message{Role: RoleUser, Content: fix})
 		}
-		out, err := r.attempt(ctx, req, send, flush)
+		out, err := r.attempt(ctx, up.Model, req, send, flush)
 		if err == nil {
+			s.breaker.Report(up.Name, Healthy)
 			return out, nil
 		}
 		if ctx.Err() != nil {
+			s.breaker.Report(up.Name, Inconclusive)
 			return nil, context.Cause(ctx)
 		}
 		var me *ModelError
 		isModel := errors.As(err, &me)
 		if isModel {
-			s.obs.ModelFailed(r.contract, me.Class)
+			s.obs.ModelFailed(r.contract, up.Name, me.Class)
 		}
 		sent := rep.Deltas > before
+		invalid := isInvalidOutput(err)
+		exhausted := invalid && recoveries >= s.opts.Recoveries
+		if r.leaves(me, exhausted, retries) {
+			if next := r.nextUpstream(cur); next >= 0 {
+				s.breaker.Report(up.Name, Failed)
+				reason := resetReason(err)
+				s.obs.FellBack(r.contract, up.Name, s.upstreams[next].Name, sent)
+				if invalid || sent {
+					s.obs.Reset(r.contract, reason)
+				}
+				if sent {
+					rep.Resets++
+					send(Event{Type: EventReset, Reason: reason})
+				}
+				r.turn.Reset()
+				cur, retries, recoveries, fix = next, 0, 0, ""
+				continue
+			}
+		}
+		s.breaker.Report(up.Name, verdict(me, invalid, exhausted))
 		if isModel && me.Retryable && !sent && retries+1 < s.opts.MaxAttempts {
 			retries++
 			s.obs.Retried(r.contract, me.Class)
@@ -194,8 +227,7 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 			}
 			continue
 		}
-		invalid := isInvalidOutput(err)
-		if invalid && recoveries >= s.opts.Recoveries {
+		if exhausted {
 			if fb, ok := r.turn.(Fallback); ok {
 				if sent {
 					// The text this attempt streamed is not what the fallback says.
@@ -226,6 +258,54 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 	}
 }
 
+// errNoUpstream ends a turn that finds every endpoint's circuit open.
+var errNoUpstream = Errorf(KindStream, CodeStreamFailed, "no model endpoint is available: every circuit is open")
+
+// nextUpstream returns the index of the first upstream after i whose breaker allows an attempt,
+// or -1.
+func (r *TurnRun) nextUpstream(i int) int {
+	for i++; i < len(r.svc.upstreams); i++ {
+		if r.svc.breaker.Allow(r.svc.upstreams[i].Name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// leaves reports whether a failed attempt (me, when the model call failed; exhausted, when the
+// output was unusable even after the corrective retry) is worth moving to another endpoint:
+// connect errors, 5xx, timeouts, cut or stalled streams, unusable output, and the endpoint
+// refusing us (401, 404, …), which another endpoint may not do. A 429 whose Retry-After is
+// within the cap is worth waiting for, while retries are left. A request the endpoint refused
+// for its content (context length, content policy) and a cancelled call are not.
+func (r *TurnRun) leaves(me *ModelError, exhausted bool, retries int) bool {
+	if me == nil {
+		return exhausted
+	}
+	switch me.Class {
+	case ClassCanceled, ClassRefused:
+		return false
+	case ClassRateLimited:
+		wait := me.RetryAfter > 0 && me.RetryAfter <= r.svc.opts.RetryAfterCap
+		return !wait || retries+1 >= r.svc.opts.MaxAttempts
+	}
+	return true
+}
+
+// verdict says what an attempt that stays on its endpoint tells the breaker.
+func verdict(me *ModelError, invalid, exhausted bool) Verdict {
+	switch {
+	case invalid && exhausted:
+		return Failed
+	case me == nil || me.Class == ClassCanceled:
+		return Inconclusive
+	case me.Class == ClassRefused:
+		return Healthy
+	default:
+		return Failed
+	}
+}
+
 var (
 	errFirstByte = errors.New("no answer from the model before the first-byte deadline")
 	errIdle      = errors.New("the model stalled longer than the idle deadline")
@@ -234,7 +314,7 @@ var (
 // attempt makes one model call and feeds its fragments to the turn. A watchdog timer enforces
 // the first-byte deadline and then, reset by every fragment and every arrival of bytes the
 // model reports (see StreamHooks.Activity), the idle deadline.
-func (r *TurnRun) attempt(ctx context.Context, req ModelRequest, send func(Event), flush func()) (*Outcome, error) {
+func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, send func(Event), flush func()) (*Outcome, error) {
 	s := r.svc
 	flush() // the prelude, or a reset line: the client sees it before the model is asked
 	actx, acancel := context.WithCancelCause(ctx)
@@ -259,7 +339,7 @@ func (r *TurnRun) attempt(ctx context.Context, req ModelRequest, send func(Event
 		return err
 	}
 
-	st, err := s.model.Stream(actx, req, StreamHooks{Activity: alive, Wait: flush})
+	st, err := model.Stream(actx, req, StreamHooks{Activity: alive, Wait: flush})
 	if err != nil {
 		return nil, timeout(err)
 	}

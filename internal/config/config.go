@@ -30,6 +30,14 @@ type Config struct {
 	Model          string // COACH_MODEL
 	ResponseFormat string // COACH_RESPONSE_FORMAT: json_schema, json_object or prompt
 
+	// Upstreams are the model endpoints of COACH_UPSTREAMS or COACH_UPSTREAMS_FILE, in order of
+	// preference; none means the one endpoint of OPENAI_BASE_URL (or the replay model).
+	Upstreams []Upstream
+	// BreakerFailures is COACH_BREAKER_FAILURES: consecutive failed attempts that open an
+	// endpoint's circuit. BreakerCooldown is COACH_BREAKER_COOLDOWN: how long it stays open.
+	BreakerFailures int
+	BreakerCooldown time.Duration
+
 	ConnectTimeout   time.Duration // COACH_CONNECT_TIMEOUT
 	FirstByteTimeout time.Duration // COACH_FIRST_BYTE_TIMEOUT
 	IdleTimeout      time.Duration // COACH_IDLE_TIMEOUT
@@ -86,6 +94,8 @@ func Default() Config {
 		TurnTimeout:         120 * time.Second,
 		MaxAttempts:         3,
 		RetryAfterCap:       10 * time.Second,
+		BreakerFailures:     5,
+		BreakerCooldown:     30 * time.Second,
 		ShutdownTimeout:     30 * time.Second,
 		MaxBodyBytes:        64 << 10,
 		BodyReadTimeout:     15 * time.Second,
@@ -149,6 +159,8 @@ func Load(getenv func(string) string) (Config, error) {
 	dur("COACH_TURN_TIMEOUT", &c.TurnTimeout)
 	num("COACH_MAX_ATTEMPTS", &c.MaxAttempts)
 	dur("COACH_RETRY_AFTER_CAP", &c.RetryAfterCap)
+	num("COACH_BREAKER_FAILURES", &c.BreakerFailures)
+	dur("COACH_BREAKER_COOLDOWN", &c.BreakerCooldown)
 	dur("COACH_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
 	var maxBody int
 	num("COACH_MAX_BODY_BYTES", &maxBody)
@@ -167,6 +179,7 @@ func Load(getenv func(string) string) (Config, error) {
 	str("COACH_LOG_FORMAT", &c.LogFormat)
 	num("COACH_RATE_LIMIT", &c.RateLimit)
 	c.APIKeys, errs = loadAPIKeys(getenv, errs)
+	c.Upstreams, errs = loadUpstreams(getenv, c.Model, errs)
 	c.CORSOrigins, errs = parseOrigins(getenv("COACH_CORS_ORIGINS"), errs)
 
 	switch c.ResponseFormat {
@@ -184,6 +197,12 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.ReplayDelayMax < c.ReplayDelayMin {
 		c.ReplayDelayMax = c.ReplayDelayMin
+	}
+	if c.BreakerFailures < 1 {
+		errs = append(errs, errors.New("COACH_BREAKER_FAILURES must be at least 1"))
+	}
+	if c.BreakerCooldown < time.Second {
+		errs = append(errs, errors.New("COACH_BREAKER_COOLDOWN must be at least 1s"))
 	}
 	if c.CardsMaxLevel < 1 {
 		errs = append(errs, fmt.Errorf("COACH_CARDS_MAX_LEVEL must be at least 1"))
@@ -205,6 +224,9 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 		Dur("idleTimeout", c.IdleTimeout).
 		Dur("turnTimeout", c.TurnTimeout).
 		Int("maxAttempts", c.MaxAttempts).
+		Array("upstreams", upstreamsLog(c.Upstreams)).
+		Int("breakerFailures", c.BreakerFailures).
+		Dur("breakerCooldown", c.BreakerCooldown).
 		Dur("shutdownTimeout", c.ShutdownTimeout).
 		Int64("maxBodyBytes", c.MaxBodyBytes).
 		Dur("bodyReadTimeout", c.BodyReadTimeout).
@@ -315,4 +337,16 @@ func MaskURL(u string) string {
 		userinfo = "****"
 	}
 	return u[:scheme+3] + userinfo + u[at:]
+}
+
+// upstreamsLog logs the endpoints without their keys: only the variable a key is read from.
+type upstreamsLog []Upstream
+
+// MarshalZerologArray logs each endpoint.
+func (l upstreamsLog) MarshalZerologArray(a *zerolog.Array) {
+	for _, u := range l {
+		a.Dict(zerolog.Dict().Str("name", u.Name).Str("baseURL", MaskURL(u.BaseURL)).
+			Str("apiKeyEnv", u.APIKeyEnv).Str("apiKey", Mask(u.APIKey)).Str("model", u.Model).
+			Str("profile", u.Profile).Str("toolChoice", u.ToolChoice).Str("responseFormat", u.ResponseFormat))
+	}
 }

@@ -161,7 +161,8 @@ type Reply struct {
 	// ToolCall.Arguments when there is a tool call, of Content otherwise (whose value it then
 	// replaces). Pieces should be valid UTF-8: JSON encoding turns invalid bytes into U+FFFD.
 	Chunks []string `json:"chunks,omitempty"`
-	// Fault is played while answering.
+	// Fault is played while answering. With a Fault.Status, Content, when set, is the error
+	// body's message instead of the status text.
 	Fault Fault `json:"fault,omitzero"`
 	// Fixture, when set, names a recorded response in Options.Fixtures (".sse" may be left
 	// off) that is replayed byte for byte instead of the fields above; Fault still applies.
@@ -402,7 +403,11 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, req *Request, se
 		if fault.RetryAfter != "" {
 			w.Header().Set("Retry-After", fault.RetryAfter)
 		}
-		writeError(w, fault.Status, http.StatusText(fault.Status)+" (fakellm fault)")
+		msg := http.StatusText(fault.Status) + " (fakellm fault)"
+		if rep.Content != "" {
+			msg = rep.Content // the endpoint's own words, e.g. a context length error
+		}
+		writeError(w, fault.Status, msg)
 		return true
 	}
 

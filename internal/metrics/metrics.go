@@ -51,6 +51,11 @@ type Metrics struct {
 	deltas             *prometheus.CounterVec
 	openStreams        prometheus.Gauge
 
+	upstreamAttempts   *prometheus.CounterVec
+	upstreamFailures   *prometheus.CounterVec
+	upstreamFallbacks  *prometheus.CounterVec
+	breakerTransitions *prometheus.CounterVec
+
 	redisDuration *prometheus.HistogramVec
 	redisErrors   *prometheus.CounterVec
 
@@ -110,6 +115,19 @@ func New() *Metrics {
 		deltas: counter("deltas_total",
 			"Delta lines sent.",
 			"contract"),
+		upstreamAttempts: counter("upstream_attempts_total",
+			"Model calls by upstream (the endpoint's configured name).",
+			"upstream"),
+		upstreamFailures: counter("upstream_failures_total",
+			"Failed model calls by upstream and class (rate_limited, server, connect, timeout, client, refused, stream).",
+			"upstream", "class"),
+		upstreamFallbacks: counter("upstream_fallbacks_total",
+			"Turns that moved from one upstream to the next, by the upstream left, the one taken, and "+
+				"whether text of the turn had been sent (when: before_text, after_text; after text the client got a reset line).",
+			"from", "to", "when"),
+		breakerTransitions: counter("breaker_transitions_total",
+			"Circuit breaker state changes by upstream and the state entered (open, half-open, closed).",
+			"upstream", "to"),
 		openStreams: f.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "open_streams",
 			Help: "Turn streams in progress.",
@@ -179,9 +197,29 @@ func fallbackKind(contract string) string {
 	}
 }
 
-// ModelFailed counts a failed model call.
-func (m *Metrics) ModelFailed(contract, class string) {
+// Attempted counts a model call to upstream.
+func (m *Metrics) Attempted(_, upstream string) {
+	m.upstreamAttempts.WithLabelValues(upstream).Inc()
+}
+
+// ModelFailed counts a failed model call, by contract and by upstream.
+func (m *Metrics) ModelFailed(contract, upstream, class string) {
 	m.upstreamErrors.WithLabelValues(contract, class).Inc()
+	m.upstreamFailures.WithLabelValues(upstream, class).Inc()
+}
+
+// FellBack counts a turn that moved from one upstream to the next.
+func (m *Metrics) FellBack(_, from, to string, afterText bool) {
+	when := "before_text"
+	if afterText {
+		when = "after_text"
+	}
+	m.upstreamFallbacks.WithLabelValues(from, to, when).Inc()
+}
+
+// BreakerTransition counts an upstream's circuit entering state to.
+func (m *Metrics) BreakerTransition(upstream, to string) {
+	m.breakerTransitions.WithLabelValues(upstream, to).Inc()
 }
 
 // Retried counts a model call repeated before any text was sent.

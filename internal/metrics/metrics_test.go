@@ -104,17 +104,41 @@ func TestObserver(t *testing.T) {
 		{
 			name: "upstream errors and retries by class",
 			calls: func(m *Metrics) {
-				m.ModelFailed("module", "rate_limited")
+				m.ModelFailed("module", "default", "rate_limited")
 				m.Retried("module", "rate_limited")
-				m.ModelFailed("module", "rate_limited")
+				m.ModelFailed("module", "default", "rate_limited")
 				m.Retried("module", "rate_limited")
-				m.ModelFailed("module", "server")
+				m.ModelFailed("module", "default", "server")
 			},
 			want: []want{
 				{"coachgw_upstream_errors_total", []string{"contract", "module", "class", "rate_limited"}, 2},
 				{"coachgw_upstream_errors_total", []string{"contract", "module", "class", "server"}, 1},
 				{"coachgw_retries_total", []string{"contract", "module", "class", "rate_limited"}, 2},
 				{"coachgw_retries_total", []string{"contract", "module", "class", "server"}, -1},
+			},
+		},
+		{
+			name: "per-upstream attempts, failures, fallbacks and breaker transitions",
+			calls: func(m *Metrics) {
+				m.Attempted("toulmin", "primary")
+				m.ModelFailed("toulmin", "primary", "server")
+				m.FellBack("toulmin", "primary", "local", false)
+				m.Attempted("toulmin", "local")
+				m.Attempted("cards", "primary")
+				m.ModelFailed("cards", "primary", "stream")
+				m.FellBack("cards", "primary", "local", true)
+				m.Attempted("cards", "local")
+				m.BreakerTransition("primary", "open")
+			},
+			want: []want{
+				{"coachgw_upstream_attempts_total", []string{"upstream", "primary"}, 2},
+				{"coachgw_upstream_attempts_total", []string{"upstream", "local"}, 2},
+				{"coachgw_upstream_failures_total", []string{"upstream", "primary", "class", "server"}, 1},
+				{"coachgw_upstream_failures_total", []string{"upstream", "primary", "class", "stream"}, 1},
+				{"coachgw_upstream_failures_total", []string{"upstream", "local", "class", "server"}, -1},
+				{"coachgw_upstream_fallbacks_total", []string{"from", "primary", "to", "local", "when", "before_text"}, 1},
+				{"coachgw_upstream_fallbacks_total", []string{"from", "primary", "to", "local", "when", "after_text"}, 1},
+				{"coachgw_breaker_transitions_total", []string{"upstream", "primary", "to", "open"}, 1},
 			},
 		},
 		{
@@ -262,9 +286,12 @@ func TestNaming(t *testing.T) {
 	// Give every vector a series so that Gather returns its family.
 	m.TurnStarted("toulmin")
 	m.TurnEnded(coach.Report{Contract: "toulmin", Outcome: "fallback", Deltas: 1, Rules: []string{"r"}})
-	m.ModelFailed("toulmin", "server")
+	m.ModelFailed("toulmin", "default", "server")
 	m.Retried("toulmin", "server")
 	m.Reset("toulmin", "invalid_output")
+	m.Attempted("toulmin", "default")
+	m.FellBack("toulmin", "default", "local", false)
+	m.BreakerTransition("default", "open")
 	m.ObserveHTTP(http.MethodGet, "/healthz", 200, time.Millisecond)
 	h := m.RedisHook()
 	_ = h.ProcessHook(func(ctx context.Context, cmd redis.Cmder) error { return errors.New("down") })(
@@ -283,10 +310,13 @@ func TestNaming(t *testing.T) {
 	wantNames := []string{
 		"coachgw_deltas_total", "coachgw_fallbacks_total", "coachgw_guard_rule_firings_total",
 		"coachgw_http_request_duration_seconds", "coachgw_http_requests_total", "coachgw_open_streams",
+		"coachgw_breaker_transitions_total",
 		"coachgw_redis_command_duration_seconds", "coachgw_redis_errors_total", "coachgw_resets_total",
 		"coachgw_retries_total", "coachgw_time_to_first_delta_seconds", "coachgw_turn_duration_seconds",
-		"coachgw_turns_total", "coachgw_upstream_errors_total", "coachgw_validation_failures_total",
+		"coachgw_turns_total", "coachgw_upstream_attempts_total", "coachgw_upstream_errors_total",
+		"coachgw_upstream_failures_total", "coachgw_upstream_fallbacks_total", "coachgw_validation_failures_total",
 	}
+	slices.Sort(wantNames)
 	if !slices.Equal(ours, wantNames) {
 		t.Errorf("metrics = %q, want %q", ours, wantNames)
 	}
@@ -303,7 +333,7 @@ func TestNaming(t *testing.T) {
 
 func TestInstancesAreIndependent(t *testing.T) {
 	a, b := New(), New()
-	a.ModelFailed("toulmin", "server")
+	a.ModelFailed("toulmin", "default", "server")
 	if got := value(t, a, "coachgw_upstream_errors_total", "contract", "toulmin", "class", "server"); got != 1 {
 		t.Errorf("first instance: got %v, want 1", got)
 	}

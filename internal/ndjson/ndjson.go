@@ -49,6 +49,10 @@ func Append(buf []byte, e coach.Event) ([]byte, error) {
 		if e.Fallback {
 			buf = append(buf, `,"fallback":true`...)
 		}
+		if e.Upstream != "" {
+			buf = append(buf, `,"upstream":`...)
+			buf = AppendString(buf, e.Upstream)
+		}
 	default:
 		buf = append(buf, `{"type":`...)
 		buf = AppendString(buf, e.Type)

@@ -21,6 +21,7 @@ func TestAppend(t *testing.T) {
 		{"error", coach.Event{Type: coach.EventError, Code: "coach_stream_failed", Message: "m"}, `{"type":"error","error":"coach_stream_failed","message":"m"}`},
 		{"card", coach.Event{Type: coach.EventCard, Card: json.RawMessage(`{"type":"level_up"}`)}, `{"type":"card","card":{"type":"level_up"}}`},
 		{"result", coach.Event{Type: coach.EventResult, Result: json.RawMessage(`{"a":1}`), Fallback: true}, `{"type":"result","result":{"a":1},"fallback":true}`},
+		{"result with upstream", coach.Event{Type: coach.EventResult, Result: json.RawMessage(`{"a":1}`), Upstream: "local"}, `{"type":"result","result":{"a":1},"upstream":"local"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -29,6 +29,10 @@ const (
 	ClassTimeout = "timeout"
 	// ClassClient is any other HTTP 4xx, or a request that cannot be built; not retryable.
 	ClassClient = "client"
+	// ClassRefused is a 400 refusing the request for its content: the context is too long, or
+	// a content policy or filter objects. Not retryable, and no other endpoint is asked
+	// (coach.ClassRefused).
+	ClassRefused = coach.ClassRefused
 	// ClassStream is a stream that broke or turned malformed after it started; retryable.
 	ClassStream = "stream"
 	// ClassCanceled is a canceled context; not retryable.
@@ -93,11 +97,45 @@ func byStatus(status int, err error) *coach.ModelError {
 		return &coach.ModelError{Class: ClassTimeout, Retryable: true, Err: err}
 	case status == http.StatusConflict || status >= 500:
 		return &coach.ModelError{Class: ClassServer, Retryable: true, Err: err}
+	case (status == http.StatusBadRequest || status == http.StatusRequestEntityTooLarge) && refused(err):
+		return &coach.ModelError{Class: ClassRefused, Err: err}
 	default:
 		// Other 4xx, and 1xx/3xx responses that go-openai also treats as failures (an
 		// unfollowed redirect points at a misconfigured base URL): retrying cannot help.
 		return &coach.ModelError{Class: ClassClient, Err: err}
 	}
+}
+
+// refusedCodes are the error codes by which endpoints refuse a request for its content: OpenAI's
+// context_length_exceeded and content_policy_violation, Azure's content_filter, llama.cpp's
+// exceed_context_size_error (sent as the type).
+var refusedCodes = []string{"context_length_exceeded", "content_policy_violation", "content_filter", "exceed_context_size_error"}
+
+// refusedPhrases are how endpoints without such codes say the same in their message: vLLM and
+// OpenAI ("maximum context length"), Anthropic ("prompt is too long"), Ollama and llama.cpp
+// ("context size", "context window").
+var refusedPhrases = []string{"maximum context length", "context length", "prompt is too long", "context size", "context window", "content policy", "content management policy"}
+
+// refused reports whether err, a 400 or 413 response, refuses the request for its content
+// rather than its shape: another endpoint would refuse it too, so the turn does not move on.
+func refused(err error) bool {
+	var ae *oai.APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	code, _ := ae.Code.(string)
+	for _, c := range refusedCodes {
+		if code == c || ae.Type == c {
+			return true
+		}
+	}
+	msg := strings.ToLower(ae.Message)
+	for _, p := range refusedPhrases {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // maxRetryAfter caps absurd advice; the engine caps it much lower anyway.

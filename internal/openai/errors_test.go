@@ -72,6 +72,26 @@ func TestHTTPErrors(t *testing.T) {
 			name: "404 without a body", status: 404, wantClass: ClassClient,
 		},
 		{
+			name: "400 context length exceeded (OpenAI)", status: 400,
+			body:      `{"error":{"message":"This model's maximum context length is 128000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`,
+			wantClass: ClassRefused,
+		},
+		{
+			name: "400 content filter (Azure)", status: 400,
+			body:      `{"error":{"message":"The response was filtered","type":null,"param":"prompt","code":"content_filter","status":400}}`,
+			wantClass: ClassRefused,
+		},
+		{
+			name: "400 prompt too long (Anthropic)", status: 400,
+			body:      `{"error":{"message":"prompt is too long: 210000 tokens > 200000 maximum","type":"invalid_request_error"}}`,
+			wantClass: ClassRefused,
+		},
+		{
+			name: "400 context size (llama.cpp)", status: 400,
+			body:      `{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}}`,
+			wantClass: ClassRefused,
+		},
+		{
 			name: "408", status: 408, body: `{"error":{"message":"timeout"}}`,
 			wantClass: ClassTimeout, wantRetryable: true,
 		},

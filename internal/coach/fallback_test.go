@@ -1,0 +1,223 @@
+package coach
+
+import (
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeBreaker allows every upstream but those in open, and records every verdict.
+type fakeBreaker struct {
+	mu      sync.Mutex
+	open    map[string]bool
+	asked   []string
+	reports []string
+}
+
+func (b *fakeBreaker) Allow(name string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.asked = append(b.asked, name)
+	return !b.open[name]
+}
+
+func (b *fakeBreaker) Report(name string, v Verdict) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.reports = append(b.reports, name+":"+[...]string{"healthy", "failed", "inconclusive"}[v])
+}
+
+// fallbackObserver records fallbacks.
+type fallbackObserver struct {
+	NopObserver
+	mu        sync.Mutex
+	fallbacks []string
+	attempts  []string
+}
+
+func (o *fallbackObserver) FellBack(_, from, to string, after bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	when := "before"
+	if after {
+		when = "after"
+	}
+	o.fallbacks = append(o.fallbacks, from+">"+to+":"+when)
+}
+
+func (o *fallbackObserver) Attempted(_, up string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.attempts = append(o.attempts, up)
+}
+
+func TestFallback(t *testing.T) {
+	server := &ModelError{Class: "server", Retryable: true, Err: errors.New("503")}
+	cut := &ModelError{Class: "stream", Retryable: true, Err: io.ErrUnexpectedEOF}
+	refused := &ModelError{Class: ClassRefused, Err: errors.New("400 context_length_exceeded")}
+	unauthorized := &ModelError{Class: "client", Err: errors.New("401")}
+	limited := func(after time.Duration) *ModelError {
+		return &ModelError{Class: ClassRateLimited, Retryable: true, RetryAfter: after, Err: errors.New("429")}
+	}
+	tests := []struct {
+		name    string
+		scripts map[string][]script
+		open    []string
+		opts    func(*Options)
+		// fallback uses the contract with a fallback answer.
+		fallback bool
+		want     string
+		// upstream is the result's upstream; calls the model calls per upstream, a,b,c.
+		upstream  string
+		calls     [3]int
+		fallbacks []string
+		reports   []string
+	}{
+		{name: "healthy primary answers alone",
+			scripts: map[string][]script{"a": {{frags: []string{"ok."}}}},
+			want:    "delta:ok. result", upstream: "a", calls: [3]int{1, 0, 0}, reports: []string{"a:healthy"}},
+		{name: "5xx before text moves on silently",
+			scripts: map[string][]script{"a": {{openErr: server}}, "b": {{frags: []string{"ok."}}}},
+			want:    "delta:ok. result", upstream: "b", calls: [3]int{1, 1, 0},
+			fallbacks: []string{"a>b:before"}, reports: []string{"a:failed", "b:healthy"}},
+		{name: "cut after text: reset, then the next endpoint's deltas",
+			scripts: map[string][]script{"a": {{frags: []string{"Hel"}, err: cut}}, "b": {{frags: []string{"Hello."}}}},
+			want:    "delta:Hel reset:stream_interrupted delta:Hello. result", upstream: "b", calls: [3]int{1, 1, 0},
+			fallbacks: []string{"a>b:after"}, reports: []string{"a:failed", "b:healthy"}},
+		{name: "stall after text moves on with a reset",
+			scripts: map[string][]script{"a": {{frags: []string{"a"}, block: true}}, "b": {{frags: []string{"b."}}}},
+			opts:    func(o *Options) { o.IdleTimeout = 20 * time.Millisecond },
+			want:    "delta:a reset:stalled delta:b. result", upstream: "b", calls: [3]int{1, 1, 0},
+			fallbacks: []string{"a>b:after"}},
+		{name: "three endpoints: the first two fail",
+			scripts: map[string][]script{"a": {{openErr: server}}, "b": {{frags: []string{"x"}, err: cut}}, "c": {{frags: []string{"c."}}}},
+			want:    "delta:x reset:stream_interrupted delta:c. result", upstream: "c", calls: [3]int{1, 1, 1},
+			fallbacks: []string{"a>b:before", "b>c:after"}, reports: []string{"a:failed", "b:failed", "c:healthy"}},
+		{name: "an open circuit is skipped",
+			scripts: map[string][]script{"b": {{frags: []string{"ok."}}}}, open: []string{"a"},
+			want: "delta:ok. result", upstream: "b", calls: [3]int{0, 1, 0}, reports: []string{"b:healthy"}},
+		{name: "every circuit open",
+			open: []string{"a", "b", "c"},
+			want: "error:coach_stream_failed", calls: [3]int{0, 0, 0}},
+		{name: "unusable output moves on after the corrective retry",
+			scripts: map[string][]script{"a": {{frags: []string{"x"}}, {frags: []string{"y"}}}, "b": {{frags: []string{"z."}}}},
+			want:    "delta:x reset:invalid_output delta:y reset:invalid_output delta:z. result", upstream: "b", calls: [3]int{2, 1, 0},
+			fallbacks: []string{"a>b:after"}, reports: []string{"a:inconclusive", "a:failed", "b:healthy"}},
+		{name: "the fallback answer comes only after the last endpoint",
+			fallback: true,
+			scripts:  map[string][]script{"a": {{frags: []string{"x"}}, {frags: []string{"y"}}}, "b": {{frags: []string{"v"}}, {frags: []string{"w"}}}, "c": {{frags: []string{"s"}}, {frags: []string{"t"}}}},
+			want:     "delta:x reset:invalid_output delta:y reset:invalid_output delta:v reset:invalid_output delta:w reset:invalid_output delta:s reset:invalid_output delta:t reset:invalid_output result",
+			upstream: "c", calls: [3]int{2, 2, 2}, fallbacks: []string{"a>b:after", "b>c:after"}},
+		{name: "a refused request does not move on",
+			scripts: map[string][]script{"a": {{openErr: refused}}},
+			want:    "error:coach_stream_failed", calls: [3]int{1, 0, 0}, reports: []string{"a:healthy"}},
+		{name: "an endpoint that refuses our key moves on",
+			scripts: map[string][]script{"a": {{openErr: unauthorized}}, "b": {{frags: []string{"ok."}}}},
+			want:    "delta:ok. result", upstream: "b", calls: [3]int{1, 1, 0}, fallbacks: []string{"a>b:before"}},
+		{name: "429 within the Retry-After cap waits for the same endpoint",
+			scripts: map[string][]script{"a": {{openErr: limited(time.Millisecond)}, {frags: []string{"ok."}}}},
+			want:    "delta:ok. result", upstream: "a", calls: [3]int{2, 0, 0}, reports: []string{"a:failed", "a:healthy"}},
+		{name: "429 beyond the Retry-After cap moves on",
+			scripts: map[string][]script{"a": {{openErr: limited(time.Hour)}}, "b": {{frags: []string{"ok."}}}},
+			want:    "delta:ok. result", upstream: "b", calls: [3]int{1, 1, 0}, fallbacks: []string{"a>b:before"}},
+		{name: "the last endpoint keeps the retries",
+			scripts: map[string][]script{"a": {{openErr: server}}, "b": {{openErr: server}}, "c": {{openErr: server}, {openErr: server}, {frags: []string{"ok."}}}},
+			want:    "delta:ok. result", upstream: "c", calls: [3]int{1, 1, 3}, fallbacks: []string{"a>b:before", "b>c:before"}},
+		{name: "all fail",
+			scripts: map[string][]script{"a": {{openErr: server}}, "b": {{openErr: server}}, "c": {{openErr: server}, {openErr: server}, {openErr: server}}},
+			want:    "error:coach_stream_failed", calls: [3]int{1, 1, 3}, fallbacks: []string{"a>b:before", "b>c:before"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := testOptions()
+			if tt.opts != nil {
+				tt.opts(&opts)
+			}
+			names := []string{"a", "b", "c"}
+			models := make([]*fakeModel, 3)
+			var ups []Upstream
+			for i, n := range names {
+				models[i] = &fakeModel{scripts: tt.scripts[n]}
+				ups = append(ups, Upstream{Name: n, Model: models[i]})
+			}
+			br := &fakeBreaker{open: map[string]bool{}}
+			for _, n := range tt.open {
+				br.open[n] = true
+			}
+			obs := &fallbackObserver{}
+			var c Contract = echoContract{}
+			if tt.fallback {
+				c = fallbackContract{}
+			}
+			st := newMemStore()
+			svc := New(Deps{Store: st, Upstreams: ups, Breaker: br, Contracts: []Contract{c}, Options: opts, Observer: obs})
+			sess, err := svc.CreateSession(context.Background(), "", "echo", NewSession{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, rep := runTurn(t, svc, sess.ID)
+			if g := lines(got); g != tt.want {
+				t.Errorf("lines = %q, want %q", g, tt.want)
+			}
+			if last := got[len(got)-1]; last.Type == EventResult && last.Upstream != tt.upstream {
+				t.Errorf("result upstream = %q, want %q", last.Upstream, tt.upstream)
+			}
+			if tt.upstream != "" && rep.Upstream != tt.upstream {
+				t.Errorf("report upstream = %q, want %q", rep.Upstream, tt.upstream)
+			}
+			for i, m := range models {
+				if m.calls() != tt.calls[i] {
+					t.Errorf("calls to %s = %d, want %d", names[i], m.calls(), tt.calls[i])
+				}
+			}
+			if !slices.Equal(obs.fallbacks, tt.fallbacks) {
+				t.Errorf("fallbacks = %q, want %q", obs.fallbacks, tt.fallbacks)
+			}
+			if tt.reports != nil && !slices.Equal(br.reports, tt.reports) {
+				t.Errorf("breaker reports = %q, want %q", br.reports, tt.reports)
+			}
+			if sum := tt.calls[0] + tt.calls[1] + tt.calls[2]; len(obs.attempts) != sum || rep.Attempts != sum {
+				t.Errorf("attempts observed %v, reported %d; want %d", obs.attempts, rep.Attempts, sum)
+			}
+			// A request moved to another endpoint carries no correction meant for the last one.
+			for i, m := range models {
+				if len(m.requests) > 0 && strings.Contains(lastMessage(m.requests[0]), "could not be used") {
+					t.Errorf("the first request to %s carries the previous endpoint's correction", names[i])
+				}
+			}
+		})
+	}
+}
+
+func lastMessage(r ModelRequest) string { return r.Messages[len(r.Messages)-1].Content }
+
+// TestFallbackCancelled checks that a client that leaves does not count against an endpoint.
+func TestFallbackCancelled(t *testing.T) {
+	a := &fakeModel{scripts: []script{{frags: []string{"a"}, block: true}}}
+	br := &fakeBreaker{}
+	svc := New(Deps{Store: newMemStore(), Upstreams: []Upstream{{Name: "a", Model: a}, {Name: "b", Model: &fakeModel{}}},
+		Breaker: br, Contracts: []Contract{echoContract{}}, Options: testOptions()})
+	sess, err := svc.CreateSession(context.Background(), "", "echo", NewSession{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := svc.StartTurn(context.Background(), "", sess.ID, TurnInput{Message: ptr("hi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	rep := run.Run(ctx, EmitFunc(func(e Event) error {
+		if e.Type == EventDelta {
+			cancel()
+		}
+		return nil
+	}))
+	if rep.Outcome != "cancelled" || !slices.Equal(br.reports, []string{"a:inconclusive"}) {
+		t.Errorf("outcome %q, breaker reports %q; want cancelled and [a:inconclusive]", rep.Outcome, br.reports)
+	}
+}

@@ -1,0 +1,63 @@
+package coach
+
+// Upstream is one model endpoint a turn may use. A Service holds its upstreams in order of
+// preference: every turn starts at the first whose circuit is not open and moves down the list
+// on failures another endpoint may not have (see TurnRun.Run).
+type Upstream struct {
+	// Name identifies the endpoint in the result line, logs, metrics and its breaker.
+	Name  string
+	Model Model
+	// ModelName and System describe the endpoint to a Tracer: the model name it is asked for
+	// and the provider family (gen_ai.system), e.g. "openai". Both are informational.
+	ModelName string
+	System    string
+}
+
+// Verdict is what an attempt says about the health of the endpoint it went to.
+type Verdict uint8
+
+// Verdicts.
+const (
+	// Healthy: the endpoint answered (even if the request itself was refused, e.g. a context
+	// length error, which is no fault of the endpoint).
+	Healthy Verdict = iota
+	// Failed: the endpoint failed in a way another endpoint may not (connect error, 5xx, 429,
+	// timeout, a cut or stalled stream, output unusable even after the corrective retry).
+	Failed
+	// Inconclusive: the attempt ended for reasons of the turn's own (the client left, the turn
+	// ran out of time, a corrective retry is still to come).
+	Inconclusive
+)
+
+// Breaker keeps a circuit per endpoint. The engine asks it before every attempt on an endpoint it
+// moves to and reports how each attempt it was allowed ended. Implementations must be safe for
+// concurrent use and must never block a turn on anything remote.
+type Breaker interface {
+	// Allow reports whether an attempt may go to the endpoint now. A half-open circuit allows
+	// one attempt at a time (the probe); every allowed attempt is followed by one Report.
+	Allow(upstream string) bool
+	// Report says how an allowed attempt ended.
+	Report(upstream string, v Verdict)
+}
+
+// NoBreaker is the Breaker of a Service given none: every circuit stays closed.
+type NoBreaker struct{}
+
+// Allow always allows.
+func (NoBreaker) Allow(string) bool { return true }
+
+// Report does nothing.
+func (NoBreaker) Report(string, Verdict) {}
+
+// Deps is what New needs. Store, Upstreams and Contracts are required; the rest may be zero.
+type Deps struct {
+	Store Store
+	// Upstreams are the model endpoints in order of preference, with unique names.
+	Upstreams []Upstream
+	// Breaker decides which upstreams may be asked; nil never opens a circuit.
+	Breaker   Breaker
+	Contracts []Contract
+	Options   Options
+	// Observer is told what turns do; nil observes nothing.
+	Observer Observer
+}

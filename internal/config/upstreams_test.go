@@ -1,0 +1,154 @@
+package config
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+func TestLoadUpstreams(t *testing.T) {
+	yes := true
+	want := []Upstream{
+		{Name: "primary", BaseURL: "https://api.example.com/v1", APIKeyEnv: "PRIMARY_KEY", APIKey: "sk-primary",
+			Model: "gpt-4o-mini", Profile: "openai", IncludeUsage: &yes},
+		{Name: "local", BaseURL: "http://127.0.0.1:8081/v1", Model: "qwen2.5", Profile: "llamacpp",
+			ToolChoice: "required", ResponseFormat: "json_object"},
+		{Name: "spare", BaseURL: "http://127.0.0.1:8082/v1", Model: "fallback-model", Profile: "generic"},
+	}
+	const list = `[
+	  {"name":"primary","baseURL":"https://api.example.com/v1","apiKeyEnv":"PRIMARY_KEY","model":"gpt-4o-mini","profile":"openai","includeUsage":true},
+	  {"name":"local","baseURL":"http://127.0.0.1:8081/v1","model":"qwen2.5","profile":"llamacpp","toolChoice":"required","responseFormat":"json_object"},
+	  {"name":"spare","baseURL":"http://127.0.0.1:8082/v1"}]`
+	const yamlList = `
+- name: primary
+  baseURL: https://api.example.com/v1
+  apiKeyEnv: PRIMARY_KEY
+  model: gpt-4o-mini
+  profile: openai
+  includeUsage: true
+- {name: local, baseURL: "http://127.0.0.1:8081/v1", model: qwen2.5, profile: llamacpp, toolChoice: required, responseFormat: json_object}
+- name: spare
+  baseURL: http://127.0.0.1:8082/v1
+`
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		name string
+		env  map[string]string
+	}{
+		{"inline JSON", map[string]string{"COACH_UPSTREAMS": list}},
+		{"JSON file", map[string]string{"COACH_UPSTREAMS_FILE": write("upstreams.json", list)}},
+		{"YAML file", map[string]string{"COACH_UPSTREAMS_FILE": write("upstreams.yaml", yamlList)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.env["PRIMARY_KEY"] = "sk-primary"
+			tt.env["COACH_MODEL"] = "fallback-model"
+			c, err := Load(env(tt.env))
+			if err != nil {
+				t.Fatalf("Load() error = %v", err)
+			}
+			if !reflect.DeepEqual(c.Upstreams, want) {
+				t.Errorf("Upstreams = %+v\nwant %+v", c.Upstreams, want)
+			}
+		})
+	}
+}
+
+func TestLoadUpstreamsErrors(t *testing.T) {
+	const secret = "sk-pasted-by-mistake"
+	tests := []struct {
+		name string
+		list string
+		// want must appear in the error.
+		want string
+	}{
+		{"not JSON", `{"name":"a"}`, "not a JSON array"},
+		{"empty list", `[]`, "empty"},
+		{"no name", `[{"baseURL":"http://h/v1"}]`, "entry 1: name must be"},
+		{"bad name", `[{"name":"a b","baseURL":"http://h/v1"}]`, "name must be"},
+		{"duplicate name", `[{"name":"a","baseURL":"http://h/v1"},{"name":"a","baseURL":"http://g/v1"}]`, `entry 2 (a): the name "a" is used twice`},
+		{"no URL", `[{"name":"a"}]`, "baseURL is required"},
+		{"relative URL", `[{"name":"a","baseURL":"h/v1"}]`, "absolute http or https"},
+		{"ftp URL", `[{"name":"a","baseURL":"ftp://h/v1"}]`, "absolute http or https"},
+		{"unknown profile", `[{"name":"a","baseURL":"http://h/v1","profile":"bedrock"}]`, `profile "bedrock"`},
+		{"unknown tool choice", `[{"name":"a","baseURL":"http://h/v1","toolChoice":"auto"}]`, `toolChoice "auto"`},
+		{"unknown response format", `[{"name":"a","baseURL":"http://h/v1","responseFormat":"xml"}]`, `responseFormat "xml"`},
+		{"unknown field", `[{"name":"a","baseURL":"http://h/v1","modle":"x"}]`, "unknown field"},
+		{"inline key", `[{"name":"a","baseURL":"http://h/v1","apiKey":"` + secret + `"}]`, `unknown field "apiKey"`},
+		{"key in apiKeyEnv", `[{"name":"a","baseURL":"http://h/v1","apiKeyEnv":"` + secret + `"}]`, "must name an environment variable"},
+		{"key variable unset", `[{"name":"a","baseURL":"http://h/v1","apiKeyEnv":"UNSET_KEY"}]`, "UNSET_KEY, which is not set"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(env(map[string]string{"COACH_UPSTREAMS": tt.list}))
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "COACH_UPSTREAMS") {
+				t.Fatalf("Load() error = %v, want one with COACH_UPSTREAMS and %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("Load() error %q repeats the key", err)
+			}
+		})
+	}
+	t.Run("both set", func(t *testing.T) {
+		_, err := Load(env(map[string]string{"COACH_UPSTREAMS": `[]`, "COACH_UPSTREAMS_FILE": "x.json"}))
+		if err == nil || !strings.Contains(err.Error(), "both set") {
+			t.Errorf("Load() error = %v, want one saying both are set", err)
+		}
+	})
+	t.Run("YAML value in the wrong place", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "u.yml")
+		if err := os.WriteFile(p, []byte("- name: a\n  baseURL: http://h/v1\n  includeUsage: "+secret+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(env(map[string]string{"COACH_UPSTREAMS_FILE": p}))
+		if err == nil || !strings.Contains(err.Error(), "line 3") || strings.Contains(err.Error(), secret) {
+			t.Errorf("Load() error = %v, want one naming line 3 without the value", err)
+		}
+	})
+}
+
+func TestLoadBreaker(t *testing.T) {
+	c, err := Load(env(map[string]string{"COACH_BREAKER_FAILURES": "3", "COACH_BREAKER_COOLDOWN": "1m"}))
+	if err != nil || c.BreakerFailures != 3 || c.BreakerCooldown != time.Minute {
+		t.Errorf("Load() = %d, %v, %v; want 3, 1m0s, nil", c.BreakerFailures, c.BreakerCooldown, err)
+	}
+	for _, e := range []map[string]string{{"COACH_BREAKER_FAILURES": "0"}, {"COACH_BREAKER_COOLDOWN": "10ms"}} {
+		if _, err := Load(env(e)); err == nil {
+			t.Errorf("Load(%v) error = nil, want one", e)
+		}
+	}
+}
+
+func TestUpstreamKeysMaskedInLogs(t *testing.T) {
+	c, err := Load(env(map[string]string{
+		"COACH_UPSTREAMS": `[{"name":"a","baseURL":"http://u:pw-secret@h/v1","apiKeyEnv":"A_KEY"}]`,
+		"A_KEY":           "sk-upstream-secret",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	log := zerolog.New(&buf)
+	log.Info().Object("config", c).Send()
+	for _, secret := range []string{"sk-upstream-secret", "pw-secret"} {
+		if strings.Contains(buf.String(), secret) {
+			t.Errorf("logged config %s contains the secret %q", buf.String(), secret)
+		}
+	}
+	if !strings.Contains(buf.String(), `"apiKeyEnv":"A_KEY"`) {
+		t.Errorf("logged config %s lacks the key's variable name", buf.String())
+	}
+}
