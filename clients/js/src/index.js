@@ -1,0 +1,52 @@
+// @coachgw/client: a typed client of the coachgw gateway without runtime dependencies. The Vue
+// and React bindings are the subpath exports "@coachgw/client/vue" and "@coachgw/client/react".
+
+export { CoachClient } from './client.js';
+export { CoachError } from './errors.js';
+export { DEFAULT_MAX_LINE_BYTES, LineBuffer, readNDJSON } from './ndjson.js';
+export { coachTurn, collectTurn, parseEvent, readEvents, streamTurn, TurnText } from './stream.js';
+
+/** @typedef {import('./types.js').Contract} Contract */
+/** @typedef {import('./types.js').CreateSessionRequest} CreateSessionRequest */
+/** @typedef {import('./types.js').TurnRequest} TurnRequest */
+/** @typedef {import('./types.js').ToulminState} ToulminState */
+/** @typedef {import('./types.js').CardsState} CardsState */
+/** @typedef {import('./types.js').ModuleState} ModuleState */
+/** @typedef {import('./types.js').ModuleSummary} ModuleSummary */
+/** @typedef {import('./types.js').DeltaEvent} DeltaEvent */
+/** @typedef {import('./types.js').CardEvent} CardEvent */
+/** @typedef {import('./types.js').ResetEvent} ResetEvent */
+/** @typedef {import('./types.js').ErrorEvent} ErrorEvent */
+/** @typedef {import('./types.js').Usage} Usage */
+/** @typedef {import('./types.js').TurnResult} TurnResult */
+/** @typedef {import('./types.js').TranscriptEntry} TranscriptEntry */
+/** @typedef {import('./types.js').LearnerEntry} LearnerEntry */
+/** @typedef {import('./types.js').CoachResultEntry} CoachResultEntry */
+/** @typedef {import('./types.js').CoachCardEntry} CoachCardEntry */
+/** @typedef {import('./types.js').MessagesPage} MessagesPage */
+/** @typedef {import('./schemas.js').ToulminStep} ToulminStep */
+/** @typedef {import('./schemas.js').CoachAIResult} CoachAIResult */
+/** @typedef {import('./schemas.js').FrontendCard} FrontendCard */
+/** @typedef {import('./schemas.js').StructuredResponse} StructuredResponse */
+/** @typedef {import('./schemas.js').ModuleForm} ModuleForm */
+/** @typedef {import('./schemas.js').ModuleFormField} ModuleFormField */
+/** @typedef {import('./schemas.js').Module} Module */
+/** @typedef {import('./request.js').ClientOptions} ClientOptions */
+/** @typedef {import('./request.js').CallOptions} CallOptions */
+/** @typedef {import('./errors.js').CoachErrorKind} CoachErrorKind */
+/**
+ * @template [S=Record<string, unknown>]
+ * @typedef {import('./types.js').Session<S>} Session
+ */
+/**
+ * @template [R=TurnResult]
+ * @typedef {import('./types.js').TurnEvent<R>} TurnEvent
+ */
+/**
+ * @template [R=TurnResult]
+ * @typedef {import('./types.js').ResultEvent<R>} ResultEvent
+ */
+/**
+ * @template [R=TurnResult]
+ * @typedef {import('./stream.js').CollectedTurn<R>} CollectedTurn
+ */

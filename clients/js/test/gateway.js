@@ -1,0 +1,78 @@
+// What the tests against a real gateway share. internal TestNode (jsclient_test.go) starts the
+// gateway and its scripted model and passes their URLs in COACHGW_URL and FAKELLM_URL; without
+// them (plain `node --test`), those tests skip.
+
+import assert from 'node:assert/strict';
+
+import { CoachClient, CoachError } from '../src/index.js';
+
+export const BASE = process.env.COACHGW_URL || '';
+export const FAKELLM = process.env.FAKELLM_URL || '';
+
+/** skip is the reason to skip the tests that need a gateway, or false. */
+export const skip = BASE ? false : 'needs a gateway: run through `go test ./clients/js` (TestNode)';
+
+export const client = new CoachClient({ baseURL: BASE });
+
+/**
+ * enqueue queues replies at the scripted model: the next model requests get them, in order,
+ * instead of the replay model's answer.
+ * @param {object[]} replies fakellm replies ({content, chunks, tool_call, fault})
+ */
+export async function enqueue(...replies) {
+  const res = await fetch(`${FAKELLM}/_fakellm/enqueue`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(replies) });
+  assert.equal(res.status, 200, `enqueue: ${await res.text()}`);
+}
+
+/** drainQueue drops whatever a failed test left queued at the scripted model. */
+export async function drainQueue() {
+  if (FAKELLM) await fetch(`${FAKELLM}/_fakellm/reset`, { method: 'POST' });
+}
+
+/** all collects an async iterable. */
+export async function all(iter) {
+  const out = [];
+  for await (const x of iter) out.push(x);
+  return out;
+}
+
+/** kinds renders events compactly, a run of deltas as one "delta+", e.g. "card delta+ result". */
+export function kinds(events) {
+  const out = [];
+  for (const e of events) {
+    const k = e.type === 'error' ? `error:${e.error}` : e.type === 'delta' ? 'delta+' : e.type;
+    if (k !== 'delta+' || out.at(-1) !== 'delta+') out.push(k);
+  }
+  return out.join(' ');
+}
+
+/**
+ * rejectsWith asserts that promise rejects with a CoachError with the given fields.
+ * @param {Promise<unknown>} promise
+ * @param {Partial<CoachError>} want
+ */
+export async function rejectsWith(promise, want) {
+  await assert.rejects(promise, (err) => {
+    assert.ok(err instanceof CoachError, `got ${err}`);
+    for (const [k, v] of Object.entries(want)) assert.equal(err[k], v, `${k} of ${err.kind} ${err.code}: ${err.message}`);
+    return true;
+  });
+}
+
+/** eventually retries fn until it stops throwing, for up to 3 s. */
+export async function eventually(fn) {
+  const deadline = Date.now() + 3000;
+  for (;;) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+}
+
+/** toulminContent is a valid toulmin answer of the model whose text is chunked as given. */
+export function toulminChunks(pieces, step = 'claim') {
+  return ['{"assistantText":"', ...pieces, `","step":"${step}","confidence":0.3,"shouldAdvance":false}`];
+}

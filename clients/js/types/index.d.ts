@@ -1,0 +1,80 @@
+export { CoachClient } from './client.js';
+export { CoachError } from './errors.js';
+export { DEFAULT_MAX_LINE_BYTES, LineBuffer, readNDJSON } from './ndjson.js';
+export { coachTurn, collectTurn, parseEvent, readEvents, streamTurn, TurnText } from './stream.js';
+export type Contract = import('./types.js').Contract;
+export type CreateSessionRequest = import('./types.js').CreateSessionRequest;
+export type TurnRequest = import('./types.js').TurnRequest;
+export type ToulminState = import('./types.js').ToulminState;
+export type CardsState = import('./types.js').CardsState;
+export type ModuleState = import('./types.js').ModuleState;
+export type ModuleSummary = import('./types.js').ModuleSummary;
+export type DeltaEvent = import('./types.js').DeltaEvent;
+export type CardEvent = import('./types.js').CardEvent;
+export type ResetEvent = import('./types.js').ResetEvent;
+export type ErrorEvent = import('./types.js').ErrorEvent;
+export type Usage = import('./types.js').Usage;
+export type TurnResult = import('./types.js').TurnResult;
+export type TranscriptEntry = import('./types.js').TranscriptEntry;
+export type LearnerEntry = import('./types.js').LearnerEntry;
+export type CoachResultEntry = import('./types.js').CoachResultEntry;
+export type CoachCardEntry = import('./types.js').CoachCardEntry;
+export type MessagesPage = import('./types.js').MessagesPage;
+export type ToulminStep = import('./schemas.js').ToulminStep;
+export type CoachAIResult = import('./schemas.js').CoachAIResult;
+export type FrontendCard = import('./schemas.js').FrontendCard;
+export type StructuredResponse = import('./schemas.js').StructuredResponse;
+export type ModuleForm = import('./schemas.js').ModuleForm;
+export type ModuleFormField = import('./schemas.js').ModuleFormField;
+export type Module = import('./schemas.js').Module;
+export type ClientOptions = import('./request.js').ClientOptions;
+export type CallOptions = import('./request.js').CallOptions;
+export type CoachErrorKind = import('./errors.js').CoachErrorKind;
+export type Session<S = Record<string, unknown>> = import('./types.js').Session<S>;
+export type TurnEvent<R = TurnResult> = import('./types.js').TurnEvent<R>;
+export type ResultEvent<R = TurnResult> = import('./types.js').ResultEvent<R>;
+export type CollectedTurn<R = TurnResult> = import('./stream.js').CollectedTurn<R>;
+/** @typedef {import('./types.js').Contract} Contract */
+/** @typedef {import('./types.js').CreateSessionRequest} CreateSessionRequest */
+/** @typedef {import('./types.js').TurnRequest} TurnRequest */
+/** @typedef {import('./types.js').ToulminState} ToulminState */
+/** @typedef {import('./types.js').CardsState} CardsState */
+/** @typedef {import('./types.js').ModuleState} ModuleState */
+/** @typedef {import('./types.js').ModuleSummary} ModuleSummary */
+/** @typedef {import('./types.js').DeltaEvent} DeltaEvent */
+/** @typedef {import('./types.js').CardEvent} CardEvent */
+/** @typedef {import('./types.js').ResetEvent} ResetEvent */
+/** @typedef {import('./types.js').ErrorEvent} ErrorEvent */
+/** @typedef {import('./types.js').Usage} Usage */
+/** @typedef {import('./types.js').TurnResult} TurnResult */
+/** @typedef {import('./types.js').TranscriptEntry} TranscriptEntry */
+/** @typedef {import('./types.js').LearnerEntry} LearnerEntry */
+/** @typedef {import('./types.js').CoachResultEntry} CoachResultEntry */
+/** @typedef {import('./types.js').CoachCardEntry} CoachCardEntry */
+/** @typedef {import('./types.js').MessagesPage} MessagesPage */
+/** @typedef {import('./schemas.js').ToulminStep} ToulminStep */
+/** @typedef {import('./schemas.js').CoachAIResult} CoachAIResult */
+/** @typedef {import('./schemas.js').FrontendCard} FrontendCard */
+/** @typedef {import('./schemas.js').StructuredResponse} StructuredResponse */
+/** @typedef {import('./schemas.js').ModuleForm} ModuleForm */
+/** @typedef {import('./schemas.js').ModuleFormField} ModuleFormField */
+/** @typedef {import('./schemas.js').Module} Module */
+/** @typedef {import('./request.js').ClientOptions} ClientOptions */
+/** @typedef {import('./request.js').CallOptions} CallOptions */
+/** @typedef {import('./errors.js').CoachErrorKind} CoachErrorKind */
+/**
+ * @template [S=Record<string, unknown>]
+ * @typedef {import('./types.js').Session<S>} Session
+ */
+/**
+ * @template [R=TurnResult]
+ * @typedef {import('./types.js').TurnEvent<R>} TurnEvent
+ */
+/**
+ * @template [R=TurnResult]
+ * @typedef {import('./types.js').ResultEvent<R>} ResultEvent
+ */
+/**
+ * @template [R=TurnResult]
+ * @typedef {import('./stream.js').CollectedTurn<R>} CollectedTurn
+ */

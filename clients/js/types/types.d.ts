@@ -1,0 +1,332 @@
+export type ToulminStep = import('./schemas.js').ToulminStep;
+export type CoachAIResult = import('./schemas.js').CoachAIResult;
+export type StructuredResponse = import('./schemas.js').StructuredResponse;
+export type FrontendCard = import('./schemas.js').FrontendCard;
+export type Contract = 'toulmin' | 'cards' | 'module';
+export type ToulminState = {
+    /**
+     * the current step
+     */
+    step: ToulminStep;
+    /**
+     * the accepted text of each step
+     */
+    draft: Partial<Record<ToulminStep, string>>;
+    /**
+     * the learner's messages so far per step
+     */
+    turns: Partial<Record<ToulminStep, number>>;
+    /**
+     * the
+     * last surviving proposedUpdate, waiting for accept or reject
+     */
+    pendingProposal: {
+        field: ToulminStep;
+        value: string;
+        rationale: string;
+    } | null;
+    isComplete: boolean;
+};
+export type CardsState = {
+    level: number;
+    /**
+     * the last card sent
+     */
+    lastCard?: FrontendCard | null;
+    cycles?: number;
+};
+export type ModuleState = {
+    /**
+     * the learning module's id
+     */
+    module: string;
+    /**
+     * topic ids
+     */
+    coveredTopics: string[];
+    percentage: number;
+    /**
+     * reached so far ("25%", …)
+     */
+    milestones: string[];
+};
+export type Session<S = Record<string, unknown>> = {
+    id: string;
+    contract: Contract;
+    locale?: string;
+    version: number;
+    state: S;
+    /**
+     * RFC 3339
+     */
+    createdAt?: string;
+    /**
+     * RFC 3339
+     */
+    updatedAt?: string;
+};
+export type CreateSessionRequest = {
+    contract: Contract;
+    /**
+     * the learning module of a module session
+     */
+    module?: string;
+    locale?: 'en' | 'es';
+};
+export type TurnRequest = {
+    message?: string;
+    step?: ToulminStep;
+    continue?: boolean;
+    selected?: string;
+    form?: {
+        id: string;
+        values: Record<string, unknown>;
+    };
+};
+export type ModuleSummary = {
+    id: string;
+    title: string;
+    sections: number;
+    topics: number;
+};
+export type DeltaEvent = {
+    type: 'delta';
+    text: string;
+    block?: number;
+    blockType?: string;
+};
+export type CardEvent = {
+    type: 'card';
+    card: FrontendCard;
+};
+export type ResetEvent = {
+    type: 'reset';
+    /**
+     * `stream_interrupted`, `stalled` or `invalid_output`
+     */
+    reason: string;
+};
+export type Usage = {
+    promptTokens: number;
+    completionTokens: number;
+};
+export type ResultEvent<R = TurnResult> = {
+    type: 'result';
+    /**
+     * the guarded result: toulmin CoachAIResult, cards FrontendCard, module StructuredResponse
+     */
+    result: R;
+    /**
+     * the session after the turn
+     */
+    session: Session;
+    /**
+     * the gateway substituted the result for unusable model output
+     */
+    fallback?: boolean;
+    /**
+     * which model endpoint answered
+     */
+    upstream?: string;
+    usage?: Usage;
+};
+export type ErrorEvent = {
+    type: 'error';
+    /**
+     * the stable code, e.g. `coach_stream_failed`
+     */
+    error: string;
+    message: string;
+};
+export type TurnResult = CoachAIResult | FrontendCard | StructuredResponse;
+export type TurnEvent<R = TurnResult> = DeltaEvent | CardEvent | ResetEvent | ResultEvent<R> | ErrorEvent;
+export type TranscriptEntry = LearnerEntry | CoachResultEntry | CoachCardEntry;
+export type LearnerEntry = {
+    seq: number;
+    /**
+     * RFC 3339
+     */
+    at: string;
+    role: 'learner';
+    /**
+     * the turn's body, or a proposal decision
+     */
+    input: TurnRequest | {
+        action: 'accept' | 'reject';
+    };
+};
+export type CoachResultEntry = {
+    seq: number;
+    at: string;
+    role: 'coach';
+    /**
+     * as the result line sent it
+     */
+    result: TurnResult;
+    fallback?: boolean;
+};
+export type CoachCardEntry = {
+    seq: number;
+    at: string;
+    role: 'coach';
+    /**
+     * an injected card
+     */
+    card: FrontendCard;
+};
+export type MessagesPage = {
+    messages: TranscriptEntry[];
+    next: number | null;
+};
+/** @typedef {import('./schemas.js').ToulminStep} ToulminStep */
+/** @typedef {import('./schemas.js').CoachAIResult} CoachAIResult */
+/** @typedef {import('./schemas.js').StructuredResponse} StructuredResponse */
+/** @typedef {import('./schemas.js').FrontendCard} FrontendCard */
+/** @typedef {'toulmin' | 'cards' | 'module'} Contract */
+/**
+ * The state of a toulmin session.
+ * @typedef {object} ToulminState
+ * @property {ToulminStep} step the current step
+ * @property {Partial<Record<ToulminStep, string>>} draft the accepted text of each step
+ * @property {Partial<Record<ToulminStep, number>>} turns the learner's messages so far per step
+ * @property {{ field: ToulminStep, value: string, rationale: string } | null} pendingProposal the
+ *   last surviving proposedUpdate, waiting for accept or reject
+ * @property {boolean} isComplete
+ */
+/**
+ * The state of a cards session.
+ * @typedef {object} CardsState
+ * @property {number} level
+ * @property {FrontendCard | null} [lastCard] the last card sent
+ * @property {number} [cycles]
+ */
+/**
+ * The state of a module session.
+ * @typedef {object} ModuleState
+ * @property {string} module the learning module's id
+ * @property {string[]} coveredTopics topic ids
+ * @property {number} percentage
+ * @property {string[]} milestones reached so far ("25%", …)
+ */
+/**
+ * A session as the gateway reports it. State depends on the contract.
+ * @template [S=Record<string, unknown>]
+ * @typedef {object} Session
+ * @property {string} id
+ * @property {Contract} contract
+ * @property {string} [locale]
+ * @property {number} version
+ * @property {S} state
+ * @property {string} [createdAt] RFC 3339
+ * @property {string} [updatedAt] RFC 3339
+ */
+/**
+ * @typedef {object} CreateSessionRequest
+ * @property {Contract} contract
+ * @property {string} [module] the learning module of a module session
+ * @property {'en' | 'es'} [locale]
+ */
+/**
+ * A learner's turn. toulmin: `message` and optionally `step` (the step the UI believes is
+ * current), or `continue: true` (the coach opens the current step); cards: `message` or
+ * `selected`; module: `message` or `form`.
+ * @typedef {object} TurnRequest
+ * @property {string} [message]
+ * @property {ToulminStep} [step]
+ * @property {boolean} [continue]
+ * @property {string} [selected]
+ * @property {{ id: string, values: Record<string, unknown> }} [form]
+ */
+/**
+ * @typedef {object} ModuleSummary
+ * @property {string} id
+ * @property {string} title
+ * @property {number} sections
+ * @property {number} topics
+ */
+/**
+ * A piece of the user-visible text of the turn. Module deltas place it in text block `block` of
+ * type `blockType`.
+ * @typedef {object} DeltaEvent
+ * @property {'delta'} type
+ * @property {string} text
+ * @property {number} [block]
+ * @property {string} [blockType]
+ */
+/**
+ * A complete frontend card that is not the turn's result (cards sessions), e.g. an injected
+ * level_up card.
+ * @typedef {object} CardEvent
+ * @property {'card'} type
+ * @property {FrontendCard} card
+ */
+/**
+ * The gateway is retrying the turn: discard the text of this turn received so far.
+ * @typedef {object} ResetEvent
+ * @property {'reset'} type
+ * @property {string} reason `stream_interrupted`, `stalled` or `invalid_output`
+ */
+/**
+ * Token counts an upstream reported.
+ * @typedef {object} Usage
+ * @property {number} promptTokens
+ * @property {number} completionTokens
+ */
+/**
+ * The last line of a turn that succeeded.
+ * @template [R=TurnResult]
+ * @typedef {object} ResultEvent
+ * @property {'result'} type
+ * @property {R} result the guarded result: toulmin CoachAIResult, cards FrontendCard, module StructuredResponse
+ * @property {Session} session the session after the turn
+ * @property {boolean} [fallback] the gateway substituted the result for unusable model output
+ * @property {string} [upstream] which model endpoint answered
+ * @property {Usage} [usage]
+ */
+/**
+ * The last line of a turn that failed after its stream started.
+ * @typedef {object} ErrorEvent
+ * @property {'error'} type
+ * @property {string} error the stable code, e.g. `coach_stream_failed`
+ * @property {string} message
+ */
+/** @typedef {CoachAIResult | FrontendCard | StructuredResponse} TurnResult */
+/**
+ * One line of a turn's stream.
+ * @template [R=TurnResult]
+ * @typedef {DeltaEvent | CardEvent | ResetEvent | ResultEvent<R> | ErrorEvent} TurnEvent
+ */
+/**
+ * One entry of a session's transcript.
+ * @typedef {LearnerEntry | CoachResultEntry | CoachCardEntry} TranscriptEntry
+ */
+/**
+ * @typedef {object} LearnerEntry
+ * @property {number} seq
+ * @property {string} at RFC 3339
+ * @property {'learner'} role
+ * @property {TurnRequest | { action: 'accept' | 'reject' }} input the turn's body, or a proposal decision
+ */
+/**
+ * @typedef {object} CoachResultEntry
+ * @property {number} seq
+ * @property {string} at
+ * @property {'coach'} role
+ * @property {TurnResult} result as the result line sent it
+ * @property {boolean} [fallback]
+ */
+/**
+ * @typedef {object} CoachCardEntry
+ * @property {number} seq
+ * @property {string} at
+ * @property {'coach'} role
+ * @property {FrontendCard} card an injected card
+ */
+/**
+ * A page of a transcript: oldest first within the page; `next` is the `before` of the page of
+ * older entries, null on the oldest page.
+ * @typedef {object} MessagesPage
+ * @property {TranscriptEntry[]} messages
+ * @property {number | null} next
+ */
+export {};
