@@ -33,7 +33,8 @@ type Deps struct {
 	Ready func(ctx context.Context) error
 	// Metrics serves /metrics; nil leaves the route out.
 	Metrics http.Handler
-	// UI, when set, serves the reference ChatPanel at / and /static/.
+	// UI, when set, serves the reference ChatPanel at / and /static/, and the JavaScript
+	// client's modules at /client/.
 	UI http.Handler
 	// ObserveHTTP, when set, is told every request's route template, status and duration.
 	ObserveHTTP func(method, route string, status int, d time.Duration)
@@ -112,6 +113,7 @@ func New(d Deps) *Server {
 		e.Match(read, "/", ui)
 		e.Match(read, "/index.html", ui)
 		e.Match(read, "/static/*", ui)
+		e.Match(read, "/client/*", ui)
 	}
 	return s
 }

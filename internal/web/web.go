@@ -1,7 +1,8 @@
 // Package web owns the reference ChatPanel: a plain HTML, CSS and JavaScript (ES modules) front
 // end for the gateway's three contracts, embedded in the binary and served by Handler. It has no
 // build step and loads nothing from other origins; it talks to the gateway's API on the same
-// origin.
+// origin. Handler also serves the ES modules of the JavaScript client (clients/js) at /client/,
+// so the panel and any other page on the gateway's origin use the client's stream code.
 package web
 
 import (
@@ -14,6 +15,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/coachgw/coachgw/clients/js"
 )
 
 //go:embed static
@@ -51,28 +54,17 @@ type file struct {
 }
 
 // Handler returns the handler of the ChatPanel. It answers GET and HEAD of "/" and
-// "/index.html" with the page and of "/static/<path>" with the embedded files; any other path is
+// "/index.html" with the page, of "/static/<path>" with the embedded files and of
+// "/client/<file>.js" with the JavaScript client's modules; any other path is
 // a 404 with the API's JSON error body, so the handler can also sit behind a catch-all route.
 // Responses carry an ETag and "Cache-Control: no-cache", so browsers revalidate and a new
 // binary's files are picked up at once.
 func Handler() http.Handler {
 	files := map[string]*file{}
-	err := fs.WalkDir(static, "static", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := static.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		sum := sha256.Sum256(data)
-		ctype, ok := contentTypes[path.Ext(p)]
-		if !ok {
-			ctype = "application/octet-stream"
-		}
-		files["/"+p] = &file{name: path.Base(p), data: data, ctype: ctype, etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
-		return nil
-	})
+	err := addFiles(files, static, "static", "/static")
+	if err == nil {
+		err = addFiles(files, jsclient.FS(), ".", "/client")
+	}
 	if err != nil {
 		panic("web: reading the embedded files: " + err.Error()) // embedded at build time; cannot fail
 	}
@@ -104,6 +96,27 @@ func Handler() http.Handler {
 		// ServeContent answers If-None-Match with 304, ranges and HEAD; the zero modtime leaves
 		// Last-Modified out, the ETag alone validates.
 		http.ServeContent(w, r, f.name, time.Time{}, bytes.NewReader(f.data))
+	})
+}
+
+// addFiles adds the files under dir of fsys to files, each at prefix + its path below dir.
+func addFiles(files map[string]*file, fsys fs.FS, dir, prefix string) error {
+	return fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(data)
+		ctype, ok := contentTypes[path.Ext(p)]
+		if !ok {
+			ctype = "application/octet-stream"
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, dir), "/")
+		files[prefix+"/"+rel] = &file{name: path.Base(p), data: data, ctype: ctype, etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
+		return nil
 	})
 }
 

@@ -112,22 +112,69 @@ func TestHandlerRevalidation(t *testing.T) {
 
 var (
 	pageRefs   = regexp.MustCompile(`(?:src|href)="(static/[^"]+)"`)
-	moduleRefs = regexp.MustCompile(`(?:from\s+|import\()\s*'(\.{1,2}/[^']+)'`)
+	moduleRefs = regexp.MustCompile(`(?:from\s+|import\()\s*'((?:\.{1,2})?/[^']+)'`)
 )
 
-// TestModuleGraph follows the page's stylesheet and scripts and every relative ES module import
-// from there: with no build step, a misspelt import would only show in a browser.
+// TestModuleGraph follows the page's stylesheet and scripts and every ES module import from
+// there: with no build step, a misspelt import would only show in a browser.
 func TestModuleGraph(t *testing.T) {
 	h := web.Handler()
 	base, _ := url.Parse("http://panel.test/")
-	seen := map[string]bool{}
-	var queue []*url.URL
+	var seeds []*url.URL
 	for _, m := range pageRefs.FindAllStringSubmatch(serve(t, h, http.MethodGet, "/", nil).Body.String(), -1) {
-		queue = append(queue, base.ResolveReference(&url.URL{Path: m[1]}))
+		seeds = append(seeds, base.ResolveReference(&url.URL{Path: m[1]}))
 	}
-	if len(queue) < 2 {
-		t.Fatalf("the page references %d files, want the stylesheet and the entry module", len(queue))
+	if len(seeds) < 2 {
+		t.Fatalf("the page references %d files, want the stylesheet and the entry module", len(seeds))
 	}
+	seen := walkModules(t, h, seeds)
+	for _, want := range []string{"/static/js/api.js", "/static/js/ndjson.js", "/static/js/markdown.js", "/static/js/toulmin.js", "/static/js/cards.js", "/static/js/module.js"} {
+		if !seen[want] {
+			t.Errorf("%s is not reachable from the page", want)
+		}
+	}
+}
+
+// TestClientModules checks that the JavaScript client's modules are served at /client/ as
+// JavaScript, with the panel's headers, and that every module they import is served too.
+func TestClientModules(t *testing.T) {
+	h := web.Handler()
+	base, _ := url.Parse("http://panel.test/")
+	seen := walkModules(t, h, []*url.URL{base.ResolveReference(&url.URL{Path: "/client/index.js"})})
+	for _, want := range []string{"/client/stream.js", "/client/ndjson.js", "/client/errors.js", "/client/client.js"} {
+		if !seen[want] {
+			t.Errorf("%s is not reachable from /client/index.js", want)
+		}
+	}
+	tests := []struct {
+		target     string
+		wantStatus int
+	}{
+		{"/client/stream.js", http.StatusOK},
+		{"/client/nope.js", http.StatusNotFound},
+		{"/client/", http.StatusNotFound},
+		{"/client/../web.go", http.StatusNotFound},
+		{"/client/jsclient.go", http.StatusNotFound},
+		{"/client/package.json", http.StatusNotFound},
+	}
+	for _, tt := range tests {
+		rec := serve(t, h, http.MethodGet, tt.target, nil)
+		if rec.Code != tt.wantStatus {
+			t.Errorf("GET %s = %d, want %d", tt.target, rec.Code, tt.wantStatus)
+		}
+		if got := rec.Header().Get("X-Content-Type-Options"); got != "nosniff" {
+			t.Errorf("GET %s: X-Content-Type-Options = %q, want nosniff", tt.target, got)
+		}
+	}
+}
+
+// walkModules fetches seeds and, from every JavaScript file among them, each module it imports
+// (relative or absolute paths), and returns the paths it fetched. A file that is not served, or
+// a module not served as JavaScript, fails the test.
+func walkModules(t *testing.T, h http.Handler, seeds []*url.URL) map[string]bool {
+	t.Helper()
+	seen := map[string]bool{}
+	queue := seeds
 	for len(queue) > 0 {
 		u := queue[0]
 		queue = queue[1:]
@@ -151,9 +198,5 @@ func TestModuleGraph(t *testing.T) {
 			queue = append(queue, u.ResolveReference(&url.URL{Path: m[1]}))
 		}
 	}
-	for _, want := range []string{"/static/js/api.js", "/static/js/ndjson.js", "/static/js/markdown.js", "/static/js/toulmin.js", "/static/js/cards.js", "/static/js/module.js"} {
-		if !seen[want] {
-			t.Errorf("%s is not reachable from the page", want)
-		}
-	}
+	return seen
 }
