@@ -27,6 +27,7 @@ type Limiter interface {
 var limitedRoutes = map[string]bool{
 	http.MethodPost + " /v1/sessions":           true,
 	http.MethodPost + " /v1/sessions/:id/turns": true,
+	http.MethodPost + " /v1/sessions/:id/chat":  true,
 	http.MethodPost + " /api/coach":             true,
 }
 

@@ -45,6 +45,7 @@ func TestRateLimitRoutes(t *testing.T) {
 		{"POST", "/v1/sessions", `{"contract":"cards"}`, true},
 		{"POST", "/v1/sessions/" + id + "/turns", `{"message":"hello"}`, true},
 		{"POST", "/api/coach", `{"sessionId":"` + id + `","message":"hello again"}`, true},
+		{"POST", "/v1/sessions/" + id + "/chat", `{"messages":[{"role":"user","parts":[{"type":"text","text":"hi"}]}]}`, true},
 		{"POST", "/v1/sessions/" + strings.Repeat("0", 32) + "/turns", `{"message":"hello"}`, true},
 		{"GET", "/v1/sessions/" + id, "", false},
 		{"PUT", "/v1/sessions/" + id + "/draft", `{"field":"claim","value":"x"}`, false},

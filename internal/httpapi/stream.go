@@ -13,6 +13,23 @@ import (
 // turn runs one turn of session id and streams it as NDJSON. Problems found before the first line
 // are ordinary HTTP errors; after that, the stream's last line says how the turn ended.
 func (s *Server) turn(c echo.Context, id string, in coach.TurnInput) error {
+	return s.runTurn(c, id, in, s.openNDJSON)
+}
+
+// openStream starts a turn's response in one wire format: it writes the status and headers and
+// returns the coach.Sink that encodes the turn's events.
+type openStream func(c echo.Context) (coach.Sink, error)
+
+// openNDJSON starts the primary stream, NDJSON lines.
+func (s *Server) openNDJSON(c echo.Context) (coach.Sink, error) {
+	s.writeHeader(c)
+	return newLineWriter(c.Response()), nil
+}
+
+// runTurn runs one turn of session id and streams its events in the format open starts. Every
+// format goes through here, so checks, the session claim, draining and the turn's log line are
+// the same for all of them.
+func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open openStream) error {
 	if s.draining.Load() {
 		return newHTTPError(http.StatusServiceUnavailable, coach.CodeShuttingDown, "the gateway is shutting down")
 	}
@@ -24,8 +41,10 @@ func (s *Server) turn(c echo.Context, id string, in coach.TurnInput) error {
 	if err != nil {
 		if e := coach.AsError(err); e.Kind == coach.KindStream {
 			// The seed reports these (e.g. coach_step_mismatch) as the stream's error line.
-			s.writeHeader(c)
-			w := newLineWriter(c.Response())
+			w, err := open(c)
+			if err != nil {
+				return err
+			}
 			if err := w.Emit(coach.Event{Type: coach.EventError, Code: e.Code, Message: e.Message}); err != nil {
 				return err
 			}
@@ -42,8 +61,11 @@ func (s *Server) turn(c echo.Context, id string, in coach.TurnInput) error {
 	stop := context.AfterFunc(s.drain, func() { cancel(coach.ErrShuttingDown) })
 	defer stop()
 
-	s.writeHeader(c)
-	w := newLineWriter(c.Response())
+	w, err := open(c)
+	if err != nil {
+		run.Abort()
+		return err
+	}
 	rep := run.Run(ctx, w)
 
 	log := logger(c)

@@ -36,6 +36,9 @@ import (
 // NDJSON is the media type of a turn's stream.
 const NDJSON = "application/x-ndjson"
 
+// SSE is the media type of a turn streamed as the AI SDK's UI message stream.
+const SSE = "text/event-stream"
+
 // Load loads api/openapi.yaml as the binary embeds it and validates the document itself; any
 // problem fails t.
 func Load(t testing.TB) *openapi3.T {
@@ -119,7 +122,7 @@ func (v *Validator) Exchange(t testing.TB, req *http.Request, reqBody []byte, st
 	}
 
 	ct, _, _ := mime.ParseMediaType(header.Get("Content-Type"))
-	stream := ct == NDJSON
+	stream := ct == NDJSON || ct == SSE
 	err = openapi3filter.ValidateResponse(ctx, &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: reqInput,
 		Status:                 status,
@@ -153,8 +156,12 @@ func (v *Validator) Exchange(t testing.TB, req *http.Request, reqBody []byte, st
 	if media.Schema == nil {
 		return
 	}
-	if stream {
+	switch ct {
+	case NDJSON:
 		v.stream(t, what, media.Schema, body)
+		return
+	case SSE:
+		v.events(t, what, media.Schema, body)
 		return
 	}
 	if ct != "application/json" && !strings.HasSuffix(ct, "+json") {
@@ -201,6 +208,40 @@ func (v *Validator) stream(t testing.TB, what string, schema *openapi3.SchemaRef
 	}
 }
 
+// events checks a UI message stream: every event is one "data: " line whose JSON matches schema,
+// the stream opens with start and ends with finish and data: [DONE], and exactly one
+// data-coach-result or data-coach-error part comes before them.
+func (v *Validator) events(t testing.TB, what string, schema *openapi3.SchemaRef, body []byte) {
+	t.Helper()
+	frames := strings.Split(string(body), "\n\n")
+	if len(frames) < 3 || frames[len(frames)-1] != "" || frames[len(frames)-2] != "data: [DONE]" {
+		t.Errorf("%s: the event stream does not end with data: [DONE] and a blank line: %s", what, clip(body))
+		return
+	}
+	var types []string
+	for n, f := range frames[:len(frames)-2] {
+		data, ok := strings.CutPrefix(f, "data: ")
+		if !ok || strings.ContainsAny(data, "\r\n") {
+			t.Errorf("%s: event %d %q is not one data line", what, n+1, clip([]byte(f)))
+			continue
+		}
+		typ, problems := checkLine(schema, []byte(data))
+		for _, p := range problems {
+			t.Errorf("%s: event %d %s: %s", what, n+1, clip([]byte(data)), p)
+		}
+		types = append(types, typ)
+	}
+	ends := 0
+	for _, typ := range types {
+		if typ == "data-coach-result" || typ == "data-coach-error" {
+			ends++
+		}
+	}
+	if ends != 1 || len(types) == 0 || types[0] != "start" || types[len(types)-1] != "finish" {
+		t.Errorf("%s: events %v do not open with start and end with one result or error part and finish", what, types)
+	}
+}
+
 // Line checks one NDJSON line against components.schemas.Line.
 func (v *Validator) Line(t testing.TB, line []byte) {
 	t.Helper()
@@ -220,7 +261,7 @@ func checkLine(schema *openapi3.SchemaRef, line []byte) (typ string, problems []
 		typ, _ = obj["type"].(string)
 	}
 	if err := schema.Value.VisitJSON(value, openapi3.VisitAsResponse(), openapi3.MultiErrors()); err != nil {
-		problems = append(problems, "does not match the Line schema: "+err.Error())
+		problems = append(problems, "does not match the "+schemaName(schema)+" schema: "+err.Error())
 	}
 	return typ, append(problems, undocumented(schema, value, "line")...)
 }

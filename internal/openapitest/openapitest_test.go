@@ -67,6 +67,8 @@ const (
 func TestExchange(t *testing.T) {
 	jsonHeader := http.Header{"Content-Type": {"application/json"}}
 	streamHeader := http.Header{"Content-Type": {openapitest.NDJSON}}
+	sseHeader := http.Header{"Content-Type": {openapitest.SSE}, "X-Vercel-Ai-Ui-Message-Stream": {"v1"}}
+	const chatReq = `{"id":"c","messages":[{"id":"u","role":"user","parts":[{"type":"text","text":"hi"}]}],"trigger":"submit-message"}`
 	tests := []struct {
 		name         string
 		method, path string
@@ -111,6 +113,21 @@ func TestExchange(t *testing.T) {
 			body: `{"type":"delta","text":"Hi"}` + "\n", want: "does not end with exactly one result or error line"},
 		{name: "stream with two endings", method: "POST", path: sessionPath + "/turns", reqBody: `{"message":"hi"}`, status: 200, header: streamHeader,
 			body: result + "\n" + result + "\n", want: "does not end with exactly one result or error line"},
+		{name: "event stream", method: "POST", path: sessionPath + "/chat", reqBody: chatReq, status: 200, header: sseHeader,
+			body: sse(`{"type":"start","messageId":"m"}`, `{"type":"text-start","id":"text-1","providerMetadata":{"coachgw":{"block":0,"blockType":"paragraph"}}}`,
+				`{"type":"text-delta","id":"text-1","delta":"Hi"}`, `{"type":"text-end","id":"text-1"}`,
+				`{"type":"data-coach-reset","transient":true,"data":{"reason":"stalled"}}`,
+				`{"type":"data-coach-result","data":{`+strings.TrimPrefix(result, `{"type":"result",`)+`}`, `{"type":"finish","finishReason":"stop"}`)},
+		{name: "event stream ending in an error", method: "POST", path: sessionPath + "/chat", reqBody: chatReq, status: 200, header: sseHeader,
+			body: sse(`{"type":"start","messageId":"m"}`, `{"type":"data-coach-error","data":{"error":"coach_stream_failed","message":"m"}}`,
+				`{"type":"error","errorText":"m"}`, `{"type":"finish","finishReason":"error"}`)},
+		{name: "event of an unknown type", method: "POST", path: sessionPath + "/chat", reqBody: chatReq, status: 200, header: sseHeader,
+			body: sse(`{"type":"start","messageId":"m"}`, `{"type":"reasoning-start","id":"r"}`, `{"type":"data-coach-error","data":{"error":"e","message":"m"}}`,
+				`{"type":"error","errorText":"m"}`, `{"type":"finish","finishReason":"error"}`), want: "does not match the UIMessageChunk schema"},
+		{name: "event stream without [DONE]", method: "POST", path: sessionPath + "/chat", reqBody: chatReq, status: 200, header: sseHeader,
+			body: strings.TrimSuffix(sse(`{"type":"start","messageId":"m"}`), "data: [DONE]\n\n"), want: "does not end with data: [DONE]"},
+		{name: "event stream without a result", method: "POST", path: sessionPath + "/chat", reqBody: chatReq, status: 200, header: sseHeader,
+			body: sse(`{"type":"start","messageId":"m"}`, `{"type":"finish","finishReason":"stop"}`), want: "do not open with start and end with one result"},
 	}
 	v := openapitest.New(t)
 	for _, tt := range tests {
@@ -226,4 +243,13 @@ func TestConcurrentExchanges(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// sse returns events as a UI message stream: each a data line and a blank line, then [DONE].
+func sse(events ...string) string {
+	var b strings.Builder
+	for _, e := range events {
+		b.WriteString("data: " + e + "\n\n")
+	}
+	return b.String() + "data: [DONE]\n\n"
 }

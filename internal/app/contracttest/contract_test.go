@@ -474,6 +474,62 @@ var cases = []struct {
 			t.Errorf("markdown answer: lines %q last %s, want a fallback result", a.kinds(), a.last().Raw)
 		}
 	}},
+	{"chat turns", func(t *testing.T, h *harness) {
+		// The AI SDK's chat route: the same turns, answered as a UI message stream, each event
+		// checked against UIMessageChunk.
+		chat := func(parts ...map[string]any) map[string]any {
+			return map[string]any{"id": "chat", "trigger": "submit-message",
+				"messages": []any{map[string]any{"id": "u", "role": "user", "parts": parts}}}
+		}
+		text := func(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
+		wantEvents := func(what string, a answer, end string) {
+			t.Helper()
+			if a.status != http.StatusOK || !bytes.Contains(a.body, []byte(`data: {"type":"`+end+`"`)) {
+				t.Errorf("%s: status %d body %s, want a stream with %s", what, a.status, clipBody(a.body), end)
+			}
+		}
+		toulminID := h.create(t, `{"contract":"toulmin"}`)
+		chatPath := "/v1/sessions/" + toulminID + "/chat"
+		h.g.LLM.Enqueue(fakellm.Reply{Chunks: []string{`{"assistantText":"Hello `, `there `, `friend."}`}, Fault: fakellm.Fault{Cut: true, CutAfter: 2}},
+			fakellm.Reply{Content: apptest.Obj("assistantText", "Hello again.", "step", "claim")})
+		a := h.call(t, "POST", chatPath, chat(text("Cities should ban cars.")))
+		wantEvents("toulmin after a reset", a, "data-coach-result")
+		if !bytes.Contains(a.body, []byte(`"data-coach-reset"`)) {
+			t.Errorf("toulmin after a cut: no data-coach-reset in %s", clipBody(a.body))
+		}
+		h.g.LLM.Enqueue(fakellm.Reply{Content: `{"assistantText":"Hi", oops`}, fakellm.Reply{Content: "not json"})
+		wantEvents("unusable output", h.call(t, "POST", chatPath, chat(text("hi"))), "data-coach-error")
+
+		cardsID := h.create(t, `{"contract":"cards"}`)
+		cardsPath := "/v1/sessions/" + cardsID + "/chat"
+		h.g.LLM.Enqueue(cardCall(`{"card_type":"multiple_choice","content":"Pick one.","options":[{"id":"a","label":"Call"},{"id":"b","label":"Write"}]}`))
+		wantEvents("cards", h.call(t, "POST", cardsPath, chat(text("Begin training."))), "data-coach-result")
+		h.g.LLM.Enqueue(cardCall(`{"card_type":"insight","content":"Writing leaves a record."}`))
+		wantEvents("cards selection", h.call(t, "POST", cardsPath, chat(map[string]any{"type": "data-coach-select", "data": map[string]string{"selected": "b"}})), "data-coach-result")
+
+		moduleID := h.create(t, `{"contract":"module","module":"`+moduleID+`"}`)
+		h.g.LLM.Enqueue(fakellm.Reply{Fixture: "module-intro"})
+		wantEvents("module", h.call(t, "POST", "/v1/sessions/"+moduleID+"/chat", chat(text("Hi, where do we start?"))), "data-coach-result")
+
+		tests := []struct {
+			name, path, ct, body string
+			status               int
+			code, field          string
+		}{
+			{"malformed JSON", chatPath, "application/json", `{"messages":`, 400, "invalid_request", ""},
+			{"not JSON", chatPath, "text/plain", `hi`, 415, "unsupported_media_type", ""},
+			{"too large", chatPath, "application/json", `{"messages":[],"id":"` + strings.Repeat("x", 70<<10) + `"}`, 413, "body_too_large", ""},
+			{"regenerate", chatPath, "application/json", `{"messages":[{"role":"user","parts":[{"type":"text","text":"hi"}]}],"trigger":"regenerate-message"}`, 422, "invalid_input", "trigger"},
+			{"no learner message", chatPath, "application/json", `{"messages":[]}`, 422, "invalid_input", "messages"},
+			{"option not offered", cardsPath, "application/json", `{"messages":[{"role":"user","parts":[{"type":"data-coach-select","data":{"selected":"z"}}]}]}`, 422, "invalid_input", "selected"},
+			{"unknown session", "/v1/sessions/" + strings.Repeat("0", 32) + "/chat", "application/json", `{"messages":[{"role":"user","parts":[{"type":"text","text":"hi"}]}]}`, 404, "session_not_found", ""},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				wantError(t, "POST chat", h.send(t, "POST", tt.path, tt.ct, []byte(tt.body)), tt.status, tt.code, tt.field)
+			})
+		}
+	}},
 	{"modules", func(t *testing.T, h *harness) {
 		a := h.call(t, "GET", "/v1/modules", nil)
 		if a.status != http.StatusOK || !bytes.Contains(a.body, []byte(`"`+moduleID+`"`)) {
@@ -596,4 +652,12 @@ func TestContractAuthAndRateLimit(t *testing.T) {
 	if a := send(t, "GET", "/healthz", "", nil); a.status != http.StatusOK {
 		t.Errorf("GET /healthz without a key: status %d, want 200", a.status)
 	}
+}
+
+// clipBody shortens a body for a failure message.
+func clipBody(b []byte) string {
+	if len(b) > 600 {
+		return string(b[:600]) + "…"
+	}
+	return string(b)
 }

@@ -1,0 +1,128 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// chatText is useChat's body for a learner message of text.
+func chatText(text string) string {
+	t, _ := json.Marshal(text)
+	return `{"id":"c","messages":[{"id":"u","role":"user","parts":[{"type":"text","text":` + string(t) + `}]}],"trigger":"submit-message"}`
+}
+
+// TestChatPreStreamErrors checks that what is wrong before the stream starts is an ordinary JSON
+// error with the same status and code as on the NDJSON route, and that nothing reaches the model.
+func TestChatPreStreamErrors(t *testing.T) {
+	ts := startServer(t, func(d *Deps) { withKeys(d); d.MaxBodyBytes = 4 << 10 })
+	auth := []string{"Authorization", "Bearer " + keyAcme}
+	toulminID := ts.create("toulmin", auth...)
+	cardsID := ts.create("cards", auth...)
+	busyID := ts.create("toulmin", auth...)
+	if _, _, err := ts.store.Claim(context.Background(), "acme", busyID, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	path := func(id string) string { return "/v1/sessions/" + id + "/chat" }
+	select_ := `{"messages":[{"role":"user","parts":[{"type":"data-coach-select","data":{"selected":"z"}}]}]}`
+	tests := []struct {
+		name        string
+		path, body  string
+		headers     []string
+		contentType string
+		wantStatus  int
+		wantCode    string
+		wantField   string
+	}{
+		{name: "no API key", path: path(toulminID), body: chatText("hi"), headers: []string{},
+			wantStatus: http.StatusUnauthorized, wantCode: "unauthorized"},
+		{name: "another tenant's session", path: path(toulminID), body: chatText("hi"), headers: []string{"Authorization", "Bearer " + keyBeta},
+			wantStatus: http.StatusNotFound, wantCode: "session_not_found"},
+		{name: "unknown session", path: path(strings.Repeat("0", 32)), body: chatText("hi"),
+			wantStatus: http.StatusNotFound, wantCode: "session_not_found"},
+		{name: "malformed id", path: path("abc}:lock"), body: chatText("hi"),
+			wantStatus: http.StatusNotFound, wantCode: "session_not_found"},
+		{name: "not JSON", path: path(toulminID), body: `{"messages":[`,
+			wantStatus: http.StatusBadRequest, wantCode: "invalid_request"},
+		{name: "trailing data", path: path(toulminID), body: chatText("hi") + `{}`,
+			wantStatus: http.StatusBadRequest, wantCode: "invalid_request"},
+		{name: "text/plain", path: path(toulminID), body: chatText("hi"), contentType: "text/plain",
+			wantStatus: http.StatusUnsupportedMediaType, wantCode: "unsupported_media_type"},
+		{name: "over the body limit", path: path(toulminID), body: chatText(strings.Repeat("a", 4<<10)),
+			wantStatus: http.StatusRequestEntityTooLarge, wantCode: "body_too_large"},
+		{name: "regenerate", path: path(toulminID), body: `{"messages":[{"role":"user","parts":[{"type":"text","text":"hi"}]}],"trigger":"regenerate-message"}`,
+			wantStatus: http.StatusUnprocessableEntity, wantCode: "invalid_input", wantField: "trigger"},
+		{name: "no learner message", path: path(toulminID), body: `{"messages":[]}`,
+			wantStatus: http.StatusUnprocessableEntity, wantCode: "invalid_input", wantField: "messages"},
+		{name: "control character in the text", path: path(toulminID), body: chatText("a\x1bb"),
+			wantStatus: http.StatusUnprocessableEntity, wantCode: "invalid_input", wantField: "message"},
+		{name: "a selection the toulmin contract does not take", path: path(toulminID), body: select_,
+			wantStatus: http.StatusUnprocessableEntity, wantCode: "invalid_input", wantField: "selected"},
+		{name: "a selection before any card", path: path(cardsID), body: select_,
+			wantStatus: http.StatusUnprocessableEntity, wantCode: "invalid_input", wantField: "selected"},
+		{name: "another turn in flight", path: path(busyID), body: chatText("hi"),
+			wantStatus: http.StatusConflict, wantCode: "session_busy"},
+		{name: "GET", path: path(toulminID),
+			wantStatus: http.StatusMethodNotAllowed, wantCode: "method_not_allowed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			headers := tt.headers
+			if headers == nil {
+				headers = auth
+			}
+			if tt.contentType != "" {
+				headers = append(headers[:len(headers):len(headers)], "Content-Type", tt.contentType)
+			}
+			method := http.MethodPost
+			if tt.body == "" {
+				method = http.MethodGet
+			}
+			calls := ts.model.Calls()
+			r := ts.do(method, tt.path, tt.body, headers...)
+			var b errorBody
+			_ = json.Unmarshal([]byte(r.Body), &b)
+			if r.Status != tt.wantStatus || b.Error != tt.wantCode || b.Field != tt.wantField {
+				t.Errorf("%d %s, want %d %s naming %q", r.Status, r.Body, tt.wantStatus, tt.wantCode, tt.wantField)
+			}
+			if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+				t.Errorf("Content-Type %q, want a JSON error body", ct)
+			}
+			if ts.model.Calls() != calls {
+				t.Errorf("the model was called")
+			}
+		})
+	}
+}
+
+// TestChatHeaders checks the stream's headers, and that a CORS preflight lets a browser app send
+// useChat's request from an allowed origin.
+func TestChatHeaders(t *testing.T) {
+	const origin = "http://localhost:5173"
+	ts := startServer(t, func(d *Deps) { d.CORSOrigins = []string{origin} })
+	id := ts.create("toulmin")
+	r := ts.do("POST", "/v1/sessions/"+id+"/chat", chatText("hi"), "Origin", origin)
+	want := map[string]string{
+		"Content-Type":                  "text/event-stream",
+		"X-Vercel-Ai-Ui-Message-Stream": "v1",
+		"Cache-Control":                 "no-cache",
+		"X-Accel-Buffering":             "no",
+		"Access-Control-Allow-Origin":   origin,
+	}
+	for k, v := range want {
+		if got := r.Header.Get(k); got != v {
+			t.Errorf("%s = %q, want %q", k, got, v)
+		}
+	}
+	if r.Status != http.StatusOK || !strings.HasPrefix(r.Body, `data: {"type":"start","messageId":"msg-`) || !strings.HasSuffix(r.Body, "data: [DONE]\n\n") {
+		t.Errorf("%d %s, want a UI message stream", r.Status, r.Body)
+	}
+	pre := ts.do("OPTIONS", "/v1/sessions/"+id+"/chat", "", "Origin", origin,
+		"Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "content-type")
+	if pre.Status != http.StatusNoContent || pre.Header.Get("Access-Control-Allow-Origin") != origin {
+		t.Errorf("preflight: %d, allow-origin %q", pre.Status, pre.Header.Get("Access-Control-Allow-Origin"))
+	}
+}
