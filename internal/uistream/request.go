@@ -13,6 +13,9 @@ const (
 	PartSelect = "data-coach-select"
 	// PartForm answers a module form: data {"id":"…","values":{…}}.
 	PartForm = "data-coach-form"
+	// PartContinue asks the coach to open the current step without a learner message (toulmin,
+	// what the NDJSON route takes as {"continue":true}): data {}.
+	PartContinue = "data-coach-continue"
 )
 
 // Request is the body the AI SDK's chat transport sends: the chat's id, its messages (the
@@ -41,7 +44,7 @@ type Part struct {
 
 // TurnInput returns the turn the request asks for, from its last message, which must be the
 // learner's: its text parts (joined) are the turn's message; or one data part stands for the
-// input that is not text (PartSelect, PartForm). Text and such a part together, or two of
+// input that is not text (PartSelect, PartForm, PartContinue). Text and such a part together, or two of
 // them, are refused, as are unknown data-coach-* parts; other parts (files, the SDK's own
 // bookkeeping) are ignored. Errors are *coach.Error: invalid_request for data that does not
 // decode, invalid_input naming the field for the rest.
@@ -87,6 +90,13 @@ func (r *Request) TurnInput() (coach.TurnInput, error) {
 				return in, err
 			}
 			in.Form = &f
+		case p.Type == PartContinue:
+			inputs++
+			var d struct{}
+			if err := decodeData(p, &d); err != nil {
+				return in, err
+			}
+			in.Continue = true
 		case strings.HasPrefix(p.Type, "data-coach-"):
 			return in, coach.FieldError("messages", "unknown part %q", p.Type)
 		}

@@ -30,6 +30,10 @@ func TestTurnInput(t *testing.T) {
 			`{"selected":"b"}`, "", ""},
 		{"a form answer", `{"messages":[{"role":"user","parts":[{"type":"data-coach-form","data":{"id":"f1","values":{"mood":"ok","n":3}}}]}]}`,
 			`{"form":{"id":"f1","values":{"mood":"ok","n":3}}}`, "", ""},
+		{"continue", `{"messages":[{"role":"user","parts":[{"type":"data-coach-continue","data":{}}]}]}`,
+			`{"continue":true}`, "", ""},
+		{"continue without data", `{"messages":[{"role":"user","parts":[{"type":"data-coach-continue"}]}]}`,
+			"", coach.CodeInvalidRequest, ""},
 		{"an empty text is still a message", `{"messages":[{"role":"user","parts":[{"type":"text","text":""}]}]}`,
 			`{"message":""}`, "", ""},
 		{"regenerate", `{"messages":[{"role":"user","parts":[{"type":"text","text":"hi"}]}],"trigger":"regenerate-message","messageId":"a1"}`,
@@ -98,7 +102,7 @@ func FuzzChatRequest(f *testing.F) {
 			return
 		}
 		set := 0
-		for _, ok := range []bool{in.Message != nil, in.Selected != nil, in.Form != nil} {
+		for _, ok := range []bool{in.Message != nil, in.Selected != nil, in.Form != nil, in.Continue} {
 			if ok {
 				set++
 			}
