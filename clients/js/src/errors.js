@@ -105,6 +105,17 @@ export function networkError(err, signal) {
   if (err instanceof CoachError) return err;
   if (signal?.aborted) return signal.reason ?? err;
   if (err instanceof Error && err.name === 'AbortError') return err;
+  return toCoachError(err);
+}
+
+/**
+ * toCoachError returns err if it is a CoachError, and otherwise a CoachError of kind `network`
+ * that wraps it.
+ * @param {unknown} err
+ * @returns {CoachError}
+ */
+export function toCoachError(err) {
+  if (err instanceof CoachError) return err;
   const message = err instanceof Error ? err.message : String(err);
   return new CoachError('network', 'network_error', message || 'network error', { cause: err });
 }

@@ -4,6 +4,7 @@
 export { CoachClient } from './client.js';
 export { CoachError } from './errors.js';
 export { DEFAULT_MAX_LINE_BYTES, LineBuffer, readNDJSON } from './ndjson.js';
+export { SessionRunner, TurnRunner } from './state.js';
 export { coachTurn, collectTurn, parseEvent, readEvents, streamTurn, TurnText } from './stream.js';
 
 /** @typedef {import('./types.js').Contract} Contract */
@@ -34,6 +35,8 @@ export { coachTurn, collectTurn, parseEvent, readEvents, streamTurn, TurnText } 
 /** @typedef {import('./request.js').ClientOptions} ClientOptions */
 /** @typedef {import('./request.js').CallOptions} CallOptions */
 /** @typedef {import('./errors.js').CoachErrorKind} CoachErrorKind */
+/** @typedef {import('./state.js').TurnStatus} TurnStatus */
+/** @typedef {import('./state.js').SessionStatus} SessionStatus */
 /**
  * @template [S=Record<string, unknown>]
  * @typedef {import('./types.js').Session<S>} Session

@@ -48,3 +48,10 @@ export declare function retryAfterSeconds(value: string | null, now: number): nu
  * @returns {unknown}
  */
 export declare function networkError(err: unknown, signal: AbortSignal | undefined): unknown;
+/**
+ * toCoachError returns err if it is a CoachError, and otherwise a CoachError of kind `network`
+ * that wraps it.
+ * @param {unknown} err
+ * @returns {CoachError}
+ */
+export declare function toCoachError(err: unknown): CoachError;

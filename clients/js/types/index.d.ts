@@ -1,6 +1,7 @@
 export { CoachClient } from './client.js';
 export { CoachError } from './errors.js';
 export { DEFAULT_MAX_LINE_BYTES, LineBuffer, readNDJSON } from './ndjson.js';
+export { SessionRunner, TurnRunner } from './state.js';
 export { coachTurn, collectTurn, parseEvent, readEvents, streamTurn, TurnText } from './stream.js';
 export type Contract = import('./types.js').Contract;
 export type CreateSessionRequest = import('./types.js').CreateSessionRequest;
@@ -30,6 +31,8 @@ export type Module = import('./schemas.js').Module;
 export type ClientOptions = import('./request.js').ClientOptions;
 export type CallOptions = import('./request.js').CallOptions;
 export type CoachErrorKind = import('./errors.js').CoachErrorKind;
+export type TurnStatus = import('./state.js').TurnStatus;
+export type SessionStatus = import('./state.js').SessionStatus;
 export type Session<S = Record<string, unknown>> = import('./types.js').Session<S>;
 export type TurnEvent<R = TurnResult> = import('./types.js').TurnEvent<R>;
 export type ResultEvent<R = TurnResult> = import('./types.js').ResultEvent<R>;
@@ -62,6 +65,8 @@ export type CollectedTurn<R = TurnResult> = import('./stream.js').CollectedTurn<
 /** @typedef {import('./request.js').ClientOptions} ClientOptions */
 /** @typedef {import('./request.js').CallOptions} CallOptions */
 /** @typedef {import('./errors.js').CoachErrorKind} CoachErrorKind */
+/** @typedef {import('./state.js').TurnStatus} TurnStatus */
+/** @typedef {import('./state.js').SessionStatus} SessionStatus */
 /**
  * @template [S=Record<string, unknown>]
  * @typedef {import('./types.js').Session<S>} Session

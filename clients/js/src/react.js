@@ -1,0 +1,122 @@
+// React bindings (@coachgw/client/react): hooks over the client's turn and session state, with
+// the same shape as the Vue composables. React is a peer dependency of this entry point only;
+// the core of the package needs nothing.
+
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
+
+import { SessionRunner, TurnRunner } from './state.js';
+
+/** @typedef {import('./client.js').CoachClient} CoachClient */
+/** @typedef {import('./types.js').TurnRequest} TurnRequest */
+/** @typedef {import('./types.js').TurnResult} TurnResult */
+/** @typedef {import('./types.js').CreateSessionRequest} CreateSessionRequest */
+/** @typedef {import('./types.js').ToulminStep} ToulminStep */
+/**
+ * @template [R=TurnResult]
+ * @typedef {import('./types.js').ResultEvent<R>} ResultEvent
+ */
+/**
+ * @template [S=Record<string, unknown>]
+ * @typedef {import('./types.js').Session<S>} Session
+ */
+/**
+ * @template [R=TurnResult]
+ * @typedef {import('./state.js').TurnOptions<R>} TurnOptions
+ */
+/**
+ * @template [R=TurnResult]
+ * @typedef {import('./state.js').TurnSnapshot<R>} TurnSnapshot
+ */
+/**
+ * @template [S=Record<string, unknown>]
+ * @typedef {import('./state.js').SessionSnapshot<S>} SessionSnapshot
+ */
+
+/**
+ * What useCoachTurn returns: the turn as the learner should see it (text, blocks, blockTypes,
+ * cards, result, status, error), and the functions that drive it.
+ * @template [R=TurnResult]
+ * @typedef {TurnSnapshot<R> & {
+ *   send: (body: TurnRequest) => Promise<ResultEvent<R> | null>,
+ *   abort: () => void,
+ * }} CoachTurn
+ */
+
+/**
+ * useCoachTurn runs the turns of a session and re-renders as the turn streams. send resolves
+ * with the turn's result event, or null when it failed, was aborted, or another turn was
+ * running. The turn in flight is aborted when the component unmounts.
+ * @template [R=TurnResult]
+ * @param {CoachClient} client
+ * @param {string | (() => string)} sessionId the session, or a function that returns it when a
+ *   turn is sent
+ * @param {TurnOptions<R>} [options]
+ * @returns {CoachTurn<R>}
+ */
+export function useCoachTurn(client, sessionId, options) {
+  // The latest options, read when a result arrives, so that a new callback every render does
+  // not make a new runner.
+  const latest = useRef(options);
+  latest.current = options;
+  /** @type {TurnRunner<R>} */
+  const runner = useMemo(() => new TurnRunner(client, (s) => setSnapshot(s), { onResult: (ev) => latest.current?.onResult?.(ev) }), [client]);
+  const [snapshot, setSnapshot] = useState(runner.snapshot);
+  useEffect(() => () => runner.abort(), [runner]);
+  const send = useCallback(
+    (/** @type {TurnRequest} */ body) => runner.send(typeof sessionId === 'function' ? sessionId() : sessionId, body),
+    [runner, sessionId],
+  );
+  const abort = useCallback(() => runner.abort(), [runner]);
+  return { ...snapshot, send, abort };
+}
+
+/**
+ * What useCoachSession returns: the session, its status and error, the calls that change it,
+ * and the turn hook of that session (whose results update the session).
+ * @template [S=Record<string, unknown>]
+ * @template [R=TurnResult]
+ * @typedef {SessionSnapshot<S> & {
+ *   create: (body: CreateSessionRequest) => Promise<Session<S> | null>,
+ *   load: (id: string) => Promise<Session<S> | null>,
+ *   refresh: () => Promise<Session<S> | null>,
+ *   setDraft: (field: ToulminStep, value: string) => Promise<Session<S> | null>,
+ *   decideProposal: (action: 'accept' | 'reject') => Promise<Session<S> | null>,
+ *   remove: () => Promise<boolean>,
+ *   turn: CoachTurn<R>,
+ * }} CoachSession
+ */
+
+/**
+ * useCoachSession holds one session: create or load it, change its draft or proposal, delete
+ * it, and take its turns through `turn`; every turn's result line updates `session`.
+ * @template [S=Record<string, unknown>]
+ * @template [R=TurnResult]
+ * @param {CoachClient} client
+ * @param {TurnOptions<R>} [options] for the session's turns
+ * @returns {CoachSession<S, R>}
+ */
+export function useCoachSession(client, options) {
+  /** @type {SessionRunner<S>} */
+  const runner = useMemo(() => new SessionRunner(client, (s) => setSnapshot(s)), [client]);
+  const [snapshot, setSnapshot] = useState(runner.snapshot);
+  const latest = useRef(options);
+  latest.current = options;
+  // The id is read when a turn is sent, so a turn sent right after create() finds its session.
+  const id = useCallback(() => runner.id, [runner]);
+  /** @type {CoachTurn<R>} */
+  const turn = useCoachTurn(client, id, {
+    onResult: (ev) => {
+      runner.hold(ev.session);
+      latest.current?.onResult?.(ev);
+    },
+  });
+  const calls = useMemo(() => ({
+    create: (/** @type {CreateSessionRequest} */ body) => runner.create(body),
+    load: (/** @type {string} */ id) => runner.load(id),
+    refresh: () => runner.refresh(),
+    setDraft: (/** @type {ToulminStep} */ field, /** @type {string} */ value) => runner.setDraft(field, value),
+    decideProposal: (/** @type {'accept' | 'reject'} */ action) => runner.decideProposal(action),
+    remove: () => runner.remove(),
+  }), [runner]);
+  return { ...snapshot, ...calls, turn };
+}

@@ -1,0 +1,160 @@
+// Vue bindings (@coachgw/client/vue): composables over the client's turn and session state.
+// Vue is a peer dependency of this entry point only; the core of the package needs nothing.
+
+import { getCurrentScope, onScopeDispose, ref, shallowRef, toValue } from 'vue';
+
+import { SessionRunner, TurnRunner } from './state.js';
+
+/** @typedef {import('./client.js').CoachClient} CoachClient */
+/** @typedef {import('./types.js').TurnRequest} TurnRequest */
+/** @typedef {import('./types.js').TurnResult} TurnResult */
+/** @typedef {import('./types.js').CreateSessionRequest} CreateSessionRequest */
+/** @typedef {import('./types.js').ToulminStep} ToulminStep */
+/** @typedef {import('./errors.js').CoachError} CoachError */
+/** @typedef {import('./state.js').TurnStatus} TurnStatus */
+/** @typedef {import('./state.js').SessionStatus} SessionStatus */
+/**
+ * @template [R=TurnResult]
+ * @typedef {import('./types.js').ResultEvent<R>} ResultEvent
+ */
+/**
+ * @template [S=Record<string, unknown>]
+ * @typedef {import('./types.js').Session<S>} Session
+ */
+/**
+ * @template [R=TurnResult]
+ * @typedef {import('./state.js').TurnOptions<R>} TurnOptions
+ */
+/**
+ * @template T
+ * @typedef {import('vue').Ref<T>} Ref
+ */
+/**
+ * @template T
+ * @typedef {import('vue').MaybeRefOrGetter<T>} MaybeRefOrGetter
+ */
+
+/**
+ * What useCoachTurn returns: refs that follow the turn, and the functions that drive it.
+ * @template [R=TurnResult]
+ * @typedef {object} CoachTurn
+ * @property {Readonly<Ref<string>>} text the visible text so far (resets applied)
+ * @property {Readonly<Ref<string[]>>} blocks module turns: the visible text of each text block
+ * @property {Readonly<Ref<string[]>>} blockTypes module turns: each block's type
+ * @property {Readonly<Ref<import('./types.js').FrontendCard[]>>} cards cards sent besides the result
+ * @property {Readonly<Ref<ResultEvent<R> | null>>} result the result event once the turn is done
+ * @property {Readonly<Ref<TurnStatus>>} status
+ * @property {Readonly<Ref<CoachError | null>>} error
+ * @property {(body: TurnRequest) => Promise<ResultEvent<R> | null>} send takes a turn; resolves
+ *   with its result, or null when it failed, was aborted, or another turn was running
+ * @property {() => void} abort cancels the turn in flight
+ */
+
+/**
+ * useCoachTurn runs the turns of a session and keeps refs of what the learner should see. The
+ * turn in flight is aborted when the calling component (or effect scope) goes away.
+ * @template [R=TurnResult]
+ * @param {CoachClient} client
+ * @param {MaybeRefOrGetter<string>} sessionId read when a turn is sent
+ * @param {TurnOptions<R>} [options]
+ * @returns {CoachTurn<R>}
+ */
+export function useCoachTurn(client, sessionId, options) {
+  const text = ref('');
+  /** @type {Ref<string[]>} */
+  const blocks = shallowRef([]);
+  /** @type {Ref<string[]>} */
+  const blockTypes = shallowRef([]);
+  /** @type {Ref<import('./types.js').FrontendCard[]>} */
+  const cards = shallowRef([]);
+  /** @type {Ref<ResultEvent<R> | null>} */
+  const result = shallowRef(null);
+  /** @type {Ref<TurnStatus>} */
+  const status = ref('idle');
+  /** @type {Ref<CoachError | null>} */
+  const error = shallowRef(null);
+  /** @type {TurnRunner<R>} */
+  const runner = new TurnRunner(client, (s) => {
+    text.value = s.text;
+    blocks.value = s.blocks;
+    blockTypes.value = s.blockTypes;
+    cards.value = s.cards;
+    result.value = s.result;
+    status.value = s.status;
+    error.value = s.error;
+  }, options);
+  if (getCurrentScope()) onScopeDispose(() => runner.abort());
+  return {
+    text,
+    blocks,
+    blockTypes,
+    cards,
+    result,
+    status,
+    error,
+    send: (body) => runner.send(toValue(sessionId), body),
+    abort: () => runner.abort(),
+  };
+}
+
+/**
+ * What useCoachSession returns: refs of the session, the calls that change it, and the turn
+ * composable of that session (whose results update the session).
+ * @template [S=Record<string, unknown>]
+ * @template [R=TurnResult]
+ * @typedef {object} CoachSession
+ * @property {Readonly<Ref<Session<S> | null>>} session
+ * @property {Readonly<Ref<SessionStatus>>} status
+ * @property {Readonly<Ref<CoachError | null>>} error
+ * @property {(body: CreateSessionRequest) => Promise<Session<S> | null>} create
+ * @property {(id: string) => Promise<Session<S> | null>} load
+ * @property {() => Promise<Session<S> | null>} refresh
+ * @property {(field: ToulminStep, value: string) => Promise<Session<S> | null>} setDraft
+ * @property {(action: 'accept' | 'reject') => Promise<Session<S> | null>} decideProposal
+ * @property {() => Promise<boolean>} remove deletes the session; resolves whether it was deleted
+ * @property {CoachTurn<R>} turn the session's turns
+ */
+
+/**
+ * useCoachSession holds one session: create or load it, change its draft or proposal, delete
+ * it, and take its turns through `turn`; every turn's result line updates `session`.
+ * @template [S=Record<string, unknown>]
+ * @template [R=TurnResult]
+ * @param {CoachClient} client
+ * @param {TurnOptions<R>} [options] for the session's turns
+ * @returns {CoachSession<S, R>}
+ */
+export function useCoachSession(client, options = {}) {
+  /** @type {Ref<Session<S> | null>} */
+  const session = shallowRef(null);
+  /** @type {Ref<SessionStatus>} */
+  const status = ref('idle');
+  /** @type {Ref<CoachError | null>} */
+  const error = shallowRef(null);
+  /** @type {SessionRunner<S>} */
+  const runner = new SessionRunner(client, (s) => {
+    session.value = s.session;
+    status.value = s.status;
+    error.value = s.error;
+  });
+  /** @type {CoachTurn<R>} */
+  const turn = useCoachTurn(client, () => runner.id, {
+    ...options,
+    onResult: (ev) => {
+      runner.hold(ev.session);
+      options.onResult?.(ev);
+    },
+  });
+  return {
+    session,
+    status,
+    error,
+    create: (body) => runner.create(body),
+    load: (id) => runner.load(id),
+    refresh: () => runner.refresh(),
+    setDraft: (field, value) => runner.setDraft(field, value),
+    decideProposal: (action) => runner.decideProposal(action),
+    remove: () => runner.remove(),
+    turn,
+  };
+}

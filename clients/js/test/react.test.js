@@ -1,0 +1,116 @@
+// The React bindings rendered by react-dom (on happy-dom), against the real gateway. Renders are
+// left to React's own scheduling (no act()), so the test sees the text as it streams.
+
+import assert from 'node:assert/strict';
+import { afterEach, describe, test } from 'node:test';
+
+import { client, drainQueue, enqueue, skip, toulminChunks } from './gateway.js';
+import { mountPoint, text, waitFor } from './dom.js';
+
+const CLAIM = 'Cities should make public transit free for all residents by 2030.';
+
+/** The bindings' dependencies are dev dependencies: without `npm ci` these tests skip (not on CI). */
+async function load() {
+  try {
+    return { react: await import('react'), dom: await import('react-dom/client'), bindings: await import('../src/react.js') };
+  } catch (err) {
+    if (process.env.CI === 'true') throw err;
+    return null;
+  }
+}
+const mods = await load();
+
+afterEach(drainQueue);
+
+/**
+ * mountSession renders a component that uses useCoachSession and waits for its first render; it
+ * returns a getter of the hook's latest result, the root element, and the texts and statuses of
+ * every render.
+ */
+async function mountSession() {
+  const { createElement: h, StrictMode } = mods.react;
+  const { useCoachSession } = mods.bindings;
+  let api;
+  const renders = [];
+  function App() {
+    const s = useCoachSession(client);
+    api = s;
+    renders.push({ text: s.turn.text, status: s.turn.status });
+    return h('div', null,
+      h('p', { 'data-testid': 'session-status' }, s.status),
+      h('p', { 'data-testid': 'version' }, String(s.session?.version ?? '')),
+      h('p', { 'data-testid': 'turn-status' }, s.turn.status),
+      h('p', { 'data-testid': 'text' }, s.turn.text),
+      h('p', { 'data-testid': 'cards' }, s.turn.cards.map((c) => c.type).join(',')),
+      h('p', { 'data-testid': 'error' }, s.turn.error?.code ?? s.error?.code ?? ''));
+  }
+  const root = mountPoint();
+  const reactRoot = mods.dom.createRoot(root);
+  reactRoot.render(h(StrictMode, null, h(App)));
+  await waitFor(() => text(root, 'session-status') === 'idle', 'the first render');
+  return { api: () => api, root, reactRoot, renders };
+}
+
+describe('React bindings', { skip: skip || (!mods && 'react is not installed: npm ci in clients/js') }, () => {
+  test('useCoachSession: create, a streamed turn, the session after it', async () => {
+    const { api, root, reactRoot, renders } = await mountSession();
+    // A turn sent right after create() finds the new session.
+    await api().create({ contract: 'toulmin' });
+    const result = await api().turn.send({ message: CLAIM });
+    assert.ok(result, `the turn failed: ${api().turn.error?.message}`);
+    await waitFor(() => text(root, 'turn-status') === 'done', 'the turn is done');
+    await waitFor(() => text(root, 'version') === '2', 'the session after the turn shows');
+    const final = text(root, 'text');
+    assert.ok(final.length > 0 && result.result.assistantText.startsWith(final));
+    const partial = new Set(renders.map((r) => r.text).filter((t) => t.length > 0 && t.length < final.length && final.startsWith(t)));
+    assert.ok(partial.size >= 2, `rendered texts: ${JSON.stringify([...partial])}`);
+    assert.ok(renders.some((r) => r.status === 'streaming'));
+    reactRoot.unmount();
+  });
+
+  test('useCoachTurn: cards with an injected level_up card, and a reset', async () => {
+    const { api, root, reactRoot, renders } = await mountSession();
+    await api().create({ contract: 'cards' });
+    for (const message of ['Begin training.', '[Continue]', "I'd ask what is in their way, and we'd agree on a plan by Friday."]) {
+      assert.ok(await api().turn.send({ message }), `${message}: ${api().turn.error?.message}`);
+    }
+    assert.ok(await api().turn.send({ message: '[Continue]' }));
+    await waitFor(() => text(root, 'cards') === 'level_up', 'the level_up card shows');
+
+    const s = await api().create({ contract: 'toulmin' });
+    await enqueue({ chunks: toulminChunks(['Text that ', 'will be ', 'discarded.']), fault: { cut_after: 3 } });
+    const from = renders.length;
+    assert.ok(await api().turn.send({ message: CLAIM }));
+    await waitFor(() => text(root, 'version') === String(s.version + 1), 'the turn is stored');
+    assert.ok(!text(root, 'text').includes('discarded'));
+    assert.ok(renders.slice(from).some((r) => r.status === 'retrying' || r.text === 'Text that will be '), 'the reset was rendered');
+    reactRoot.unmount();
+  });
+
+  test('useCoachTurn: an error line; abort; unmounting mid-stream cancels the turn', async () => {
+    const { api, root, reactRoot } = await mountSession();
+    const s = await api().create({ contract: 'toulmin' });
+    assert.equal(await api().turn.send({ message: CLAIM, step: 'warrant' }), null);
+    await waitFor(() => text(root, 'error') === 'coach_step_mismatch', 'the error line shows');
+
+    await enqueue({ chunks: toulminChunks(['Slowly ', 'one ', 'piece ', 'at ', 'a ', 'time.']), fault: { drip: '1ms' } });
+    const turn = api().turn.send({ message: CLAIM });
+    await waitFor(() => text(root, 'text').length > 0, 'text arrives');
+    api().turn.abort();
+    assert.equal(await turn, null);
+    await waitFor(() => text(root, 'turn-status') === 'aborted', 'the abort shows');
+
+    await enqueue({ chunks: toulminChunks(['Slowly ', 'one ', 'piece ', 'at ', 'a ', 'time.']), fault: { drip: '1ms' } });
+    let again;
+    const deadline = Date.now() + 2000;
+    do {
+      again = api().turn.send({ message: CLAIM });
+      // The gateway may hold the session a moment longer after the abort: 409 session_busy.
+    } while ((await Promise.race([again, new Promise((r) => setTimeout(() => r('running'), 50))])) === null && Date.now() < deadline);
+    await waitFor(() => text(root, 'text').length > 0 && text(root, 'turn-status') === 'streaming', 'text arrives');
+    reactRoot.unmount();
+    assert.equal(await again, null);
+    await drainQueue();
+    assert.equal((await client.getSession(s.id)).version, s.version, 'nothing of the cancelled turns was stored');
+  });
+});

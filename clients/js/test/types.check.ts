@@ -1,0 +1,86 @@
+// A compile-time test of the published types (tsc --strict checks it, nothing runs it): what a
+// TypeScript user writes must type-check, and the mistakes marked @ts-expect-error must not.
+
+import { CoachClient, CoachError, collectTurn, TurnText } from '@coachgw/client';
+import type { CoachAIResult, FrontendCard, Session, StructuredResponse, ToulminState, TurnEvent } from '@coachgw/client';
+import { streamTurn } from '@coachgw/client/stream.js';
+import { useCoachSession as useVueSession, useCoachTurn as useVueTurn } from '@coachgw/client/vue';
+import { useCoachSession as useReactSession } from '@coachgw/client/react';
+
+declare const client: CoachClient;
+
+export async function narrowing(id: string): Promise<string> {
+  const text = new TurnText();
+  for await (const ev of client.streamTurn<CoachAIResult>(id, { message: 'hi' })) {
+    text.apply(ev);
+    switch (ev.type) {
+      case 'delta':
+        ev.text.toUpperCase();
+        ev.block?.toFixed();
+        break;
+      case 'card':
+        ev.card.type satisfies FrontendCard['type'];
+        break;
+      case 'reset':
+        ev.reason.length;
+        break;
+      case 'result':
+        ev.result.assistantText.length;
+        ev.result.proposedUpdate?.field satisfies CoachAIResult['step'] | undefined;
+        ev.session.version.toFixed();
+        // @ts-expect-error a toulmin result has no text_blocks
+        ev.result.text_blocks;
+        break;
+      case 'error':
+        ev.error.length;
+        // @ts-expect-error an error event has no text
+        ev.text;
+        break;
+    }
+  }
+  return text.text;
+}
+
+export async function results(id: string) {
+  const { result } = await collectTurn(streamTurn<StructuredResponse>(id, { message: 'hi' }, { baseURL: '' }));
+  result.result.content.text_blocks[0]?.type satisfies 'paragraph' | 'heading' | 'list' | 'quote' | 'info' | 'warning' | 'success' | 'tip' | undefined;
+  const s = (await client.getSession(id)) as Session<ToulminState>;
+  s.state.step satisfies CoachAIResult['step'];
+  // @ts-expect-error a turn body has no "text"
+  client.streamTurn(id, { text: 'hi' });
+  // @ts-expect-error contract is one of the three
+  await client.createSession({ contract: 'poetry' });
+  const page = await client.messages(id, { limit: 10 });
+  page.next satisfies number | null;
+  const ev: TurnEvent = { type: 'delta', text: 'x' };
+  return ev;
+}
+
+export function errors(err: unknown) {
+  if (err instanceof CoachError) {
+    err.kind satisfies 'http' | 'turn' | 'read' | 'network';
+    return [err.status, err.code, err.field, err.retryAfter, err.retryable] as const;
+  }
+  return null;
+}
+
+export function vue(id: string) {
+  const t = useVueTurn<CoachAIResult>(client, () => id);
+  t.text.value.toUpperCase();
+  t.result.value?.result.assistantText;
+  t.status.value satisfies 'idle' | 'streaming' | 'retrying' | 'done' | 'error' | 'aborted';
+  const s = useVueSession<ToulminState>(client);
+  s.session.value?.state.step satisfies CoachAIResult['step'] | undefined;
+  void s.turn.send({ message: 'hi' });
+}
+
+export function react() {
+  const s = useReactSession<ToulminState, CoachAIResult>(client);
+  s.turn.text.toUpperCase();
+  s.turn.result?.result.nextQuestion;
+  s.session?.state.isComplete satisfies boolean | undefined;
+  s.error?.code;
+  void s.decideProposal('accept');
+  // @ts-expect-error the action is accept or reject
+  void s.decideProposal('maybe');
+}

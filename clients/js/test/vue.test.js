@@ -1,0 +1,143 @@
+// The Vue bindings rendered by Vue's own DOM renderer (on happy-dom), against the real gateway.
+
+import assert from 'node:assert/strict';
+import { afterEach, describe, test } from 'node:test';
+
+import { client, drainQueue, enqueue, skip, toulminChunks } from './gateway.js';
+import { mountPoint, text, waitFor } from './dom.js';
+
+const CLAIM = 'Cities should make public transit free for all residents by 2030.';
+
+/** The bindings' dependencies are dev dependencies: without `npm ci` these tests skip (not on CI). */
+async function load() {
+  try {
+    return { vue: await import('vue'), bindings: await import('../src/vue.js') };
+  } catch (err) {
+    if (process.env.CI === 'true') throw err;
+    return null;
+  }
+}
+const mods = await load();
+
+afterEach(drainQueue);
+
+/**
+ * sendWhenFree sends a turn, again while the gateway answers session_busy (for up to 2 s), and
+ * returns { done }, the promise of the turn that went through, once it runs.
+ */
+async function sendWhenFree(turn, body) {
+  const deadline = Date.now() + 2000;
+  for (;;) {
+    const p = turn.send(body);
+    const first = await Promise.race([p, new Promise((r) => setTimeout(() => r('running'), 50))]);
+    if (first === 'running' || turn.error.value?.code !== 'session_busy' || Date.now() > deadline) return { done: p };
+  }
+}
+
+/**
+ * mountSession renders a component that uses useCoachSession and shows the session and its turn;
+ * it returns the composable's result, the root element, the statuses the turn went through and
+ * the texts it rendered.
+ */
+function mountSession() {
+  const { createApp, defineComponent, h, watch, onUpdated } = mods.vue;
+  const { useCoachSession } = mods.bindings;
+  let api;
+  const statuses = [];
+  const rendered = [];
+  const App = defineComponent({
+    setup() {
+      api = useCoachSession(client);
+      watch(api.turn.status, (s) => statuses.push(s), { flush: 'sync' });
+      onUpdated(() => rendered.push(api.turn.text.value));
+      return () => h('div', [
+        h('p', { 'data-testid': 'session-status' }, api.status.value),
+        h('p', { 'data-testid': 'version' }, String(api.session.value?.version ?? '')),
+        h('p', { 'data-testid': 'step' }, api.session.value?.state.step ?? ''),
+        h('p', { 'data-testid': 'turn-status' }, api.turn.status.value),
+        h('p', { 'data-testid': 'text' }, api.turn.text.value),
+        h('p', { 'data-testid': 'error' }, api.turn.error.value?.code ?? api.error.value?.code ?? ''),
+      ]);
+    },
+  });
+  const root = mountPoint();
+  const app = createApp(App);
+  app.mount(root);
+  return { api, root, app, statuses, rendered };
+}
+
+describe('Vue bindings', { skip: skip || (!mods && 'vue is not installed: npm ci in clients/js') }, () => {
+  test('useCoachSession: create, a streamed turn, the session after it', async () => {
+    const { api, root, app, statuses, rendered } = mountSession();
+    assert.equal(text(root, 'session-status'), 'idle');
+    await api.create({ contract: 'toulmin' });
+    await waitFor(() => text(root, 'session-status') === 'ready', 'the session is ready');
+    assert.equal(text(root, 'version'), '1');
+
+    const result = await api.turn.send({ message: CLAIM });
+    assert.ok(result, `the turn failed: ${api.turn.error.value?.message}`);
+    await waitFor(() => text(root, 'turn-status') === 'done', 'the turn is done');
+    const final = text(root, 'text');
+    assert.ok(final.length > 0);
+    assert.ok(result.result.assistantText.startsWith(final));
+    // The text was rendered as it streamed, not only at the end.
+    const partial = rendered.filter((t) => t.length > 0 && t.length < final.length && final.startsWith(t));
+    assert.ok(partial.length >= 2, `rendered texts: ${JSON.stringify(rendered)}`);
+    assert.deepEqual([statuses[0], statuses.at(-1)], ['streaming', 'done']);
+    // The result line's session is the session now.
+    assert.equal(text(root, 'version'), '2');
+    assert.equal(api.session.value.version, result.session.version);
+    app.unmount();
+  });
+
+  test('useCoachTurn: a reset shows as retrying and clears the text', async () => {
+    const { api, root, app, statuses } = mountSession();
+    await api.create({ contract: 'toulmin' });
+    await enqueue({ chunks: toulminChunks(['Text that ', 'will be ', 'discarded.']), fault: { cut_after: 3 } });
+    const texts = [];
+    const { watch } = mods.vue;
+    watch(api.turn.text, (t) => texts.push(t), { flush: 'sync' });
+    await api.turn.send({ message: CLAIM });
+    assert.ok(statuses.includes('retrying'), `statuses ${statuses.join(' ')}`);
+    assert.ok(texts.includes('Text that will be '), `texts ${JSON.stringify(texts.slice(0, 5))}`);
+    assert.ok(texts.includes(''), 'the text was cleared by the reset');
+    assert.ok(!text(root, 'text').includes('discarded'));
+    assert.equal(api.turn.status.value, 'done');
+    app.unmount();
+  });
+
+  test('useCoachTurn: an error line, and an HTTP error', async () => {
+    const { api, root, app } = mountSession();
+    await api.create({ contract: 'toulmin' });
+    assert.equal(await api.turn.send({ message: CLAIM, step: 'rebuttal' }), null);
+    await waitFor(() => text(root, 'error') === 'coach_step_mismatch', 'the error line shows');
+    assert.equal(api.turn.error.value.kind, 'turn');
+    assert.equal(api.turn.status.value, 'error');
+    await api.load('0'.repeat(32));
+    await waitFor(() => text(root, 'session-status') === 'error', 'the failed load shows');
+    assert.equal(api.error.value.status, 404);
+    assert.equal(api.session.value.version, 1, 'a failed load keeps the session');
+    app.unmount();
+  });
+
+  test('abort, and unmounting mid-stream, cancel the turn; the gateway stores nothing', async () => {
+    const { api, root, app } = mountSession();
+    const s = await api.create({ contract: 'toulmin' });
+    await enqueue({ chunks: toulminChunks(['Slowly ', 'one ', 'piece ', 'at ', 'a ', 'time.']), fault: { drip: '1ms' } });
+    const turn = api.turn.send({ message: CLAIM });
+    await waitFor(() => text(root, 'text').length > 0, 'text arrives');
+    api.turn.abort();
+    assert.equal(await turn, null);
+    assert.equal(api.turn.status.value, 'aborted');
+
+    await enqueue({ chunks: toulminChunks(['Slowly ', 'one ', 'piece ', 'at ', 'a ', 'time.']), fault: { drip: '1ms' } });
+    // The gateway may hold the session a moment longer after the abort: 409 session_busy.
+    const again = (await sendWhenFree(api.turn, { message: CLAIM })).done;
+    await waitFor(() => api.turn.text.value.length > 0, 'text arrives');
+    app.unmount();
+    assert.equal(await again, null);
+    assert.equal(api.turn.status.value, 'aborted');
+    await drainQueue();
+    assert.equal((await client.getSession(s.id)).version, s.version);
+  });
+});

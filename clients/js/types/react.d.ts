@@ -1,0 +1,94 @@
+export type CoachClient = import('./client.js').CoachClient;
+export type TurnRequest = import('./types.js').TurnRequest;
+export type TurnResult = import('./types.js').TurnResult;
+export type CreateSessionRequest = import('./types.js').CreateSessionRequest;
+export type ToulminStep = import('./types.js').ToulminStep;
+export type ResultEvent<R = TurnResult> = import('./types.js').ResultEvent<R>;
+export type Session<S = Record<string, unknown>> = import('./types.js').Session<S>;
+export type TurnOptions<R = TurnResult> = import('./state.js').TurnOptions<R>;
+export type TurnSnapshot<R = TurnResult> = import('./state.js').TurnSnapshot<R>;
+export type SessionSnapshot<S = Record<string, unknown>> = import('./state.js').SessionSnapshot<S>;
+export type CoachTurn<R = TurnResult> = TurnSnapshot<R> & {
+    send: (body: TurnRequest) => Promise<ResultEvent<R> | null>;
+    abort: () => void;
+};
+/** @typedef {import('./client.js').CoachClient} CoachClient */
+/** @typedef {import('./types.js').TurnRequest} TurnRequest */
+/** @typedef {import('./types.js').TurnResult} TurnResult */
+/** @typedef {import('./types.js').CreateSessionRequest} CreateSessionRequest */
+/** @typedef {import('./types.js').ToulminStep} ToulminStep */
+/**
+ * @template [R=TurnResult]
+ * @typedef {import('./types.js').ResultEvent<R>} ResultEvent
+ */
+/**
+ * @template [S=Record<string, unknown>]
+ * @typedef {import('./types.js').Session<S>} Session
+ */
+/**
+ * @template [R=TurnResult]
+ * @typedef {import('./state.js').TurnOptions<R>} TurnOptions
+ */
+/**
+ * @template [R=TurnResult]
+ * @typedef {import('./state.js').TurnSnapshot<R>} TurnSnapshot
+ */
+/**
+ * @template [S=Record<string, unknown>]
+ * @typedef {import('./state.js').SessionSnapshot<S>} SessionSnapshot
+ */
+/**
+ * What useCoachTurn returns: the turn as the learner should see it (text, blocks, blockTypes,
+ * cards, result, status, error), and the functions that drive it.
+ * @template [R=TurnResult]
+ * @typedef {TurnSnapshot<R> & {
+ *   send: (body: TurnRequest) => Promise<ResultEvent<R> | null>,
+ *   abort: () => void,
+ * }} CoachTurn
+ */
+/**
+ * useCoachTurn runs the turns of a session and re-renders as the turn streams. send resolves
+ * with the turn's result event, or null when it failed, was aborted, or another turn was
+ * running. The turn in flight is aborted when the component unmounts.
+ * @template [R=TurnResult]
+ * @param {CoachClient} client
+ * @param {string | (() => string)} sessionId the session, or a function that returns it when a
+ *   turn is sent
+ * @param {TurnOptions<R>} [options]
+ * @returns {CoachTurn<R>}
+ */
+export declare function useCoachTurn<R = TurnResult>(client: CoachClient, sessionId: string | (() => string), options?: TurnOptions<R>): CoachTurn<R>;
+export type CoachSession<S = Record<string, unknown>, R = TurnResult> = SessionSnapshot<S> & {
+    create: (body: CreateSessionRequest) => Promise<Session<S> | null>;
+    load: (id: string) => Promise<Session<S> | null>;
+    refresh: () => Promise<Session<S> | null>;
+    setDraft: (field: ToulminStep, value: string) => Promise<Session<S> | null>;
+    decideProposal: (action: 'accept' | 'reject') => Promise<Session<S> | null>;
+    remove: () => Promise<boolean>;
+    turn: CoachTurn<R>;
+};
+/**
+ * What useCoachSession returns: the session, its status and error, the calls that change it,
+ * and the turn hook of that session (whose results update the session).
+ * @template [S=Record<string, unknown>]
+ * @template [R=TurnResult]
+ * @typedef {SessionSnapshot<S> & {
+ *   create: (body: CreateSessionRequest) => Promise<Session<S> | null>,
+ *   load: (id: string) => Promise<Session<S> | null>,
+ *   refresh: () => Promise<Session<S> | null>,
+ *   setDraft: (field: ToulminStep, value: string) => Promise<Session<S> | null>,
+ *   decideProposal: (action: 'accept' | 'reject') => Promise<Session<S> | null>,
+ *   remove: () => Promise<boolean>,
+ *   turn: CoachTurn<R>,
+ * }} CoachSession
+ */
+/**
+ * useCoachSession holds one session: create or load it, change its draft or proposal, delete
+ * it, and take its turns through `turn`; every turn's result line updates `session`.
+ * @template [S=Record<string, unknown>]
+ * @template [R=TurnResult]
+ * @param {CoachClient} client
+ * @param {TurnOptions<R>} [options] for the session's turns
+ * @returns {CoachSession<S, R>}
+ */
+export declare function useCoachSession<S = Record<string, unknown>, R = TurnResult>(client: CoachClient, options?: TurnOptions<R>): CoachSession<S, R>;
