@@ -517,7 +517,7 @@ func TestModuleForms(t *testing.T) {
 			"- Which level of anxiety do you notice most in yourself? Physical (body sensations)\n" +
 			"- Symptoms I experience: Excessive worry\n" +
 			"- How intense is it (1-10): 7\n" +
-			"- Where does it happen? At work meetings"
+			"- Where does it happen? \"At work meetings\""
 		calls := len(g.LLM.Requests())
 		g.LLM.Enqueue(moduleReply(simpleResponse))
 		tr := g.Turn(s.ID, formTurn("anxiety_levels_check", `{"primary_level":"physical","symptoms":["worry"],"intensity":7,"situation":"At work meetings"}`))

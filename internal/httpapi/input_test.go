@@ -293,8 +293,8 @@ func TestLearnerStrings(t *testing.T) {
 		if r.Status != http.StatusOK || !strings.Contains(r.Body, `"type":"result"`) {
 			t.Fatalf("form turn: status %d %s", r.Status, clip(r.Body))
 		}
-		if got := lastUser(); strings.ContainsAny(got, "\u0085\u2028\u2029") || !strings.Contains(got, "x\n  y") {
-			t.Errorf("form message sent to the model = %q, want the separator as an indented line break", got)
+		if got := lastUser(); strings.ContainsAny(got, "\u0085\u2028\u2029") || !strings.Contains(got, `"x\ny"`) {
+			t.Errorf("form message sent to the model = %q, want the separator as a quoted line break", got)
 		}
 		r = ts.do("PUT", "/v1/sessions/"+toulminID+"/draft", `{"field":"claim","value":"p\u2029q"}`)
 		if r.Status != http.StatusOK || !strings.Contains(r.Body, `"claim":"p\nq"`) {

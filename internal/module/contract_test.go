@@ -160,7 +160,7 @@ func TestFormSubmission(t *testing.T) {
 		{
 			name: "every field type, in form order",
 			in:   formInput("checkin", `{"when":"night","feelings":["tense","calm"],"intensity":7,"notes":"I avoid parties.\nAlso stress at work","name":"  "}`),
-			want: "Form \"Check-in\":\n- How intense is it (0-10)? 7\n- Anything else: I avoid parties.\n  Also stress at work\n- I feel: Tense, Calm\n- When does it happen? At night",
+			want: "Form \"Check-in\":\n- How intense is it (0-10)? 7\n- Anything else: \"I avoid parties.\\nAlso stress at work\"\n- I feel: Tense, Calm\n- When does it happen? At night",
 			// Typed text is read too; the field label never is.
 			topics: []string{"stress", "avoidance"},
 		},

@@ -204,7 +204,7 @@ func parseAnswer(fd *Field, raw json.RawMessage) (*answer, error) {
 		if v == "" {
 			return nil, nil
 		}
-		return &answer{field: fd, shown: v, texts: []string{v}}, nil
+		return &answer{field: fd, shown: coach.QuoteLearnerText(v), texts: []string{v}}, nil
 	}
 }
 
@@ -223,8 +223,9 @@ func formatNumber(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64)
 //	Form "Quick Reflection":
 //	- Which level of anxiety do you notice most in yourself? Physical (body sensations)
 //
-// A label that ends in "?" or ":" is followed by a space, any other by ": ". Lines of a
-// multi-line text answer are indented under their item.
+// A label that ends in "?" or ":" is followed by a space, any other by ": ". Typed text is
+// quoted as a JSON string (coach.QuoteLearnerText), so that an answer stays on its item's line
+// and cannot pass for the form's own framing; chosen options show their labels.
 func formMessage(f *Form, answers []answer) string {
 	title := f.Title
 	if strings.TrimSpace(title) == "" {
@@ -241,8 +242,7 @@ func formMessage(f *Form, answers []answer) string {
 		if strings.HasSuffix(label, "?") || strings.HasSuffix(label, ":") {
 			sep = " "
 		}
-		shown := strings.ReplaceAll(strings.ReplaceAll(a.shown, "\r\n", "\n"), "\n", "\n  ")
-		b.WriteString("\n- " + label + sep + shown)
+		b.WriteString("\n- " + label + sep + a.shown)
 	}
 	return b.String()
 }

@@ -162,7 +162,13 @@ func parseFacts(system string) map[string]string {
 		if !ok || !isKey(key) {
 			continue
 		}
-		facts[key] = strings.TrimSpace(value)
+		value = strings.TrimSpace(value)
+		// Learner text is quoted as a JSON string (coach.QuoteLearnerText).
+		var text string
+		if strings.HasPrefix(value, `"`) && json.Unmarshal([]byte(value), &text) == nil {
+			value = text
+		}
+		facts[key] = value
 	}
 	return facts
 }
