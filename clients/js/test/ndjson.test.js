@@ -201,3 +201,42 @@ describe('TurnText and collectTurn', () => {
     await rejectsWith(collectTurn(readEvents(body('{"type":"delta","text":"x"}\n{"type":"error","error":"coach_stream_failed","message":"gone"}\n'))), 'turn', 'coach_stream_failed');
   });
 });
+
+describe('chunking', () => {
+  // A stream with multi-byte text in every line kind, cut at seeded random byte offsets: however
+  // the network splits it, the events are the same.
+  const lines = [
+    '{"type":"card","card":{"type":"level_up","new_level":2,"message":"¡Nivel 2! 🎉"}}',
+    '{"type":"delta","text":"Ça va — "}',
+    '{"type":"reset","reason":"stalled"}',
+    '{"type":"delta","text":"日本語のテキスト","block":1,"blockType":"paragraph"}',
+    '{"type":"delta","text":"👩‍🏫 coach"}',
+    result,
+  ];
+  const bytes = enc.encode(lines.join('\n') + '\n');
+
+  /** mulberry32 is a small seeded PRNG, so a failure can be replayed. */
+  function mulberry32(seed) {
+    return () => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+  }
+
+  test('random splits give the same events', async () => {
+    const want = await all(readEvents(body(bytes)));
+    assert.equal(want.length, lines.length);
+    for (let seed = 1; seed <= 300; seed++) {
+      const rand = mulberry32(seed);
+      const chunks = [];
+      for (let at = 0; at < bytes.length;) {
+        const n = 1 + Math.floor(rand() * 24);
+        chunks.push(bytes.slice(at, at + n));
+        at += n;
+      }
+      assert.deepEqual(await all(readEvents(body(...chunks))), want, `seed ${seed}`);
+    }
+  });
+});
