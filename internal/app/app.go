@@ -61,7 +61,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (_ *App, er
 		log.Error().Err(err).Msg("Redis does not answer; the gateway is not ready until it does")
 	}
 
-	if err := a.models(); err != nil {
+	if err := a.models(m); err != nil {
 		return nil, err
 	}
 	modules, err := module.LoadRegistry(cfg.ModulesDir)
@@ -138,7 +138,7 @@ type upstream struct {
 // models builds the clients of the configured model endpoints: those of COACH_UPSTREAMS (or
 // its file) in their order, or else the one of OPENAI_BASE_URL, or else the embedded replay
 // model served on a loopback port, so that all of them go through the same client code.
-func (a *App) models() error {
+func (a *App) models(m *metrics.Metrics) error {
 	format, err := openai.ParseFormat(a.cfg.ResponseFormat)
 	if err != nil {
 		return err
@@ -146,7 +146,7 @@ func (a *App) models() error {
 	if len(a.cfg.Upstreams) == 0 {
 		cfg := openai.Config{
 			BaseURL: a.cfg.OpenAIBaseURL, APIKey: a.cfg.OpenAIAPIKey, Model: a.cfg.Model,
-			Format: format, ConnectTimeout: a.cfg.ConnectTimeout,
+			Format: format, ConnectTimeout: a.cfg.ConnectTimeout, OnDowngrade: a.downgraded(m),
 		}
 		name := "default"
 		if cfg.BaseURL == "" {
@@ -161,24 +161,34 @@ func (a *App) models() error {
 			a.log.Warn().Str("url", base).Msg("OPENAI_BASE_URL is not set: answering with the embedded replay model")
 			cfg.BaseURL, cfg.APIKey, cfg.Model, name = base, "", "coachgw-replay", "replay"
 		}
+		cfg.Name = name
 		return a.addUpstream(name, "openai", cfg)
 	}
 	for _, u := range a.cfg.Upstreams {
-		f := format
-		if u.ResponseFormat != "" {
-			if f, err = openai.ParseFormat(u.ResponseFormat); err != nil {
-				return err
-			}
+		profile := u.Profile
+		if profile == "" {
+			profile = openai.GenericProfile
 		}
 		cfg := openai.Config{
-			BaseURL: u.BaseURL, APIKey: u.APIKey, Model: u.Model,
-			Format: f, ConnectTimeout: a.cfg.ConnectTimeout,
+			Name: u.Name, BaseURL: u.BaseURL, APIKey: u.APIKey, Model: u.Model,
+			Profile: profile, ToolChoice: u.ToolChoice, ResponseFormat: u.ResponseFormat, IncludeUsage: u.IncludeUsage,
+			ConnectTimeout: a.cfg.ConnectTimeout, OnDowngrade: a.downgraded(m),
 		}
 		if err := a.addUpstream(u.Name, genAISystem(u.Profile), cfg); err != nil {
 			return fmt.Errorf("upstream %s: %w", u.Name, err)
 		}
 	}
 	return nil
+}
+
+// downgraded returns the OnDowngrade of a model endpoint's openai.Config: a warning, since
+// the endpoint's profile promised more than it takes, and a metric.
+func (a *App) downgraded(m *metrics.Metrics) func(openai.Downgrade) {
+	return func(d openai.Downgrade) {
+		a.log.Warn().Str("upstream", d.Endpoint).Str("setting", d.Setting).Str("from", d.From).Str("to", d.To).
+			Str("reason", d.Reason).Msg("the model endpoint rejected a request setting; it gets the weaker form from now on")
+		m.Downgraded(d.Endpoint, d.Setting, d.To)
+	}
 }
 
 // addUpstream checks cfg and adds its client as the next upstream.

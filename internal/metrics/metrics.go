@@ -50,6 +50,7 @@ type Metrics struct {
 	fallbacks          *prometheus.CounterVec
 	deltas             *prometheus.CounterVec
 	openStreams        prometheus.Gauge
+	downgrades         *prometheus.CounterVec
 
 	upstreamAttempts   *prometheus.CounterVec
 	upstreamFailures   *prometheus.CounterVec
@@ -128,6 +129,10 @@ func New() *Metrics {
 		breakerTransitions: counter("breaker_transitions_total",
 			"Circuit breaker state changes by upstream and the state entered (open, half-open, closed).",
 			"upstream", "to"),
+		downgrades: counter("upstream_downgrades_total",
+			"Request settings a model endpoint rejected as unsupported and gets in a weaker form from then on, "+
+				"by upstream, setting (tool_choice, response_format, include_usage) and the form it gets now.",
+			"upstream", "setting", "to"),
 		openStreams: f.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "open_streams",
 			Help: "Turn streams in progress.",
@@ -263,4 +268,10 @@ func statusLabel(status int) string {
 		return "other"
 	}
 	return strconv.Itoa(status)
+}
+
+// Downgraded counts a request setting that the model endpoint named upstream rejected, and
+// that it gets as to from now on.
+func (m *Metrics) Downgraded(upstream, setting, to string) {
+	m.downgrades.WithLabelValues(upstream, setting, to).Inc()
 }

@@ -154,6 +154,19 @@ func TestObserver(t *testing.T) {
 				{"coachgw_turns_total", []string{"contract", "cards", "outcome", "cancelled"}, 1},
 			},
 		},
+		{
+			name: "endpoint downgrades by setting",
+			calls: func(m *Metrics) {
+				m.Downgraded("local", "tool_choice", "required")
+				m.Downgraded("local", "tool_choice", "none")
+				m.Downgraded("primary", "include_usage", "false")
+			},
+			want: []want{
+				{"coachgw_upstream_downgrades_total", []string{"upstream", "local", "setting", "tool_choice", "to", "required"}, 1},
+				{"coachgw_upstream_downgrades_total", []string{"upstream", "local", "setting", "tool_choice", "to", "none"}, 1},
+				{"coachgw_upstream_downgrades_total", []string{"upstream", "primary", "setting", "include_usage", "to", "false"}, 1},
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

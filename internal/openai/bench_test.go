@@ -134,7 +134,7 @@ func BenchmarkRequest(b *testing.B) {
 	req.Schema = &coachSchema
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := c.request(req); err != nil {
+		if _, err := c.request(req, *c.shape.Load()); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -168,7 +168,7 @@ func toulminRequest() coach.ModelRequest {
 // toulminChatRequest is toulminRequest as the adapter hands it to go-openai.
 func toulminChatRequest(b *testing.B) oai.ChatCompletionRequest {
 	c, _ := memClients(0)
-	creq, err := c.request(toulminRequest())
+	creq, err := c.request(toulminRequest(), *c.shape.Load())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,7 +10,9 @@ import (
 )
 
 // chunk is what the adapter reads of one streamed chat.completion.chunk: the first choice's
-// content, tool calls and finish reason. Everything else is validated as JSON and skipped.
+// content, tool calls and finish reason, and the token usage an endpoint reports (OpenAI: in a
+// last chunk whose choices are empty, when the request set stream_options.include_usage).
+// Everything else is validated as JSON and skipped.
 //
 // go-openai decodes every chunk by reflection into its full response type, which cost about a
 // third of the gateway's CPU per relayed delta and most of its allocations per turn. decode
@@ -29,6 +31,17 @@ type chunk struct {
 	finish  string
 	// calls is reused from chunk to chunk; decode resets it.
 	calls []toolCall
+	// usage is the chunk's usage member when it is an object (hasUsage); null or absent leaves
+	// hasUsage false.
+	usage    usage
+	hasUsage bool
+}
+
+// usage is the part of a chunk's usage object the adapter reads. It arrives once per stream,
+// so encoding/json decodes it: the same rules as go-openai's by construction.
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
 }
 
 type toolCall struct{ id, name, args string }
@@ -51,16 +64,21 @@ func (e *chunkTypeError) Error() string {
 // decode reads payload, the JSON after "data:", into c.
 func (c *chunk) decode(payload []byte) error {
 	c.choice, c.content, c.finish, c.calls = false, "", "", c.calls[:0]
+	c.usage, c.hasUsage = usage{}, false
 	d := chunkDecoder{b: payload}
 	d.space()
 	var err error
 	switch d.peek() {
 	case '{':
 		err = d.object(1, func(k quoted, depth int) error {
-			if !d.key(k, "choices") {
+			switch {
+			case d.key(k, "choices"):
+				return d.choices(c, depth)
+			case d.key(k, "usage"):
+				return d.usage(c, depth)
+			default:
 				return d.skip(depth)
 			}
-			return d.choices(c, depth)
 		})
 	case 'n':
 		err = d.literal("null")
@@ -444,6 +462,25 @@ func (d *chunkDecoder) choices(c *chunk, depth int) error {
 		c.choice, c.content, c.finish, c.calls = false, "", "", c.calls[:0]
 	}
 	return err
+}
+
+// usage reads the usage member: null forgets an earlier one, as encoding/json sets a pointer
+// to nil; an object is decoded by encoding/json into the one read before, if any, as
+// encoding/json decodes a duplicate member into the same pointer.
+func (d *chunkDecoder) usage(c *chunk, depth int) error {
+	if null, err := d.isNull(); null || err != nil {
+		c.usage, c.hasUsage = usage{}, false
+		return err
+	}
+	start := d.i
+	if err := d.skip(depth); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(d.b[start:d.i], &c.usage); err != nil {
+		return &chunkTypeError{"usage"}
+	}
+	c.hasUsage = true
+	return nil
 }
 
 // delta reads one member of choices[0].delta.

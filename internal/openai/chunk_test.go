@@ -22,7 +22,13 @@ func TestChunkDecode(t *testing.T) {
 		wantErr bool
 	}{
 		{name: "content", payload: chunkHel, want: chunk{choice: true, content: "Hel"}},
-		{name: "no choices", payload: chunkUsage},
+		{name: "no choices, usage", payload: chunkUsage, want: chunk{usage: usage{PromptTokens: 9, CompletionTokens: 2}, hasUsage: true}},
+		{name: "usage null", payload: `{"choices":[],"usage":null}`},
+		{name: "usage on a choice's chunk", payload: `{"choices":[{"delta":{},"finish_reason":"stop"}],"usage":{"completion_tokens":7}}`,
+			want: chunk{choice: true, finish: "stop", usage: usage{CompletionTokens: 7}, hasUsage: true}},
+		{name: "usage then null", payload: `{"usage":{"prompt_tokens":1},"usage":null}`},
+		{name: "usage of the wrong type", payload: `{"choices":[],"usage":[1]}`, wantErr: true},
+		{name: "usage tokens of the wrong type", payload: `{"choices":[],"usage":{"prompt_tokens":1.5}}`, wantErr: true},
 		{name: "null chunk", payload: `null`},
 		{name: "finish reason", payload: chunkStop, want: chunk{choice: true, finish: "stop"}},
 		{name: "escapes", payload: `{"choices":[{"delta":{"content":"{\"a\":\"x\\ny\t\/\"}\b\f\r"}}]}`,
@@ -41,7 +47,7 @@ func TestChunkDecode(t *testing.T) {
 		{name: "tool calls", payload: `{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"display_card","arguments":""}},{"index":1,"function":{"arguments":"{\"a\""}}]}}]}`,
 			want: chunk{choice: true, calls: []toolCall{{id: "call_1", name: "display_card"}, {args: `{"a"`}}}},
 		{name: "unknown members of every kind are skipped", payload: `{"id":"x","n":-1.5e+3,"t":true,"f":false,"z":null,"o":{"a":[1,{"b":[]}]},"choices":[{"logprobs":{"x":[0.1]},"delta":{"role":"assistant","content":"hi"}}],"usage":{}}`,
-			want: chunk{choice: true, content: "hi"}},
+			want: chunk{choice: true, content: "hi", hasUsage: true}},
 		{name: "white space everywhere", payload: " { \"choices\" :\t[ { \"delta\" : { \"content\" : \"x\" } } ] }\r\n",
 			want: chunk{choice: true, content: "x"}},
 		{name: "content of the wrong type", payload: `{"choices":[{"delta":{"content":5}}]}`, wantErr: true},
@@ -107,6 +113,10 @@ func FuzzChunkDecode(f *testing.F) {
 			t.Fatalf("decode(%q) = %v; go-openai accepts it", payload, err)
 		case wantErr != nil || hasDuplicateKeys(payload):
 			return
+		}
+		if got.hasUsage != (want.Usage != nil) ||
+			want.Usage != nil && (got.usage.PromptTokens != want.Usage.PromptTokens || got.usage.CompletionTokens != want.Usage.CompletionTokens) {
+			t.Fatalf("decode(%q): usage %v %+v; go-openai reads %+v", payload, got.hasUsage, got.usage, want.Usage)
 		}
 		if got.choice != (len(want.Choices) > 0) {
 			t.Fatalf("decode(%q): choice = %v, go-openai has %d choices", payload, got.choice, len(want.Choices))

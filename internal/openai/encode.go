@@ -148,8 +148,18 @@ func appendRequest(dst []byte, r *oai.ChatCompletionRequest) ([]byte, bool) {
 		dst = append(dst, `,"function":{"name":`...)
 		dst = ndjson.AppendString(dst, tc.Function.Name)
 		dst = append(dst, "}}"...)
+	case string:
+		dst = append(dst, `,"tool_choice":`...)
+		dst = ndjson.AppendString(dst, tc)
 	default:
 		return dst, false
+	}
+	if so := r.StreamOptions; so != nil {
+		dst = append(dst, `,"stream_options":{`...)
+		if so.IncludeUsage {
+			dst = append(dst, `"include_usage":true`...)
+		}
+		dst = append(dst, '}')
 	}
 	return append(dst, '}'), true
 }
@@ -158,7 +168,7 @@ func appendRequest(dst []byte, r *oai.ChatCompletionRequest) ([]byte, bool) {
 func onlyEncodedFields(r *oai.ChatCompletionRequest) bool {
 	return r.TopP == 0 && r.N == 0 && r.Stop == nil && r.PresencePenalty == 0 && r.Seed == nil &&
 		r.FrequencyPenalty == 0 && r.LogitBias == nil && !r.LogProbs && r.TopLogProbs == 0 &&
-		r.User == "" && r.Functions == nil && r.FunctionCall == nil && r.StreamOptions == nil &&
+		r.User == "" && r.Functions == nil && r.FunctionCall == nil &&
 		r.ParallelToolCalls == nil && !r.Store && r.ReasoningEffort == "" && r.Metadata == nil &&
 		r.Prediction == nil && r.ChatTemplateKwargs == nil && r.ServiceTier == "" &&
 		r.Verbosity == "" && r.SafetyIdentifier == "" && r.GuidedChoice == nil

@@ -81,6 +81,10 @@ func TestAppendRequest(t *testing.T) {
 			{Type: oai.ToolTypeFunction, Function: &oai.FunctionDefinition{}, Parameters: map[string]any{}},
 		}}},
 		{name: "tool choice without a name", req: oai.ChatCompletionRequest{Model: "m", Messages: user, ToolChoice: oai.ToolChoice{}}},
+		{name: "required tool choice and usage", req: oai.ChatCompletionRequest{Model: "m", Messages: user, Stream: true,
+			Tools:      []oai.Tool{{Type: oai.ToolTypeFunction, Function: &oai.FunctionDefinition{Name: "display_card", Parameters: mustEmbed(t, `{"type":"object"}`)}}},
+			ToolChoice: "required", StreamOptions: &oai.StreamOptions{IncludeUsage: true}}},
+		{name: "empty stream options", req: oai.ChatCompletionRequest{Model: "m", Messages: user, StreamOptions: &oai.StreamOptions{}}},
 		{name: "json_schema strict", req: oai.ChatCompletionRequest{Model: "m", Messages: user, Stream: true,
 			ResponseFormat: schemaFormat(&oai.ChatCompletionResponseFormatJSONSchema{Name: "coach-ai-result", Schema: toulmin.strict, Strict: true})}},
 		{name: "json_schema not strict", req: oai.ChatCompletionRequest{Model: "m", Messages: user,
@@ -129,9 +133,9 @@ func TestAppendRequest(t *testing.T) {
 // json.Marshal does, and leave every other field, including any a newer go-openai adds, to
 // json.Marshal.
 func TestAppendRequestFields(t *testing.T) {
-	// encoded names the fields appendRequest encodes. ToolChoice and FunctionDefinition's
-	// Parameters are missing: they are encoded only for the types (*Client).request puts
-	// there, not for the string this test does.
+	// encoded names the fields appendRequest encodes. FunctionDefinition's Parameters is
+	// missing: it is encoded only for the types (*Client).request puts there, not for the
+	// string this test does.
 	encoded := map[string]bool{
 		"ChatCompletionRequest.Model": true, "ChatCompletionRequest.Messages": true,
 		"ChatCompletionRequest.MaxTokens": true, "ChatCompletionRequest.MaxCompletionTokens": true,
@@ -147,6 +151,8 @@ func TestAppendRequestFields(t *testing.T) {
 		"Tool.Type": true, "Tool.Function": true,
 		"FunctionDefinition.Name": true, "FunctionDefinition.Description": true, "FunctionDefinition.Strict": true,
 		"ToolChoice.Type": true, "ToolChoice.Function": true,
+		"ChatCompletionRequest.ToolChoice": true, "ChatCompletionRequest.StreamOptions": true,
+		"StreamOptions.IncludeUsage": true,
 	}
 	// base sets every part of a request that a field below belongs to, and no field it tests.
 	base := func() *oai.ChatCompletionRequest {
@@ -155,8 +161,9 @@ func TestAppendRequestFields(t *testing.T) {
 			ResponseFormat: &oai.ChatCompletionResponseFormat{
 				JSONSchema: &oai.ChatCompletionResponseFormatJSONSchema{},
 			},
-			Tools:      []oai.Tool{{Function: &oai.FunctionDefinition{}}},
-			ToolChoice: oai.ToolChoice{},
+			Tools:         []oai.Tool{{Function: &oai.FunctionDefinition{}}},
+			ToolChoice:    oai.ToolChoice{},
+			StreamOptions: &oai.StreamOptions{},
 		}
 	}
 	parts := []struct {
@@ -192,6 +199,9 @@ func TestAppendRequestFields(t *testing.T) {
 			tc := r.ToolChoice.(oai.ToolChoice)
 			change(reflect.ValueOf(&tc).Elem())
 			r.ToolChoice = tc
+		}},
+		{reflect.TypeFor[oai.StreamOptions](), func(r *oai.ChatCompletionRequest, change func(reflect.Value)) {
+			change(reflect.ValueOf(r.StreamOptions).Elem())
 		}},
 	}
 	for _, p := range parts {
@@ -259,7 +269,7 @@ func TestEncodeRequestFallsBack(t *testing.T) {
 		req  oai.ChatCompletionRequest
 	}{
 		{name: "top_p", req: oai.ChatCompletionRequest{Model: "m", Messages: user, TopP: 0.9}},
-		{name: "tool choice as a string", req: oai.ChatCompletionRequest{Model: "m", Messages: user, ToolChoice: "auto"}},
+		{name: "parallel tool calls", req: oai.ChatCompletionRequest{Model: "m", Messages: user, ParallelToolCalls: false}},
 		{name: "multi-part content", req: oai.ChatCompletionRequest{Model: "m", Messages: []oai.ChatCompletionMessage{
 			{Role: "user", MultiContent: []oai.ChatMessagePart{{Type: oai.ChatMessagePartTypeText, Text: "hi"}}},
 		}}},
@@ -323,7 +333,7 @@ func TestStreamSendsEncodedRequest(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rt := &bodyTransport{memTransport: memTransport{body: sseBodyOf(1)}}
 			c := New(Config{BaseURL: "http://mem/v1", Model: tt.model, Format: tt.format, HTTPClient: &http.Client{Transport: rt}})
-			creq, err := c.request(tt.req)
+			creq, err := c.request(tt.req, *c.shape.Load())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -404,11 +414,17 @@ func fuzzedRequest(model, system, user, name, args, schema string, temperature, 
 	case bit(4):
 		r.Tools = []oai.Tool{{Type: oai.ToolTypeFunction, Function: &oai.FunctionDefinition{Name: name, Description: user, Strict: bit(5), Parameters: raw}}}
 		r.ToolChoice = oai.ToolChoice{Type: oai.ToolTypeFunction, Function: oai.ToolFunction{Name: name}}
+		if bit(8) {
+			r.ToolChoice = "required"
+		}
 	case bit(5):
 		r.ResponseFormat = &oai.ChatCompletionResponseFormat{Type: oai.ChatCompletionResponseFormatTypeJSONSchema,
 			JSONSchema: &oai.ChatCompletionResponseFormatJSONSchema{Name: name, Description: args, Schema: raw, Strict: bit(6)}}
 	case bit(6):
 		r.ResponseFormat = &oai.ChatCompletionResponseFormat{Type: oai.ChatCompletionResponseFormatTypeJSONObject}
+	}
+	if bit(7) {
+		r.StreamOptions = &oai.StreamOptions{IncludeUsage: bit(9)}
 	}
 	return r
 }

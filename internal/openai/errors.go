@@ -78,13 +78,15 @@ func classify(ctx context.Context, err error, streaming bool) *coach.ModelError 
 // httpStatus returns the status of an HTTP error response, or 0. An error event inside a
 // stream is an APIError with no status.
 func httpStatus(err error) int {
-	var ae *oai.APIError
-	if errors.As(err, &ae) {
-		return ae.HTTPStatusCode
-	}
+	// A *RequestError may wrap an empty *APIError (a body such as {"error":"overloaded"} that is
+	// not OpenAI's error object), which knows no status: the outer error is asked first.
 	var re *oai.RequestError
 	if errors.As(err, &re) {
 		return re.HTTPStatusCode
+	}
+	var ae *oai.APIError
+	if errors.As(err, &ae) {
+		return ae.HTTPStatusCode
 	}
 	return 0
 }

@@ -61,6 +61,10 @@ func TestHTTPErrors(t *testing.T) {
 			wantClass: ClassServer, wantRetryable: true, wantRetryAfter: 2 * time.Second,
 		},
 		{
+			name: "503 whose error is a string, not OpenAI's object", status: 503, body: `{"error":"model is loading"}`,
+			wantClass: ClassServer, wantRetryable: true,
+		},
+		{
 			name: "502 with an HTML body", status: 502, body: `<html><body>Bad gateway</body></html>`,
 			wantClass: ClassServer, wantRetryable: true,
 		},
@@ -116,7 +120,7 @@ func TestHTTPErrors(t *testing.T) {
 				_, _ = io.WriteString(w, tt.body)
 			})
 			c := u.client(Config{})
-			c.http.now = func() time.Time { return fixedNow }
+			c.now = func() time.Time { return fixedNow }
 			s, err := c.Stream(context.Background(), hello, coach.StreamHooks{})
 			if err == nil {
 				s.Close()
@@ -296,6 +300,18 @@ func TestConfigValidate(t *testing.T) {
 		{"other scheme", Config{BaseURL: "ftp://example.invalid/v1"}, true},
 		{"unknown format", Config{Format: Format(9)}, true},
 		{"negative timeout", Config{ConnectTimeout: -time.Second}, true},
+		{"profile names ignore case", Config{Profile: "LMStudio"}, false},
+		{"a profile and overrides", Config{Profile: "ollama", ToolChoice: "Required", ResponseFormat: "json_object"}, false},
+		{"unknown profile", Config{Profile: "bedrock"}, true},
+		{"unknown tool choice", Config{Profile: "openai", ToolChoice: "auto"}, true},
+		{"unknown response format", Config{ResponseFormat: "grammar"}, true},
+	}
+	for _, p := range Profiles() {
+		tests = append(tests, struct {
+			name    string
+			cfg     Config
+			wantErr bool
+		}{"profile " + p.Name, Config{Profile: p.Name}, false})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

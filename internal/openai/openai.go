@@ -1,8 +1,32 @@
-// Package openai adapts any OpenAI-compatible chat completions endpoint to coach.Model, using
-// github.com/sashabaranov/go-openai. It owns the request shape (messages, structured output as
-// json_schema, json_object or a prompt instruction, forced function calls), the mapping of
-// streamed chunks to coach.Fragment, the rewriting of JSON schemas for OpenAI's strict mode, and
-// the classification of every failure as a *coach.ModelError the engine can act on.
+// Package openai adapts an OpenAI-compatible chat completions endpoint to coach.Model. It owns
+// what the gateway sends to a model endpoint and how it reads the answer.
+//
+// One call of Client.Stream is one plain net/http exchange that this package performs itself:
+//
+//  1. request turns the coach.ModelRequest into a go-openai ChatCompletionRequest, shaped by
+//     the endpoint's Profile (profile.go): how a forced tool is asked for (a named tool_choice,
+//     "required", or no tools and the arguments as structured output), how structured output
+//     is asked for (response_format json_schema, strict when the schema allows it (strict.go);
+//     json_object; or the schema in the system prompt), and whether usage is asked for.
+//  2. encodeRequest writes the body (encode.go): the bytes json.Marshal would write, in a
+//     tenth of its time, and Stream POSTs them to BaseURL + "/chat/completions".
+//  3. An error response becomes go-openai's own error value (*APIError or *RequestError) and
+//     is classified as a *coach.ModelError the engine can act on (errors.go). A 400 that
+//     names a part of the request the endpoint does not support (response_format,
+//     tool_choice, stream_options) weakens that part for this Client from then on and sends
+//     the request again (downgrade.go).
+//  4. A successful body is read by stream (stream.go): server-sent events line by line, each
+//     chunk decoded in one pass (chunk.go) into coach.Fragments, the usage report into a
+//     Fragment with Usage. When a tool's arguments were asked for as content, or the model
+//     wrote them there anyway, the content is handed on as the tool's arguments, so that the
+//     contracts never learn how the endpoint was asked.
+//
+// go-openai supplies the request, response and error types and its reasoning-model validator,
+// but not the exchange. Its stream decodes each chunk by reflection, which cost about a third
+// of the gateway's CPU per relayed delta and most of its allocations per turn (BenchmarkStream
+// against BenchmarkGoOpenAIBaseline, in BENCHMARKS.md); it reads lines without any length
+// limit; and it hides what the engine needs: the response headers (Retry-After) and every
+// read of the body (coach.StreamHooks).
 package openai
 
 import (
@@ -17,6 +41,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	oai "github.com/sashabaranov/go-openai"
@@ -75,14 +100,30 @@ func ParseFormat(s string) (Format, error) {
 // Config configures a Client. Zero fields take defaults. Its String, GoString, LogValue and
 // MarshalJSON methods mask APIKey and any password in BaseURL, so logging a Config is safe.
 type Config struct {
+	// Name names the endpoint in logs and metrics (default "default").
+	Name string
 	// BaseURL is the endpoint's base, e.g. "http://127.0.0.1:9000/v1"; empty means OpenAI's.
 	BaseURL string
 	// APIKey is sent as the bearer token; empty sends no Authorization header.
 	APIKey string
 	// Model is the model name sent upstream; empty means DefaultModel.
 	Model string
-	// Format selects how structured output is requested.
+	// Profile names what the endpoint honours (see Profiles). DefaultProfile ("") keeps the
+	// behaviour from before profiles: a named tool choice, Format, and no usage request.
+	Profile string
+	// ToolChoice, ResponseFormat and IncludeUsage, when set, override the profile's settings:
+	// "named", "required" or "none"; "json_schema", "json_object" or "prompt"; and whether to
+	// send stream_options.include_usage.
+	ToolChoice     string
+	ResponseFormat string
+	IncludeUsage   *bool
+	// Format selects how structured output is requested when Profile is DefaultProfile and
+	// ResponseFormat is empty.
 	Format Format
+	// OnDowngrade, when set, is told each time the endpoint rejected part of a request and
+	// the Client weakened it for every later request; it must be quick and safe for concurrent
+	// use.
+	OnDowngrade func(Downgrade)
 	// HTTPClient, when set, carries the requests; its Timeout must be zero or longer than any
 	// turn, since it bounds whole streams. When nil, the Client builds its own.
 	HTTPClient *http.Client
@@ -108,6 +149,9 @@ func (c Config) Validate() error {
 	if int(c.Format) >= len(formatNames) {
 		return fmt.Errorf("openai: unknown format %d", c.Format)
 	}
+	if _, err := c.resolve(); err != nil {
+		return err
+	}
 	if c.ConnectTimeout < 0 || c.MaxLineBytes < 0 {
 		return errors.New("openai: timeouts and limits must not be negative")
 	}
@@ -116,8 +160,17 @@ func (c Config) Validate() error {
 
 // String describes c with the API key masked.
 func (c Config) String() string {
-	return fmt.Sprintf("openai.Config{BaseURL:%s APIKey:%s Model:%s Format:%s ConnectTimeout:%s MaxLineBytes:%d}",
-		redactURL(c.BaseURL), mask(c.APIKey), c.Model, c.Format, c.ConnectTimeout, c.MaxLineBytes)
+	return fmt.Sprintf("openai.Config{Name:%s BaseURL:%s APIKey:%s Model:%s Profile:%s Shape:%s ConnectTimeout:%s MaxLineBytes:%d}",
+		c.Name, redactURL(c.BaseURL), mask(c.APIKey), c.Model, c.Profile, c.shapeString(), c.ConnectTimeout, c.MaxLineBytes)
+}
+
+// shapeString describes the request shape c resolves to.
+func (c Config) shapeString() string {
+	sh, err := c.resolve()
+	if err != nil {
+		return "invalid"
+	}
+	return sh.String()
 }
 
 // GoString is String, so that %#v masks the key too.
@@ -126,10 +179,12 @@ func (c Config) GoString() string { return c.String() }
 // LogValue describes c for log/slog with the API key masked.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
+		slog.String("name", c.Name),
 		slog.String("baseURL", redactURL(c.BaseURL)),
 		slog.String("apiKey", mask(c.APIKey)),
 		slog.String("model", c.Model),
-		slog.String("format", c.Format.String()),
+		slog.String("profile", c.Profile),
+		slog.String("shape", c.shapeString()),
 		slog.Duration("connectTimeout", c.ConnectTimeout),
 		slog.Int("maxLineBytes", c.MaxLineBytes),
 	)
@@ -138,13 +193,15 @@ func (c Config) LogValue() slog.Value {
 // MarshalJSON describes c like LogValue, for loggers that marshal values to JSON.
 func (c Config) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
+		Name           string `json:"name"`
 		BaseURL        string `json:"baseURL"`
 		APIKey         string `json:"apiKey"`
 		Model          string `json:"model"`
-		Format         string `json:"format"`
+		Profile        string `json:"profile"`
+		Shape          string `json:"shape"`
 		ConnectTimeout string `json:"connectTimeout"`
 		MaxLineBytes   int    `json:"maxLineBytes"`
-	}{redactURL(c.BaseURL), mask(c.APIKey), c.Model, c.Format.String(), c.ConnectTimeout.String(), c.MaxLineBytes})
+	}{c.Name, redactURL(c.BaseURL), mask(c.APIKey), c.Model, c.Profile, c.shapeString(), c.ConnectTimeout.String(), c.MaxLineBytes})
 }
 
 func mask(key string) string {
@@ -164,25 +221,37 @@ func redactURL(s string) string {
 
 // Client is a coach.Model backed by an OpenAI-compatible endpoint. It is safe for concurrent use.
 type Client struct {
-	api     *oai.Client
-	model   string
-	format  Format
-	baseURL string
-	// key is kept only to scrub it from error messages an endpoint might echo it in.
+	name  string
+	url   string
+	model string
+	hc    *http.Client
+	// key is sent as the bearer token, and scrubbed from error messages an endpoint might
+	// echo it in.
 	key string
 	// reasoning marks models (o1, o3, o4, gpt-5 ...) that reject max_tokens and temperature.
 	reasoning bool
-	http      *doer
-	schemas   schemaCache
+	maxLine   int
+	now       func() time.Time
+	// shape is the request shape sent now: the Config's, weakened by every downgrade so far.
+	shape       atomic.Pointer[shape]
+	onDowngrade func(Downgrade)
+	schemas     schemaCache
 }
 
 var _ coach.Model = (*Client)(nil)
 
-// New returns a Client for cfg. Check cfg with Validate first: New itself does not fail, and a
-// bad base URL surfaces as a "client" ModelError on every request.
+// openAIBaseURL is the endpoint of an empty Config.BaseURL.
+const openAIBaseURL = "https://api.openai.com/v1"
+
+// New returns a Client for cfg. Check cfg with Validate first: New itself does not fail; a bad
+// base URL surfaces as a "client" ModelError on every request, and settings that do not parse
+// leave the profile's.
 func New(cfg Config) *Client {
 	if cfg.Model == "" {
 		cfg.Model = DefaultModel
+	}
+	if cfg.Name == "" {
+		cfg.Name = "default"
 	}
 	if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = DefaultConnectTimeout
@@ -190,30 +259,36 @@ func New(cfg Config) *Client {
 	if cfg.MaxLineBytes <= 0 {
 		cfg.MaxLineBytes = DefaultMaxLineBytes
 	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = openAIBaseURL
+	}
 	hc := cfg.HTTPClient
 	if hc == nil {
 		hc = newHTTPClient(cfg.ConnectTimeout)
 	}
-	oc := oai.DefaultConfig(cfg.APIKey)
-	if cfg.BaseURL != "" {
-		oc.BaseURL = cfg.BaseURL
+	sh, err := cfg.resolve()
+	if err != nil {
+		p, _ := LookupProfile(cfg.Profile)
+		sh = shape{tool: p.ToolChoice, format: p.Format, usage: p.IncludeUsage}
 	}
-	d := &doer{hc: hc, maxLine: cfg.MaxLineBytes, now: time.Now}
-	oc.HTTPClient = d
-	return &Client{
-		http:      d,
-		api:       oai.NewClientWithConfig(oc),
-		model:     cfg.Model,
-		format:    cfg.Format,
-		baseURL:   oc.BaseURL,
-		key:       cfg.APIKey,
-		reasoning: isReasoningModel(cfg.Model),
+	c := &Client{
+		name:        cfg.Name,
+		url:         strings.TrimRight(cfg.BaseURL, "/") + "/chat/completions",
+		model:       cfg.Model,
+		hc:          hc,
+		key:         cfg.APIKey,
+		reasoning:   isReasoningModel(cfg.Model),
+		maxLine:     cfg.MaxLineBytes,
+		now:         time.Now,
+		onDowngrade: cfg.OnDowngrade,
 	}
+	c.shape.Store(&sh)
+	return c
 }
 
 // String describes c without its API key.
 func (c *Client) String() string {
-	return fmt.Sprintf("openai.Client{BaseURL:%s Model:%s Format:%s}", redactURL(c.baseURL), c.model, c.format)
+	return fmt.Sprintf("openai.Client{Name:%s URL:%s Model:%s Shape:%s}", c.name, redactURL(c.url), c.model, c.shape.Load())
 }
 
 // GoString is String, so that %#v never prints the key either.
@@ -238,41 +313,67 @@ func isReasoningModel(model string) bool {
 }
 
 // Stream starts a streaming chat completion for req. Failures before the first chunk are
-// *coach.ModelError; so are the errors of the returned stream's Next, except io.EOF.
+// *coach.ModelError; so are the errors of the returned stream's Next, except io.EOF. When the
+// endpoint rejects part of the request's shape, Stream weakens it (see downgrade) and asks
+// again, at most once for each part.
 func (c *Client) Stream(ctx context.Context, req coach.ModelRequest, hooks coach.StreamHooks) (coach.Stream, error) {
-	creq, err := c.request(req)
-	if err != nil {
-		return nil, c.fail(&coach.ModelError{Class: ClassClient, Err: err})
-	}
-	s := &stream{c: c, ctx: ctx, alive: hooks.Activity, wait: hooks.Wait}
-	// go-openai still sends the request and turns error responses into its errors, but the
-	// body is encoded here, in a tenth of the time json.Marshal takes (see encodeRequest), and
-	// the doer puts it in place of the body go-openai marshals. That is of a stub with only the
-	// model, which go-openai checks against the endpoint and may put in the URL; its validator,
-	// which also reads the tools, sees the whole request here instead.
-	err = oai.NewReasoningValidator().Validate(creq)
-	if err == nil {
-		s.request, err = encodeRequest(&creq)
-	}
-	if err == nil {
-		// The returned go-openai stream is dropped: s reads the body the doer handed it, and
-		// dropping it frees the read buffer go-openai allocated for it.
-		stub := oai.ChatCompletionRequest{Model: creq.Model}
-		_, err = c.api.CreateChatCompletionStream(context.WithValue(ctx, exchangeKey{}, s), stub)
-	}
-	if err != nil {
-		if s.errBody != nil {
-			s.errBody.Close() // go-openai reads an error body but never closes it
+	for tries := 0; ; tries++ {
+		sh := c.shape.Load()
+		s, err := c.open(ctx, req, *sh, hooks)
+		if err == nil {
+			return s, nil
 		}
-		me := classify(ctx, err, false)
-		me.RetryAfter = s.retryAfter
-		return nil, c.fail(me)
+		if tries < maxDowngrades && c.downgrade(sh, req, err) {
+			continue
+		}
+		return nil, c.fail(err)
 	}
-	return s, nil
 }
 
-// request builds the go-openai request for req.
-func (c *Client) request(req coach.ModelRequest) (oai.ChatCompletionRequest, error) {
+// open sends req in shape sh and returns the stream of a successful response.
+func (c *Client) open(ctx context.Context, req coach.ModelRequest, sh shape, hooks coach.StreamHooks) (*stream, *coach.ModelError) {
+	creq, err := c.request(req, sh)
+	if err == nil {
+		// go-openai's validator knows which models reject which fields.
+		err = oai.NewReasoningValidator().Validate(creq)
+	}
+	var body []byte
+	if err == nil {
+		body, err = encodeRequest(&creq)
+	}
+	if err != nil {
+		return nil, &coach.ModelError{Class: ClassClient, Err: err}
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, classify(ctx, err, false)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "text/event-stream")
+	hreq.Header.Set("Cache-Control", "no-cache")
+	if c.key != "" {
+		hreq.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	// A nil value marks the request idempotent without sending the header, so that the
+	// transport itself resends it when a reused keep-alive connection turns out to be dead,
+	// instead of failing the turn into the engine's slower backoff.
+	hreq.Header["X-Idempotency-Key"] = nil
+	release := releaseBody(hreq)
+	resp, err := c.hc.Do(hreq)
+	release()
+	if err != nil {
+		return nil, classify(ctx, err, false)
+	}
+	if resp.StatusCode < http.StatusOK || resp.StatusCode >= http.StatusBadRequest {
+		me := classify(ctx, errorResponse(resp), false)
+		me.RetryAfter = retryAfter(resp.Header, c.now())
+		return nil, me
+	}
+	return &stream{c: c, ctx: ctx, body: resp.Body, alive: hooks.Activity, wait: hooks.Wait, asArgs: contentAsArgs(req, sh)}, nil
+}
+
+// request builds the go-openai request for req in shape sh.
+func (c *Client) request(req coach.ModelRequest, sh shape) (oai.ChatCompletionRequest, error) {
 	r := oai.ChatCompletionRequest{Model: c.model, Messages: messages(req.Messages), Stream: true}
 	if req.MaxTokens > 0 {
 		if c.reasoning {
@@ -284,36 +385,83 @@ func (c *Client) request(req coach.ModelRequest) (oai.ChatCompletionRequest, err
 	if req.Temperature != 0 && !c.reasoning {
 		r.Temperature = req.Temperature
 	}
-	switch {
-	case req.Tool != nil:
+	if sh.usage {
+		r.StreamOptions = &oai.StreamOptions{IncludeUsage: true}
+	}
+	schema := req.Schema
+	if req.Tool != nil {
 		params := json.RawMessage(req.Tool.Parameters)
 		if len(params) == 0 {
 			params = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
-		r.Tools = []oai.Tool{{Type: oai.ToolTypeFunction, Function: &oai.FunctionDefinition{
-			Name: req.Tool.Name, Description: req.Tool.Description, Parameters: params,
-		}}}
-		r.ToolChoice = oai.ToolChoice{Type: oai.ToolTypeFunction, Function: oai.ToolFunction{Name: req.Tool.Name}}
-	case req.Schema != nil:
-		p, err := c.schemas.get(req.Schema.Schema)
-		if err != nil {
-			return r, fmt.Errorf("output schema %q: %w", req.Schema.Name, err)
-		}
-		switch c.format {
-		case FormatJSONSchema:
-			js := &oai.ChatCompletionResponseFormatJSONSchema{Name: schemaName(req.Schema.Name), Schema: p.strict, Strict: true}
-			if p.strict == nil {
-				js.Schema, js.Strict = p.compact, false
+		if sh.tool != ToolNone {
+			r.Tools = []oai.Tool{{Type: oai.ToolTypeFunction, Function: &oai.FunctionDefinition{
+				Name: req.Tool.Name, Description: req.Tool.Description, Parameters: params,
+			}}}
+			r.ToolChoice = "required"
+			if sh.tool == ToolNamed {
+				r.ToolChoice = oai.ToolChoice{Type: oai.ToolTypeFunction, Function: oai.ToolFunction{Name: req.Tool.Name}}
 			}
-			r.ResponseFormat = &oai.ChatCompletionResponseFormat{Type: oai.ChatCompletionResponseFormatTypeJSONSchema, JSONSchema: js}
-		case FormatJSONObject:
-			r.ResponseFormat = &oai.ChatCompletionResponseFormat{Type: oai.ChatCompletionResponseFormatTypeJSONObject}
-			r.Messages = instruct(r.Messages, p.instruction)
-		default:
-			r.Messages = instruct(r.Messages, p.instruction)
+			return r, nil
 		}
+		// No tools: the arguments are the answer's structured output, and the history's
+		// calls of the tool become the JSON answers they stand for.
+		schema = &coach.OutputSchema{Name: req.Tool.Name, Schema: params}
+		r.Messages = instruct(withoutToolCalls(r.Messages), toolAsContent(req.Tool))
+	}
+	if schema == nil {
+		return r, nil
+	}
+	p, err := c.schemas.get(schema.Schema)
+	if err != nil {
+		return r, fmt.Errorf("output schema %q: %w", schema.Name, err)
+	}
+	switch sh.format {
+	case FormatJSONSchema:
+		js := &oai.ChatCompletionResponseFormatJSONSchema{Name: schemaName(schema.Name), Schema: p.strict, Strict: true}
+		if p.strict == nil {
+			js.Schema, js.Strict = p.compact, false
+		}
+		r.ResponseFormat = &oai.ChatCompletionResponseFormat{Type: oai.ChatCompletionResponseFormatTypeJSONSchema, JSONSchema: js}
+	case FormatJSONObject:
+		r.ResponseFormat = &oai.ChatCompletionResponseFormat{Type: oai.ChatCompletionResponseFormatTypeJSONObject}
+		r.Messages = instruct(r.Messages, p.instruction)
+	default:
+		r.Messages = instruct(r.Messages, p.instruction)
 	}
 	return r, nil
+}
+
+// toolAsContent tells a model that is offered no tools to write the forced call's arguments
+// as its reply, since the contract's own prompt asks it to call the tool.
+func toolAsContent(t *coach.Tool) string {
+	return "Tools are not available here: instead of calling " + t.Name + ", reply with only its arguments, " +
+		"as one JSON object. Your JSON replies in this conversation are such " + t.Name + " calls."
+}
+
+// withoutToolCalls rewrites a history for a request without tools: an assistant's tool call
+// becomes its arguments as the assistant's content, which is how the model answers now, and
+// a tool result, which only acknowledged the call, is dropped.
+func withoutToolCalls(msgs []oai.ChatCompletionMessage) []oai.ChatCompletionMessage {
+	out := msgs[:0]
+	for _, m := range msgs {
+		switch {
+		case m.Role == coach.RoleTool:
+			continue
+		case len(m.ToolCalls) > 0:
+			var b strings.Builder
+			b.WriteString(m.Content)
+			for _, tc := range m.ToolCalls {
+				if b.Len() > 0 {
+					b.WriteByte('\n')
+				}
+				b.WriteString(tc.Function.Arguments)
+			}
+			m = oai.ChatCompletionMessage{Role: m.Role, Content: b.String()}
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // messages converts the conversation; the slice is fresh, so instruct may change it.

@@ -28,9 +28,22 @@ func TestRequestShape(t *testing.T) {
 	}
 	tool := &coach.Tool{Name: "display_card", Description: "Show a card.", Parameters: json.RawMessage(`{"type":"object","properties":{"content":{"type":"string"}}}`)}
 
+	cardHistory := []coach.Message{
+		{Role: coach.RoleSystem, Content: systemPrompt},
+		{Role: coach.RoleUser, Content: "Begin training."},
+		{Role: coach.RoleAssistant, ToolCalls: []coach.ToolCall{{ID: "call_1", Name: "display_card", Arguments: `{"content":"x"}`}}},
+		{Role: coach.RoleTool, ToolCallID: "call_1", Content: "displayed"},
+		{Role: coach.RoleUser, Content: "[Continue]"},
+	}
+	yes, no := true, false
+	strictTool, err := Strict(tool.Parameters)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name   string
 		format Format
+		cfg    Config
 		model  string
 		req    coach.ModelRequest
 		// want maps top-level body members to their expected JSON; "-" means absent.
@@ -125,6 +138,63 @@ func TestRequestShape(t *testing.T) {
 			},
 		},
 	}
+	profileCases := []struct {
+		name   string
+		format Format
+		cfg    Config
+		model  string
+		req    coach.ModelRequest
+		want   map[string]string
+	}{
+		{
+			name: "no profile: no usage asked for, whatever the format", cfg: Config{Format: FormatJSONObject}, req: withSchema,
+			want: map[string]string{"stream_options": "-", "response_format": `{"type":"json_object"}`},
+		},
+		{
+			name: "openai profile asks for usage", cfg: Config{Profile: "openai"}, req: withSchema,
+			want: map[string]string{"stream_options": `{"include_usage":true}`},
+		},
+		{
+			name: "an override turns usage off", cfg: Config{Profile: "openai", IncludeUsage: &no}, req: withSchema,
+			want: map[string]string{"stream_options": "-"},
+		},
+		{
+			name: "lmstudio forces the single tool with required",
+			cfg:  Config{Profile: "lmstudio"}, req: coach.ModelRequest{Messages: cardHistory, Tool: tool},
+			want: map[string]string{"tool_choice": `"required"`, "tools": `[{"type":"function","function":{"name":"display_card","description":"Show a card.","parameters":{"type":"object","properties":{"content":{"type":"string"}}}}}]`,
+				"stream_options": "-"},
+		},
+		{
+			name: "anthropic-openai puts the schema into the prompt",
+			cfg:  Config{Profile: "anthropic-openai"}, req: withSchema,
+			want: map[string]string{"response_format": "-", "stream_options": `{"include_usage":true}`,
+				"messages": `[{"role":"system","content":` + quote("You are a coach.\n\n"+instruction+"\n\n## Session facts\ncontract: toulmin\nstep: claim") +
+					`},{"role":"user","content":"Cats are great."}]`},
+		},
+		{
+			name: "ollama asks for the card as structured output and rewrites the tool history",
+			cfg:  Config{Profile: "ollama", IncludeUsage: &yes}, req: coach.ModelRequest{Messages: cardHistory, Tool: tool},
+			want: map[string]string{
+				"tools": "-", "tool_choice": "-", "stream_options": `{"include_usage":true}`,
+				"response_format": `{"type":"json_schema","json_schema":{"name":"display_card","strict":true,"schema":` + string(strictTool) + `}}`,
+				"messages": `[{"role":"system","content":` + quote("You are a coach.\n\n"+toolAsContent(tool)+"\n\n## Session facts\ncontract: toulmin\nstep: claim") + `},
+					{"role":"user","content":"Begin training."},{"role":"assistant","content":"{\"content\":\"x\"}"},{"role":"user","content":"[Continue]"}]`,
+			},
+		},
+		{
+			name: "generic sends neither tools nor response_format",
+			cfg:  Config{Profile: "generic"}, req: coach.ModelRequest{Messages: cardHistory[:2], Tool: tool},
+			want: map[string]string{"tools": "-", "tool_choice": "-", "response_format": "-", "stream_options": "-"},
+		},
+		{
+			name: "overrides of tool choice and format",
+			cfg:  Config{Profile: "generic", ToolChoice: "named", ResponseFormat: "json_object"}, req: coach.ModelRequest{Messages: cardHistory[:2], Tool: tool},
+			want: map[string]string{"tool_choice": `{"type":"function","function":{"name":"display_card"}}`, "response_format": "-"},
+		},
+	}
+	for _, pc := range profileCases {
+		tests = append(tests, pc)
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			u := newUpstream(t, serve(chunkStop, done))
@@ -132,7 +202,12 @@ func TestRequestShape(t *testing.T) {
 			if model == "" {
 				model = "test-model"
 			}
-			c := u.client(Config{Model: model, Format: tt.format})
+			cfg := tt.cfg
+			cfg.Model = model
+			if cfg.Profile == "" && cfg.Format == 0 {
+				cfg.Format = tt.format
+			}
+			c := u.client(cfg)
 			s, err := c.Stream(context.Background(), tt.req, coach.StreamHooks{})
 			if err != nil {
 				t.Fatalf("Stream: %v", err)

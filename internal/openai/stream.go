@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -28,24 +29,17 @@ const maxEmptyLines = 300
 // It grows for longer lines, up to the line limit.
 const readBufSize = 1 << 10
 
-// stream is a coach.Stream over a chat completion's server-sent events. go-openai sends the
-// request and turns error responses into its errors; the events themselves are read here (see
-// chunk for why). It is also the exchange that the doer fills in for the request that opened
-// it (see exchangeKey).
+// stream is a coach.Stream over the server-sent events of a successful response's body.
 type stream struct {
-	c   *Client
-	ctx context.Context
-	// request is the encoded request body, until doer.Do takes it.
-	request []byte
-
-	// body, errBody and retryAfter are set by doer.Do, which runs inside
-	// CreateChatCompletionStream on the goroutine that called Stream, before they are read.
-	body       io.ReadCloser
-	errBody    io.Closer
-	retryAfter time.Duration
+	c    *Client
+	ctx  context.Context
+	body io.ReadCloser
 	// alive, when set, is told of every read that brought bytes; wait, when set, before every
 	// read that may wait for them (see coach.StreamHooks).
 	alive, wait func()
+	// asArgs hands content on as the arguments of the tool the request forced (see
+	// contentAsArgs).
+	asArgs argsFromContent
 
 	// buf[r:w] is read but not yet consumed, and holds no newline before buf[scanned];
 	// rerr is the error that ended the body.
@@ -92,9 +86,15 @@ func (s *stream) Next() (coach.Fragment, error) {
 		}
 		ch := &s.chunk
 		if !ch.choice {
-			continue // e.g. the usage chunk, or an Azure prompt-filter chunk
+			if ch.hasUsage {
+				return coach.Fragment{Usage: &coach.Usage{PromptTokens: ch.usage.PromptTokens, CompletionTokens: ch.usage.CompletionTokens}}, nil
+			}
+			continue // e.g. an Azure prompt-filter chunk
 		}
 		f := coach.Fragment{Content: ch.content, FinishReason: ch.finish}
+		if ch.hasUsage {
+			f.Usage = &coach.Usage{PromptTokens: ch.usage.PromptTokens, CompletionTokens: ch.usage.CompletionTokens}
+		}
 		if f.FinishReason != "" {
 			s.finished = true
 		}
@@ -105,6 +105,7 @@ func (s *stream) Next() (coach.Fragment, error) {
 				f.FinishReason = ""
 			}
 		}
+		s.asArgs.apply(&f)
 		return f, nil
 	}
 }
@@ -202,7 +203,7 @@ func (s *stream) line() ([]byte, error) {
 		if s.rerr != nil {
 			return nil, s.rerr
 		}
-		max := s.c.http.maxLine
+		max := s.c.maxLine
 		if s.w-s.r > max {
 			s.rerr = fmt.Errorf("a stream line is longer than %d bytes", max)
 			return nil, s.rerr
@@ -272,56 +273,27 @@ func (s *stream) Close() error {
 	return s.body.Close()
 }
 
-// exchangeKey keys the *stream in a request's context. go-openai's errors carry no response
-// headers and its stream hides the body, so the doer hands both to the stream that asked.
-type exchangeKey struct{}
-
-// maxErrorBody bounds how much of an error response go-openai reads into its error.
+// maxErrorBody bounds how much of an error response is read into its error.
 const maxErrorBody = 64 << 10
 
-// doer is the go-openai HTTPDoer: it wraps the http.Client and records, per request, what
-// go-openai does not expose.
-type doer struct {
-	hc      *http.Client
-	maxLine int
-	now     func() time.Time
-}
-
-// Do sends req, with the body Stream encoded in place of go-openai's. It marks req idempotent
-// so that the transport itself resends it when a reused keep-alive connection turns out to be
-// dead, instead of failing the turn into the engine's slower backoff; a nil value marks the
-// request without sending the header.
-func (d *doer) Do(req *http.Request) (*http.Response, error) {
-	req.Header["X-Idempotency-Key"] = nil
-	s, _ := req.Context().Value(exchangeKey{}).(*stream)
-	if s != nil && s.request != nil {
-		setBody(req, s.request)
-		s.request = nil // the open stream must not hold it (see releaseBody)
+// errorResponse reads an error response into the error go-openai would return for it: its
+// *APIError when the body is OpenAI's error object, else a *RequestError with the body.
+func errorResponse(resp *http.Response) error {
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	var er oai.ErrorResponse
+	if err == nil {
+		err = json.Unmarshal(body, &er)
 	}
-	release := releaseBody(req)
-	resp, err := d.hc.Do(req)
-	release()
-	if err != nil {
-		return nil, err
+	if err != nil || er.Error == nil {
+		re := &oai.RequestError{HTTPStatus: resp.Status, HTTPStatusCode: resp.StatusCode, Err: err, Body: body}
+		if er.Error != nil {
+			re.Err = er.Error
+		}
+		return re
 	}
-	if s == nil {
-		return resp, nil
-	}
-	if resp.StatusCode >= http.StatusOK && resp.StatusCode < http.StatusBadRequest {
-		s.body = resp.Body
-		return resp, nil
-	}
-	s.retryAfter = retryAfter(resp.Header, d.now())
-	resp.Body = &limitedBody{Reader: io.LimitReader(resp.Body, maxErrorBody), Closer: resp.Body}
-	s.errBody = resp.Body
-	return resp, nil
-}
-
-// setBody makes body the body of req, resendable as http.NewRequest makes a byte body.
-func setBody(req *http.Request, body []byte) {
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	req.ContentLength = int64(len(body))
+	er.Error.HTTPStatus, er.Error.HTTPStatusCode = resp.Status, resp.StatusCode
+	return er.Error
 }
 
 // releaseBody lets the marshalled request (several KiB: the system prompt, the schema, the
@@ -373,7 +345,64 @@ func (b *sentBody) Close() error {
 	return rc.Close()
 }
 
-type limitedBody struct {
-	io.Reader
-	io.Closer
+// argsFromContent hands content on as the arguments of the tool a request forced. It serves
+// two cases, so that a contract that forces a tool never learns how the endpoint was asked:
+// a request in shape ToolNone asked for the arguments as content, so all of it is the
+// arguments; and an endpoint that ignores a forced tool choice (Ollama, and LM Studio with
+// some models) may write the call's JSON as content, which counts as the arguments when it
+// opens with '{' before any tool call arrived. The first fragment it changes opens the call
+// with the tool's name; its id is left to the contract.
+type argsFromContent struct {
+	// tool is the forced tool's name; "" changes nothing.
+	tool string
+	// always takes all content as the arguments.
+	always bool
+	state  argsState
+}
+
+type argsState uint8
+
+const (
+	argsUndecided argsState = iota
+	argsTaken               // content is handed on as the arguments
+	argsLeft                // content stays content
+)
+
+// contentAsArgs returns the argsFromContent of a request for req sent in shape sh.
+func contentAsArgs(req coach.ModelRequest, sh shape) argsFromContent {
+	if req.Tool == nil {
+		return argsFromContent{}
+	}
+	return argsFromContent{tool: req.Tool.Name, always: sh.tool == ToolNone}
+}
+
+// apply moves f's content into its tool arguments when it belongs there.
+func (a *argsFromContent) apply(f *coach.Fragment) {
+	if a.tool == "" || a.state == argsLeft {
+		return
+	}
+	if f.ToolCallID != "" || f.ToolName != "" || f.ToolArgs != "" {
+		if a.state == argsUndecided {
+			a.state = argsLeft // the model called the tool after all
+		}
+		return
+	}
+	if f.Content == "" {
+		return
+	}
+	if a.state == argsUndecided {
+		if !a.always {
+			text := strings.TrimLeft(f.Content, " \t\r\n")
+			if text == "" {
+				return
+			}
+			if text[0] != '{' {
+				a.state = argsLeft
+				return
+			}
+		}
+		a.state = argsTaken
+		f.ToolName = a.tool
+	}
+	f.ToolArgs, f.Content = f.Content, ""
 }

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -16,15 +17,55 @@ import (
 var hello = coach.ModelRequest{Messages: []coach.Message{{Role: coach.RoleUser, Content: "hi"}}}
 
 func TestFragments(t *testing.T) {
+	card := &coach.Tool{Name: "display_card", Parameters: json.RawMessage(`{"type":"object"}`)}
+	cardReq := coach.ModelRequest{Messages: hello.Messages, Tool: card}
+	contentChunk := func(text string) string {
+		return `{"choices":[{"index":0,"delta":{"content":` + quote(text) + `},"finish_reason":null}]}`
+	}
 	tests := []struct {
 		name   string
+		cfg    Config
+		req    *coach.ModelRequest
 		events []string
 		want   []coach.Fragment
 	}{
 		{
-			name:   "text, skipping chunks without choices",
+			name:   "text, skipping chunks without choices, and the usage chunk",
 			events: []string{chunkNoneOf, chunkRole, chunkHel, chunkLo, chunkStop, chunkUsage, done},
-			want:   []coach.Fragment{{}, {Content: "Hel"}, {Content: "lo"}, {FinishReason: "stop"}},
+			want:   []coach.Fragment{{}, {Content: "Hel"}, {Content: "lo"}, {FinishReason: "stop"}, {Usage: &coach.Usage{PromptTokens: 9, CompletionTokens: 2}}},
+		},
+		{
+			name:   "usage on the chunk that finishes",
+			events: []string{chunkHel, `{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1}}`, done},
+			want:   []coach.Fragment{{Content: "Hel"}, {FinishReason: "stop", Usage: &coach.Usage{PromptTokens: 5, CompletionTokens: 1}}},
+		},
+		{
+			name:   "a forced tool answered as JSON content becomes the tool's arguments",
+			req:    &cardReq,
+			events: []string{chunkRole, contentChunk("  "), contentChunk(`{"card_type":`), contentChunk(`"prompt"}`), chunkStop, done},
+			want:   []coach.Fragment{{}, {Content: "  "}, {ToolName: "display_card", ToolArgs: `{"card_type":`}, {ToolArgs: `"prompt"}`}, {FinishReason: "stop"}},
+		},
+		{
+			name:   "a forced tool answered with prose stays content",
+			req:    &cardReq,
+			events: []string{contentChunk("Sure: "), contentChunk(`{"a":1}`), chunkStop, done},
+			want:   []coach.Fragment{{Content: "Sure: "}, {Content: `{"a":1}`}, {FinishReason: "stop"}},
+		},
+		{
+			name: "content after a real tool call stays content",
+			req:  &cardReq,
+			events: []string{
+				`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"display_card","arguments":"{}"}}]}}]}`,
+				contentChunk("{}"), chunkStop, done,
+			},
+			want: []coach.Fragment{{ToolCallID: "call_1", ToolName: "display_card", ToolArgs: "{}"}, {Content: "{}"}, {FinishReason: "stop"}},
+		},
+		{
+			name:   "with tools not honoured, all content is the arguments, a fence included",
+			cfg:    Config{Profile: "ollama"},
+			req:    &cardReq,
+			events: []string{contentChunk("```json\n{"), contentChunk(`"a":1}`), chunkStop, done},
+			want:   []coach.Fragment{{ToolName: "display_card", ToolArgs: "```json\n{"}, {ToolArgs: `"a":1}`}, {FinishReason: "stop"}},
 		},
 		{
 			name: "tool call opened with id and name, then argument pieces",
@@ -64,7 +105,11 @@ func TestFragments(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			u := newUpstream(t, serve(tt.events...))
-			s, err := u.client(Config{}).Stream(context.Background(), hello, coach.StreamHooks{})
+			req := hello
+			if tt.req != nil {
+				req = *tt.req
+			}
+			s, err := u.client(tt.cfg).Stream(context.Background(), req, coach.StreamHooks{})
 			if err != nil {
 				t.Fatalf("Stream: %v", err)
 			}

@@ -1,0 +1,199 @@
+package openai
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ToolChoice says how a request with a coach.Tool makes the model answer with that tool's
+// arguments.
+type ToolChoice uint8
+
+// Tool choices, strongest first. ToolNamed forces the one function by name, as OpenAI's
+// tool_choice {"type":"function","function":{"name":…}}; ToolRequired sends tool_choice
+// "required" with that single tool, which forces the same call on endpoints that reject or
+// ignore a named choice; ToolNone sends no tools at all and asks for the arguments as
+// structured output in the message content (the tool's parameters are the output schema, in
+// the endpoint's Format), which the stream then hands on as that tool's arguments.
+const (
+	ToolNamed ToolChoice = iota
+	ToolRequired
+	ToolNone
+)
+
+var toolChoiceNames = [...]string{ToolNamed: "named", ToolRequired: "required", ToolNone: "none"}
+
+// String returns the tool choice's configuration name.
+func (t ToolChoice) String() string {
+	if int(t) < len(toolChoiceNames) {
+		return toolChoiceNames[t]
+	}
+	return fmt.Sprintf("ToolChoice(%d)", uint8(t))
+}
+
+// ParseToolChoice parses "named", "required" or "none" (case-insensitive).
+func ParseToolChoice(s string) (ToolChoice, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	for i, name := range toolChoiceNames {
+		if s == name {
+			return ToolChoice(i), nil
+		}
+	}
+	return 0, fmt.Errorf("openai: unknown tool choice %q (want named, required or none)", s)
+}
+
+// Profile is what one kind of OpenAI-compatible endpoint honours, so that the adapter asks it
+// only for what it does. Config.Profile names one; Config's overrides change single settings.
+type Profile struct {
+	// Name is the profile's configuration name.
+	Name string
+	// ToolChoice is how a forced tool call is asked for.
+	ToolChoice ToolChoice
+	// Format is how structured output is asked for; with ToolNone it also asks for a tool's
+	// arguments.
+	Format Format
+	// IncludeUsage sends stream_options.include_usage, so that the endpoint reports token
+	// usage in a last chunk (with empty choices) before [DONE].
+	IncludeUsage bool
+	// StreamsToolArgs says whether the endpoint streams a tool call's arguments in pieces.
+	// Where it sends them whole, in one chunk, a card's text could not stream as deltas from a
+	// tool call, so the profile asks for cards as structured output (ToolNone) instead. The
+	// decoder takes both forms either way.
+	StreamsToolArgs bool
+}
+
+// DefaultProfile is the profile of a Config that names none. It is the adapter's behaviour
+// before profiles existed, with Config.Format choosing the structured output mode: what a
+// single endpoint configured by OPENAI_BASE_URL and COACH_RESPONSE_FORMAT keeps getting.
+const DefaultProfile = ""
+
+// GenericProfile is the most conservative profile, for an endpoint nothing is known about; it
+// is the profile of an upstream entry that names none.
+const GenericProfile = "generic"
+
+// profiles lists every named profile. Each setting cites where it comes from; the README's
+// profile table repeats them.
+var profiles = []Profile{
+	{
+		// OpenAI's own API: named tool_choice, strict json_schema, include_usage and argument
+		// streaming are all documented in the Chat Completions reference.
+		Name: "openai", ToolChoice: ToolNamed, Format: FormatJSONSchema, IncludeUsage: true, StreamsToolArgs: true,
+	},
+	{
+		// Anthropic's OpenAI SDK compatibility layer (docs.anthropic.com/en/api/openai-sdk):
+		// tools and tool_choice are supported, but "strict" is ignored and so is
+		// response_format, so the schema has to travel in the prompt; stream_options is
+		// "fully supported". Its finish reasons are mapped from Claude's stop reasons
+		// ("tool_calls" for tool_use, "length" for max_tokens).
+		Name: "anthropic-openai", ToolChoice: ToolNamed, Format: FormatPrompt, IncludeUsage: true, StreamsToolArgs: true,
+	},
+	{
+		// Gemini's OpenAI compatibility (ai.google.dev/gemini-api/docs/openai): structured
+		// output with response_format json_schema and stream_options.include_usage are
+		// supported, but a streamed function call arrives whole in one chunk (Gemini streams
+		// function call arguments only on Vertex AI with streamFunctionCallArguments), so
+		// cards ask for the card as structured output, whose text streams.
+		Name: "gemini-openai", ToolChoice: ToolNone, Format: FormatJSONSchema, IncludeUsage: true, StreamsToolArgs: false,
+	},
+	{
+		// Ollama's /v1 layer ignores tool_choice: a forced tool comes back as plain content
+		// and "none" still calls tools (ollama/ollama#17921, #8421), and tool calls arrive
+		// whole. response_format json_schema is honoured (Ollama's structured outputs), and
+		// stream_options.include_usage since v0.5.2 (ollama/ollama#5200).
+		Name: "ollama", ToolChoice: ToolNone, Format: FormatJSONSchema, IncludeUsage: true, StreamsToolArgs: false,
+	},
+	{
+		// vLLM's OpenAI-compatible server: named tool_choice through guided decoding,
+		// response_format json_schema, and stream_options.include_usage are documented in
+		// its "OpenAI-Compatible Server" and "Tool Calling" pages.
+		Name: "vllm", ToolChoice: ToolNamed, Format: FormatJSONSchema, IncludeUsage: true, StreamsToolArgs: true,
+	},
+	{
+		// llama.cpp's llama-server (tools need --jinja): response_format json_schema becomes a
+		// grammar and stream_options.include_usage is supported, but a named tool_choice
+		// object has been seen silently turned into "auto" (langchain-llama-cpp's notes), so
+		// the single tool is forced with "required".
+		Name: "llamacpp", ToolChoice: ToolRequired, Format: FormatJSONSchema, IncludeUsage: true, StreamsToolArgs: true,
+	},
+	{
+		// LM Studio accepts only the string tool choices "none", "auto" and "required"
+		// (HTTP 400 "Invalid tool_choice type: 'object'", lmstudio-ai/docs#177) and only
+		// json_schema as response_format (400 "'response_format.type' must be 'json_schema'",
+		// lmstudio-bug-tracker#189). Its usage reporting in streams is not documented, so it
+		// is not asked for.
+		Name: "lmstudio", ToolChoice: ToolRequired, Format: FormatJSONSchema, IncludeUsage: false, StreamsToolArgs: true,
+	},
+	{
+		// An unknown endpoint (a proxy such as LiteLLM or Bifrost in front of anything): send
+		// nothing it could reject or ignore. Cards and schemas travel in the prompt, the card
+		// comes back as content, and no usage is asked for, since some deployments (Azure
+		// OpenAI before 2024-09) answer 400 to stream_options (openai/openai-python#1469).
+		Name: GenericProfile, ToolChoice: ToolNone, Format: FormatPrompt, IncludeUsage: false, StreamsToolArgs: false,
+	},
+}
+
+// Profiles returns every named profile.
+func Profiles() []Profile { return append([]Profile(nil), profiles...) }
+
+// LookupProfile returns the profile called name (case-insensitive). DefaultProfile ("") is
+// the behaviour without profiles, with its Format to be taken from the Config.
+func LookupProfile(name string) (Profile, bool) {
+	name = strings.ToLower(strings.TrimSpace(name))
+	if name == DefaultProfile {
+		return Profile{ToolChoice: ToolNamed, Format: FormatJSONSchema, StreamsToolArgs: true}, true
+	}
+	for _, p := range profiles {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Profile{}, false
+}
+
+// profileNames lists the named profiles for error messages.
+func profileNames() string {
+	names := make([]string, len(profiles))
+	for i, p := range profiles {
+		names[i] = p.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// resolve returns the settings c asks for: its profile's, with c's overrides applied.
+func (c Config) resolve() (shape, error) {
+	p, ok := LookupProfile(c.Profile)
+	if !ok {
+		return shape{}, fmt.Errorf("openai: unknown profile %q (want one of %s)", c.Profile, profileNames())
+	}
+	s := shape{tool: p.ToolChoice, format: p.Format, usage: p.IncludeUsage}
+	if p.Name == DefaultProfile {
+		s.format = c.Format
+	}
+	if c.ToolChoice != "" {
+		t, err := ParseToolChoice(c.ToolChoice)
+		if err != nil {
+			return shape{}, err
+		}
+		s.tool = t
+	}
+	if c.ResponseFormat != "" {
+		f, err := ParseFormat(c.ResponseFormat)
+		if err != nil {
+			return shape{}, err
+		}
+		s.format = f
+	}
+	if c.IncludeUsage != nil {
+		s.usage = *c.IncludeUsage
+	}
+	return s, nil
+}
+
+// shape is the request shape a Client sends: how it forces a tool, asks for structured output
+// and asks for usage. A Client starts from its Config's and weakens it when the endpoint
+// rejects a part of it (see downgrade).
+type shape struct {
+	tool   ToolChoice
+	format Format
+	usage  bool
+}
