@@ -90,9 +90,12 @@ func (sh shape) sent(req coach.ModelRequest) []string {
 // downgrade handles err, the failure of a request for req sent in shape *used. When err is a
 // 400 that names a setting the request sent, it makes the Client send a weaker form of that
 // setting from now on, tells OnDowngrade, and reports true: the request is worth sending
-// again. A 400 for anything else (the context length, the content policy, a message the
-// endpoint cannot read) is the request's own fault and reports false.
+// again. A 400 for anything else (a refusal, see ClassRefused, or a message the endpoint
+// cannot read) is the request's own fault and reports false.
 func (c *Client) downgrade(used *shape, req coach.ModelRequest, err *coach.ModelError) bool {
+	if err.Class == ClassRefused {
+		return false // the context length or the content policy: no shape avoids that
+	}
 	setting := rejectedSetting(err.Err, used.sent(req))
 	if setting == "" {
 		return false
@@ -109,14 +112,6 @@ func (c *Client) downgrade(used *shape, req coach.ModelRequest, err *coach.Model
 		c.onDowngrade(Downgrade{Endpoint: c.name, Setting: setting, From: from, To: to, Reason: c.fail(err).Err.Error()})
 	}
 	return true
-}
-
-// notShapeFaults are phrases of 400 answers that a weaker request would get just the same:
-// OpenAI's context_length_exceeded and content_policy_violation / content_filter codes and
-// the messages other endpoints use for them.
-var notShapeFaults = []string{
-	"context_length", "context length", "context window", "maximum context", "too many tokens", "too long",
-	"content_policy", "content policy", "content_filter", "content management policy", "safety",
 }
 
 // settingWords are the words by which a 400 names the setting it rejects, in its param, code
@@ -154,11 +149,6 @@ func rejectedSetting(err error, sent []string) string {
 		}
 	}
 	msg := strings.ToLower(text.String())
-	for _, w := range notShapeFaults {
-		if strings.Contains(msg, w) {
-			return ""
-		}
-	}
 	for _, sw := range settingWords {
 		if !slices.Contains(sent, sw.setting) {
 			continue

@@ -32,7 +32,8 @@ func TestDowngrade(t *testing.T) {
 		want   []string
 		// downgrades are the reported downgrades as "setting from>to".
 		downgrades []string
-		wantErr    bool
+		// wantErr is the class of the first Stream's error, "" for none.
+		wantErr string
 	}{
 		{
 			name: "LM Studio's answer to json_object", cfg: Config{ResponseFormat: "json_object"}, req: schemaReq,
@@ -65,25 +66,25 @@ func TestDowngrade(t *testing.T) {
 			name: "context length is not a shape fault", cfg: Config{Profile: "openai"}, req: schemaReq,
 			rejections: []string{`{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens (response_format included).","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`},
 			member:     "response_format", want: []string{"json_schema", "json_schema"},
-			wantErr: true,
+			wantErr: ClassRefused,
 		},
 		{
 			name: "content policy is not a shape fault", cfg: Config{Profile: "openai"}, req: cardReq,
 			rejections: []string{`{"error":{"message":"Your request was rejected by the content_filter (tool_choice left alone).","type":"invalid_request_error","code":"content_filter"}}`},
 			member:     "tool_choice", want: []string{`{"type":"function","function":{"name":"display_card"}}`, `{"type":"function","function":{"name":"display_card"}}`},
-			wantErr: true,
+			wantErr: ClassRefused,
 		},
 		{
 			name: "a setting the request did not send is not downgraded", cfg: Config{}, req: hello,
 			rejections: []string{`{"error":{"message":"response_format is not supported","type":"invalid_request_error"}}`},
 			member:     "response_format", want: []string{"-", "-"},
-			wantErr: true,
+			wantErr: ClassClient,
 		},
 		{
 			name: "the weakest form is not downgraded further", cfg: Config{Profile: "generic"}, req: cardReq,
 			rejections: []string{`{"error":{"message":"tools and response_format are not supported","type":"invalid_request_error"}}`},
 			member:     "tools", want: []string{"-", "-"},
-			wantErr: true,
+			wantErr: ClassClient,
 		},
 	}
 	for _, tt := range tests {
@@ -114,9 +115,9 @@ func TestDowngrade(t *testing.T) {
 			c := u.client(cfg)
 			for i := range 2 {
 				s, err := c.Stream(context.Background(), tt.req, coach.StreamHooks{})
-				if tt.wantErr && i == 0 {
-					if me := modelError(t, err); me.Class != ClassClient {
-						t.Errorf("class %q, want %q", me.Class, ClassClient)
+				if tt.wantErr != "" && i == 0 {
+					if me := modelError(t, err); me.Class != tt.wantErr {
+						t.Errorf("class %q, want %q", me.Class, tt.wantErr)
 					}
 					continue
 				}
