@@ -220,6 +220,8 @@ describe('turns', { skip }, () => {
       for await (const ev of small.streamTurn(s.id, { message: CLAIM })) events.push(ev);
     })(), { kind: 'read', code: 'line_too_long' });
     assert.ok(events.length > 0 && events.every((e) => e.type === 'delta'), `events before: ${kinds(events)}`);
+    // The over-long line was the result line, sent after the commit: the turn is stored.
+    assert.equal((await client.getSession(s.id)).version, s.version + 1);
   });
 
   test('an answer that is not a stream', async () => {

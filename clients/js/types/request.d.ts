@@ -20,7 +20,8 @@ export type ClientOptions = {
     headers?: Record<string, string>;
     /**
      * the longest stream line, and the largest JSON answer, accepted
-     * (default 1 MiB)
+     * (default 1 MiB). The result line is sent after the turn was stored: when it is the line over
+     * the limit, the turn is stored all the same (read the session again)
      */
     maxLineBytes?: number;
 };
@@ -40,7 +41,8 @@ export type CallOptions = {
  * @property {typeof fetch} [fetch] the fetch to use (default: the global one)
  * @property {Record<string, string>} [headers] more headers for every request
  * @property {number} [maxLineBytes] the longest stream line, and the largest JSON answer, accepted
- *   (default 1 MiB)
+ *   (default 1 MiB). The result line is sent after the turn was stored: when it is the line over
+ *   the limit, the turn is stored all the same (read the session again)
  */
 /**
  * @typedef {object} CallOptions
