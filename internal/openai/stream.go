@@ -347,17 +347,23 @@ func (b *sentBody) Close() error {
 
 // argsFromContent hands content on as the arguments of the tool a request forced. It serves
 // two cases, so that a contract that forces a tool never learns how the endpoint was asked:
-// a request in shape ToolNone asked for the arguments as content, so all of it is the
-// arguments; and an endpoint that ignores a forced tool choice (Ollama, and LM Studio with
-// some models) may write the call's JSON as content, which counts as the arguments when it
-// opens with '{' before any tool call arrived. The first fragment it changes opens the call
-// with the tool's name; its id is left to the contract.
+// a request in shape ToolNone asked for the arguments as content, so the first JSON object in
+// it is the arguments, whatever surrounds it (a markdown fence, a word of preamble); and an
+// endpoint that ignores a forced tool choice (Ollama, and LM Studio with some models) may
+// write the call's JSON as content, which counts as the arguments when it opens with '{'
+// before any tool call arrived. The first fragment it changes opens the call with the tool's
+// name (its id is left to the contract); the arguments end with the object, and what follows
+// stays content.
 type argsFromContent struct {
 	// tool is the forced tool's name; "" changes nothing.
 	tool string
-	// always takes all content as the arguments.
+	// always looks for the arguments in all content.
 	always bool
 	state  argsState
+	// depth counts the object's open objects and arrays; inString and escaped say where in a
+	// string the scan stands, so that braces in strings do not count.
+	depth             int
+	inString, escaped bool
 }
 
 type argsState uint8
@@ -376,7 +382,7 @@ func contentAsArgs(req coach.ModelRequest, sh shape) argsFromContent {
 	return argsFromContent{tool: req.Tool.Name, always: sh.tool == ToolNone}
 }
 
-// apply moves f's content into its tool arguments when it belongs there.
+// apply moves f's content into its tool arguments where it belongs there.
 func (a *argsFromContent) apply(f *coach.Fragment) {
 	if a.tool == "" || a.state == argsLeft {
 		return
@@ -387,22 +393,62 @@ func (a *argsFromContent) apply(f *coach.Fragment) {
 		}
 		return
 	}
-	if f.Content == "" {
+	text := f.Content
+	if text == "" {
 		return
 	}
 	if a.state == argsUndecided {
+		open := strings.IndexByte(text, '{')
 		if !a.always {
-			text := strings.TrimLeft(f.Content, " \t\r\n")
-			if text == "" {
+			trimmed := strings.TrimLeft(text, " \t\r\n")
+			if trimmed == "" {
 				return
 			}
-			if text[0] != '{' {
+			if trimmed[0] != '{' {
 				a.state = argsLeft
 				return
 			}
 		}
+		if open < 0 {
+			f.Content = "" // what precedes the object: a fence, or a word of preamble
+			return
+		}
 		a.state = argsTaken
 		f.ToolName = a.tool
+		text = text[open:]
 	}
-	f.ToolArgs, f.Content = f.Content, ""
+	end := a.scan(text)
+	f.ToolArgs, f.Content = text[:end], text[end:]
+	if end < len(text) || a.depth == 0 {
+		a.state = argsLeft
+	}
+}
+
+// scan follows text through the object and returns where the object ends in it, or len(text)
+// when it goes on.
+func (a *argsFromContent) scan(text string) int {
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case a.inString:
+			switch {
+			case a.escaped:
+				a.escaped = false
+			case c == '\\':
+				a.escaped = true
+			case c == '"':
+				a.inString = false
+			}
+		case c == '"':
+			a.inString = true
+		case c == '{' || c == '[':
+			a.depth++
+		case c == '}' || c == ']':
+			a.depth--
+			if a.depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return len(text)
 }

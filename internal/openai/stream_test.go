@@ -61,11 +61,12 @@ func TestFragments(t *testing.T) {
 			want: []coach.Fragment{{ToolCallID: "call_1", ToolName: "display_card", ToolArgs: "{}"}, {Content: "{}"}, {FinishReason: "stop"}},
 		},
 		{
-			name:   "with tools not honoured, all content is the arguments, a fence included",
+			name:   "with tools not honoured, the first JSON object of the content is the arguments, without its fence",
 			cfg:    Config{Profile: "ollama"},
 			req:    &cardReq,
-			events: []string{contentChunk("```json\n{"), contentChunk(`"a":1}`), chunkStop, done},
-			want:   []coach.Fragment{{ToolName: "display_card", ToolArgs: "```json\n{"}, {ToolArgs: `"a":1}`}, {FinishReason: "stop"}},
+			events: []string{contentChunk("Here:\n```json\n"), contentChunk(`{"a":"}{\"",`), contentChunk(`"b":[{}]}` + "\n``"), contentChunk("`"), chunkStop, done},
+			want: []coach.Fragment{{}, {ToolName: "display_card", ToolArgs: `{"a":"}{\"",`}, {ToolArgs: `"b":[{}]}`, Content: "\n``"}, {Content: "`"},
+				{FinishReason: "stop"}},
 		},
 		{
 			name: "tool call opened with id and name, then argument pieces",
