@@ -1,0 +1,114 @@
+// The few lines an app needs to drive coachgw's chat route with the AI SDK: the message type with
+// coachgw's data parts, a Chat bound to one session, and the filter that leaves out text a reset
+// discarded. Plain JavaScript with types in JSDoc (checked by `npm run check`), so that the node
+// test (test/chat.test.mjs) runs this very module.
+import { Chat } from '@ai-sdk/vue';
+import { DefaultChatTransport } from 'ai';
+
+/**
+ * A frontend card (api/schemas/card.json), as far as this example reads it.
+ * @typedef {{ type: string, content?: string, options?: { id: string, label: string }[], new_level?: number, message?: string }} Card
+ */
+
+/**
+ * The data of the data-coach-result part: the NDJSON result line without its type. result is
+ * the toulmin CoachAIResult, the cards frontend card, or the module structured response.
+ * @typedef {{ result: Record<string, any>, session: { id: string, contract: string, version: number, state: Record<string, any> }, fallback?: boolean }} CoachResult
+ */
+
+/**
+ * coachgw's data parts, named without their "data-" prefix as the AI SDK's types want them.
+ * @typedef {{
+ *   'coach-card': { card: Card },
+ *   'coach-result': CoachResult,
+ *   'coach-reset': { reason: string },
+ *   'coach-error': { error: string, message: string },
+ *   'coach-select': { selected: string },
+ *   'coach-form': { id: string, values: Record<string, unknown> },
+ *   'coach-continue': Record<string, never>,
+ * }} CoachDataParts
+ */
+
+/** @typedef {import('ai').UIMessage<never, CoachDataParts>} CoachMessage */
+/** @typedef {CoachMessage['parts'][number]} CoachPart */
+/** @typedef {{ block?: number, blockType?: string, discarded?: boolean }} TextMetadata */
+
+/**
+ * textMetadata returns coachgw's metadata of a text part: the module block it shows, and
+ * whether a reset discarded it.
+ * @param {CoachPart} part
+ * @returns {TextMetadata}
+ */
+export function textMetadata(part) {
+  const meta = part.type === 'text' ? part.providerMetadata?.coachgw : undefined;
+  return /** @type {TextMetadata} */ (meta ?? {});
+}
+
+/**
+ * visibleParts returns the parts of message to show: all but the text a reset made void. It
+ * works whatever a framework's state does with the parts (shares or copies them).
+ * @param {CoachMessage} message
+ * @returns {CoachPart[]}
+ */
+export function visibleParts(message) {
+  return message.parts.filter((p) => !(p.type === 'text' && textMetadata(p).discarded));
+}
+
+/**
+ * resultOf returns the data of the message's data-coach-result part, if it has one.
+ * @param {CoachMessage | undefined} message
+ * @returns {CoachResult | undefined}
+ */
+export function resultOf(message) {
+  for (const p of message?.parts ?? []) if (p.type === 'data-coach-result') return p.data;
+  return undefined;
+}
+
+/**
+ * createChat returns an @ai-sdk/vue Chat whose turns go to one coachgw session.
+ * @param {{ gateway: string, sessionId: string, apiKey?: string, onReset?: (reason: string) => void }} options
+ *   gateway is the gateway's base URL ("" for the page's own origin); apiKey is needed when the
+ *   gateway has COACH_API_KEYS; onReset hears the reason of every reset.
+ * @returns {Chat<CoachMessage>}
+ */
+export function createChat({ gateway, sessionId, apiKey, onReset }) {
+  /** @type {Chat<CoachMessage>} */
+  const chat = new Chat({
+    transport: new DefaultChatTransport({
+      api: `${gateway}/v1/sessions/${sessionId}/chat`,
+      headers: apiKey ? { Authorization: `Bearer ${apiKey}` } : undefined,
+      // The gateway keeps the conversation: send only the new message, so that long chats stay
+      // under its body limit.
+      prepareSendMessagesRequest: ({ id, messages, trigger, messageId }) => ({
+        body: { id, trigger, messageId, messages: messages.slice(-1) },
+      }),
+    }),
+    onData(part) {
+      if (part.type !== 'data-coach-reset') return;
+      // The gateway retries the turn: the text received so far is void. Vue's Chat shares the
+      // parts array of the message it is building, so the text parts can go in place.
+      const last = chat.lastMessage;
+      const parts = last?.role === 'assistant' ? last.parts : [];
+      for (let i = parts.length - 1; i >= 0; i--) if (parts[i].type === 'text') parts.splice(i, 1);
+      onReset?.(part.data.reason);
+    },
+  });
+  return chat;
+}
+
+/**
+ * createSession creates a session on the gateway and returns its id.
+ * @param {string} gateway
+ * @param {{ contract: 'toulmin' | 'cards' | 'module', module?: string }} body
+ * @param {string} [apiKey]
+ * @returns {Promise<string>}
+ */
+export async function createSession(gateway, body, apiKey) {
+  const res = await fetch(`${gateway}/v1/sessions`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', ...(apiKey ? { Authorization: `Bearer ${apiKey}` } : {}) },
+    body: JSON.stringify(body),
+  });
+  if (res.status !== 201) throw new Error(`creating a ${body.contract} session: ${res.status} ${await res.text()}`);
+  return (await res.json()).id;
+}

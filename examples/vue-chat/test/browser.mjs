@@ -1,0 +1,142 @@
+#!/usr/bin/env node
+// Browser test of the example app: headless Chromium (playwright-core, Debian's /usr/bin/chromium)
+// drives the built app through a toulmin session, a cards drill, a module turn and a reset, with
+// @ai-sdk/vue's Chat talking to a real gateway on another origin (CORS).
+//
+//   APP_URL=http://127.0.0.1:4173/ COACHGW_URL=http://127.0.0.1:8080 FAKELLM_URL=http://127.0.0.1:9000 node test/browser.mjs
+//
+// e2e_test.go builds the app, serves it and starts the gateway. Exit code 1 when a scenario
+// failed; a failed scenario leaves a screenshot in SCREENSHOT_DIR (default: the system's temp dir).
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+const APP = process.env.APP_URL ?? '';
+const GATEWAY = (process.env.COACHGW_URL ?? '').replace(/\/+$/, '');
+const FAKELLM = (process.env.FAKELLM_URL ?? '').replace(/\/+$/, '');
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const SHOTS = process.env.SCREENSHOT_DIR ?? os.tmpdir();
+const WAIT = 20_000;
+if (!APP || !GATEWAY || !FAKELLM) throw new Error('set APP_URL, COACHGW_URL and FAKELLM_URL (e2e_test.go does)');
+
+function assert(cond, message) {
+  if (!cond) throw new Error(`assertion failed: ${message}`);
+}
+
+let failed = 0;
+let context;
+
+/** scenario runs fn on a fresh page of the app; page errors and console errors fail it. */
+async function scenario(name, fn) {
+  const page = await context.newPage();
+  page.setDefaultTimeout(WAIT);
+  const problems = [];
+  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+  page.on('console', (msg) => {
+    if (msg.type() === 'error') problems.push(`console error: ${msg.text()}`);
+  });
+  const start = Date.now();
+  try {
+    await page.goto(`${APP}?gateway=${encodeURIComponent(GATEWAY)}`);
+    await fn(page);
+    assert(problems.length === 0, problems.join('; '));
+    console.log(`ok   ${name} (${((Date.now() - start) / 1000).toFixed(1)}s)`);
+  } catch (err) {
+    failed++;
+    const shot = path.join(SHOTS, `vue-chat-${name.replace(/\W+/g, '-')}.png`);
+    await page.screenshot({ path: shot, fullPage: true }).catch(() => {});
+    console.log(`FAIL ${name}: ${err.stack ?? err}\n     screenshot: ${shot}`);
+  } finally {
+    await page.close();
+  }
+}
+
+/** results waits until the page shows n result parts and the chat is ready again. */
+async function results(page, n) {
+  await page.locator('[data-testid=result]').nth(n - 1).waitFor();
+  await page.locator('[data-testid=status]', { hasText: 'ready' }).waitFor();
+}
+
+/** lastAssistant is the locator of the last assistant message. */
+const lastAssistant = (page) => page.locator('[data-testid=message][data-role=assistant]').last();
+
+async function say(page, text) {
+  await page.getByTestId('input').fill(text);
+  await page.getByTestId('send').click();
+}
+
+async function main() {
+  const profile = await mkdtemp(path.join(os.tmpdir(), 'vue-chat-chromium-'));
+  try {
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      viewport: { width: 1100, height: 900 },
+    });
+
+    await scenario('toulmin session', async (page) => {
+      await page.getByTestId('new-toulmin').click();
+      await say(page, 'Cities should ban private cars from their centres.');
+      await results(page, 1);
+      const text = await lastAssistant(page).getByTestId('text').innerText();
+      assert(text.length > 20, `the coach's text streamed in: ${JSON.stringify(text)}`);
+      assert(/step claim/.test(await lastAssistant(page).getByTestId('result').innerText()), 'the result names the step');
+      await say(page, 'Private cars should be banned from city centres to cut pollution.');
+      await results(page, 2);
+      assert((await lastAssistant(page).getByTestId('result').getAttribute('data-version')) === '3', 'the second turn stored version 3');
+    });
+
+    await scenario('cards drill', async (page) => {
+      await page.getByTestId('new-cards').click(); // sends "Begin training."
+      await results(page, 1);
+      assert((await lastAssistant(page).getByTestId('result').innerText()).includes('scenario'), 'a scenario card first');
+      await page.getByTestId('continue').click();
+      await results(page, 2);
+      await say(page, 'I would ask what is getting in the way and offer to help with the next handoff.');
+      await results(page, 3);
+      await page.getByTestId('continue').click();
+      await results(page, 4);
+      // One completed cycle per level: this turn opens with the level_up card, then the choice.
+      await lastAssistant(page).getByTestId('injected-card').waitFor();
+      assert((await lastAssistant(page).getByTestId('injected-card').innerText()).startsWith('Level 2'), 'a level_up card to level 2');
+      await page.getByTestId('option-b').click();
+      await results(page, 5);
+      assert((await lastAssistant(page).getByTestId('result').innerText()).includes('reflection'), 'a reflection card after the choice');
+      assert((await page.locator('[data-role=user]').last().innerText()).includes('chose b'), 'the choice went as a data-coach-select part');
+    });
+
+    await scenario('module turn', async (page) => {
+      await page.getByTestId('new-module').click();
+      await say(page, 'Hi, what is anxiety?');
+      await results(page, 1);
+      const blocks = await lastAssistant(page).getByTestId('text').evaluateAll((els) => els.map((e) => e.dataset.blockType));
+      assert(blocks.length >= 2, `one text part per block: ${blocks}`);
+      assert(blocks.includes('paragraph'), `block types come through: ${blocks}`);
+      assert(/% of the module covered/.test(await lastAssistant(page).getByTestId('result').innerText()), 'the progress shows');
+    });
+
+    await scenario('reset drops the discarded text', async (page) => {
+      await page.getByTestId('new-toulmin').click();
+      const res = await fetch(`${FAKELLM}/_fakellm/enqueue`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify([{ chunks: ['{"assistantText":"This text will ', 'be discarded ', 'by the reset.","step":"claim"}'], fault: { cut_after: 2 } }]),
+      });
+      assert(res.ok, `enqueue: ${res.status}`);
+      await say(page, 'I think cars in cities are a problem.');
+      await results(page, 1);
+      await page.getByTestId('resets').waitFor();
+      const texts = await lastAssistant(page).getByTestId('text').allInnerTexts();
+      assert(texts.length === 1 && !texts[0].includes('discarded'), `only the retried text shows: ${JSON.stringify(texts)}`);
+    });
+  } finally {
+    await context?.close().catch(() => {});
+    await rm(profile, { recursive: true, force: true });
+  }
+  console.log(failed ? `${failed} scenario(s) failed` : 'all scenarios passed');
+  process.exitCode = failed ? 1 : 0;
+}
+
+await main();

@@ -1,0 +1,177 @@
+// The chat route read by the AI SDK's own code: the SDK's chat transport (the request useChat
+// sends, its SSE parser and chunk schema), its message reader (readUIMessageStream), and
+// @ai-sdk/vue's Chat driven through src/coach.js, the module the example app uses.
+//
+//   COACHGW_URL=http://127.0.0.1:8080 FAKELLM_URL=http://127.0.0.1:9000 node --test test/
+//
+// The gateway's model is the replay model behind a fakellm that a test scripts
+// (POST /_fakellm/enqueue) to cut a stream or send unusable output. e2e_test.go starts both.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { DefaultChatTransport, readUIMessageStream } from 'ai';
+
+import { createChat, createSession, resultOf, textMetadata, visibleParts } from '../src/coach.js';
+
+const GATEWAY = (process.env.COACHGW_URL ?? '').replace(/\/+$/, '');
+const FAKELLM = (process.env.FAKELLM_URL ?? '').replace(/\/+$/, '');
+if (!GATEWAY || !FAKELLM) throw new Error('set COACHGW_URL and FAKELLM_URL (e2e_test.go does)');
+
+/** enqueue scripts the model's next answers. */
+async function enqueue(...replies) {
+  const res = await fetch(`${FAKELLM}/_fakellm/enqueue`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(replies),
+  });
+  assert.equal(res.status, 200, `enqueue: ${await res.text()}`);
+}
+
+/** A toulmin answer cut after two chunks: the text is streamed, then the connection breaks. */
+const cutToulmin = { chunks: ['{"assistantText":"This text will ', 'be discarded ', 'by the reset.","step":"claim"}'], fault: { cut_after: 2 } };
+
+/**
+ * readTurn sends one learner message through the SDK's transport and reads the chunks with the
+ * SDK's reader; it returns every chunk and the last message state.
+ */
+async function readTurn(sessionId, parts) {
+  const transport = new DefaultChatTransport({ api: `${GATEWAY}/v1/sessions/${sessionId}/chat` });
+  const stream = await transport.sendMessages({
+    chatId: 'node-test', trigger: 'submit-message', messageId: undefined, abortSignal: undefined,
+    messages: [{ id: 'u1', role: 'user', parts }],
+  });
+  const chunks = [];
+  const errors = [];
+  let message;
+  const tapped = stream.pipeThrough(new TransformStream({ transform(c, ctl) { chunks.push(c); ctl.enqueue(c); } }));
+  for await (const m of readUIMessageStream({ stream: tapped, onError: (e) => errors.push(e) })) message = m;
+  return { chunks, message, errors };
+}
+
+test('the SDK reads a toulmin turn: one text part, then the result', async () => {
+  const id = await createSession(GATEWAY, { contract: 'toulmin' });
+  const { chunks, message, errors } = await readTurn(id, [{ type: 'text', text: 'Cities should ban private cars from their centres.' }]);
+  assert.deepEqual(errors, []);
+  assert.equal(chunks[0].type, 'start');
+  assert.equal(message.id, chunks[0].messageId);
+  assert.deepEqual(message.parts.map((p) => p.type), ['text', 'data-coach-result']);
+  const { result, session } = resultOf(message);
+  const [text] = message.parts;
+  assert.equal(text.state, 'done');
+  // The text is assistantText as the model streamed it; the result appends the next question.
+  assert.ok(text.text.length > 0 && result.assistantText.startsWith(text.text), `text ${JSON.stringify(text.text)} vs result ${result.assistantText}`);
+  assert.equal(session.id, id);
+  assert.equal(session.version, 2);
+});
+
+test('the SDK keeps a reset-discarded part marked, and visibleParts leaves it out', async () => {
+  const id = await createSession(GATEWAY, { contract: 'toulmin' });
+  await enqueue(cutToulmin);
+  const { chunks, message } = await readTurn(id, [{ type: 'text', text: 'I think cars in cities are a problem.' }]);
+  assert.ok(chunks.some((c) => c.type === 'data-coach-reset' && c.transient && c.data.reason === 'stream_interrupted'), 'a transient data-coach-reset');
+  const texts = message.parts.filter((p) => p.type === 'text');
+  assert.equal(texts.length, 2);
+  assert.equal(textMetadata(texts[0]).discarded, true);
+  assert.ok(texts[0].text.startsWith('This text will'));
+  assert.equal(textMetadata(texts[1]).discarded, undefined);
+  const visible = visibleParts(message).filter((p) => p.type === 'text');
+  assert.deepEqual(visible.map((p) => p.text), [texts[1].text]);
+  assert.ok(!message.parts.some((p) => p.type === 'data-coach-reset'), 'a transient part is not kept in the message');
+  assert.equal(resultOf(message).session.version, 2);
+});
+
+test("Vue's Chat: a toulmin turn", async () => {
+  const id = await createSession(GATEWAY, { contract: 'toulmin' });
+  const chat = createChat({ gateway: GATEWAY, sessionId: id });
+  await chat.sendMessage({ text: 'Cities should ban private cars from their centres.' });
+  assert.equal(chat.status, 'ready');
+  assert.equal(chat.error, undefined);
+  assert.deepEqual(chat.messages.map((m) => m.role), ['user', 'assistant']);
+  const reply = chat.lastMessage;
+  assert.deepEqual(reply.parts.map((p) => p.type), ['text', 'data-coach-result']);
+  assert.equal(resultOf(reply).result.step, 'claim');
+
+  await chat.sendMessage({ text: 'Private cars should be banned from city centres to cut pollution.' });
+  assert.equal(chat.status, 'ready');
+  assert.equal(chat.messages.length, 4);
+  assert.equal(resultOf(chat.lastMessage).session.version, 3);
+});
+
+test("Vue's Chat: onData drops the text a reset discarded", async () => {
+  const id = await createSession(GATEWAY, { contract: 'toulmin' });
+  const reasons = [];
+  const chat = createChat({ gateway: GATEWAY, sessionId: id, onReset: (r) => reasons.push(r) });
+  await enqueue(cutToulmin);
+  await chat.sendMessage({ text: 'I think cars in cities are a problem.' });
+  assert.equal(chat.status, 'ready');
+  assert.deepEqual(reasons, ['stream_interrupted']);
+  const reply = chat.lastMessage;
+  assert.deepEqual(reply.parts.map((p) => p.type), ['text', 'data-coach-result']);
+  assert.ok(!reply.parts[0].text.includes('discarded'), `the discarded text is gone: ${reply.parts[0].text}`);
+  assert.ok(resultOf(reply).result.assistantText.startsWith(reply.parts[0].text));
+});
+
+test("Vue's Chat: a cards drill, a level_up card and a selection", async () => {
+  const id = await createSession(GATEWAY, { contract: 'cards' });
+  const chat = createChat({ gateway: GATEWAY, sessionId: id });
+  const turn = async (message, want) => {
+    await chat.sendMessage(message);
+    assert.equal(chat.status, 'ready', `${want}: ${chat.error}`);
+    const reply = chat.lastMessage;
+    const card = resultOf(reply).result;
+    assert.equal(card.type, want);
+    const text = reply.parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
+    assert.equal(text, card.content, `${want}: the text part is the card's content`);
+    return reply;
+  };
+  await turn({ text: 'Begin training.' }, 'scenario');
+  await turn({ text: '[Continue]' }, 'prompt');
+  await turn({ text: 'I would ask them what is getting in the way, and offer to help.' }, 'insight');
+  // One completed cycle per level here: the next turn opens with the level_up card.
+  const levelUp = await turn({ text: '[Continue]' }, 'multiple_choice');
+  assert.equal(levelUp.parts[0].type, 'data-coach-card');
+  assert.equal(levelUp.parts[0].data.card.type, 'level_up');
+  assert.equal(levelUp.parts[0].data.card.new_level, 2);
+  const option = resultOf(levelUp).result.options[1].id;
+  await turn({ parts: [{ type: 'data-coach-select', data: { selected: option } }] }, 'reflection');
+});
+
+test("Vue's Chat: a module turn, one text part per block", async () => {
+  const id = await createSession(GATEWAY, { contract: 'module', module: 'anxiety-basics' });
+  const chat = createChat({ gateway: GATEWAY, sessionId: id });
+  await chat.sendMessage({ text: 'Hi, what is anxiety?' });
+  assert.equal(chat.status, 'ready');
+  const reply = chat.lastMessage;
+  const texts = reply.parts.filter((p) => p.type === 'text');
+  const { result, session } = resultOf(reply);
+  assert.equal(texts.length, result.content.text_blocks.length);
+  texts.forEach((p, i) => {
+    assert.deepEqual(textMetadata(p), { block: i, blockType: result.content.text_blocks[i].type });
+    assert.equal(p.text, result.content.text_blocks[i].content);
+  });
+  assert.equal(typeof session.state.percentage, 'number');
+});
+
+test("Vue's Chat: an error line becomes the chat's error, its code a data part", async () => {
+  const id = await createSession(GATEWAY, { contract: 'toulmin' });
+  const chat = createChat({ gateway: GATEWAY, sessionId: id });
+  await enqueue({ content: 'not json' }, { content: 'still not json' });
+  await chat.sendMessage({ text: 'hi' });
+  assert.equal(chat.status, 'error');
+  const coachError = chat.lastMessage.parts.find((p) => p.type === 'data-coach-error');
+  assert.equal(coachError?.data.error, 'coach_validation_failed');
+  assert.equal(chat.error.message, coachError.data.message);
+  assert.equal(resultOf(chat.lastMessage), undefined);
+});
+
+test("Vue's Chat: an error before the stream is the HTTP error body", async () => {
+  const chat = createChat({ gateway: GATEWAY, sessionId: '0'.repeat(32) });
+  await chat.sendMessage({ text: 'hi' });
+  assert.equal(chat.status, 'error');
+  assert.equal(JSON.parse(chat.error.message).error, 'session_not_found');
+
+  const id = await createSession(GATEWAY, { contract: 'cards' });
+  const cards = createChat({ gateway: GATEWAY, sessionId: id });
+  await cards.sendMessage({ parts: [{ type: 'data-coach-select', data: { selected: 'z' } }] });
+  assert.equal(cards.status, 'error');
+  assert.deepEqual(JSON.parse(cards.error.message).field, 'selected');
+});
