@@ -56,7 +56,10 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (_ *App, er
 		return nil, err
 	}
 	client.AddHook(m.RedisHook())
-	a.store = redisstore.New(client, redisstore.Options{Prefix: cfg.RedisPrefix, TTL: cfg.SessionTTL})
+	a.store = redisstore.New(client, redisstore.Options{
+		Prefix: cfg.RedisPrefix, TTL: cfg.SessionTTL,
+		TranscriptMaxEntries: cfg.TranscriptMaxEntries, TranscriptMaxBytes: cfg.TranscriptMaxBytes,
+	})
 	if err := a.store.Prepare(ctx); err != nil {
 		log.Error().Err(err).Msg("Redis does not answer; the gateway is not ready until it does")
 	}

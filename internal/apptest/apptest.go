@@ -23,6 +23,7 @@ import (
 	"github.com/coachgw/coachgw/internal/config"
 	"github.com/coachgw/coachgw/internal/fakellm"
 	"github.com/coachgw/coachgw/internal/redisstore/redistest"
+	"github.com/coachgw/coachgw/internal/schema"
 )
 
 // Gateway is a real coachgw serving on a loopback port in front of a scripted fakellm, on a real
@@ -263,6 +264,9 @@ func (g *Gateway) Post(path string, body any) TurnResponse {
 				g.t.Fatalf("line %q is not JSON: %v", sc.Text(), err)
 			}
 			l.Raw = sc.Text()
+			if err := CheckCard(l); err != nil {
+				g.t.Error(err)
+			}
 			tr.Lines = append(tr.Lines, l)
 		}
 	}
@@ -325,7 +329,33 @@ func (s *Stream) Next() (Line, error) {
 	}
 	l.Raw = s.sc.Text()
 	s.Lines = append(s.Lines, l)
-	return l, nil
+	return l, CheckCard(l)
+}
+
+var frontendCard = sync.OnceValue(func() *schema.Validator { return schema.Load("card.json") })
+
+// CheckCard returns an error when l carries a card (a card line, or the result of a cards
+// session) that does not follow api/schemas/card.json. Every stream read through this package
+// is checked with it, so every card an end-to-end test makes the gateway send is held to the
+// published schema.
+func CheckCard(l Line) error {
+	var card json.RawMessage
+	switch {
+	case l.Type == "card":
+		card = l.Card
+	case l.Type == "result" && l.Session.Contract == "cards":
+		card = l.Result
+	default:
+		return nil
+	}
+	doc, err := schema.Decode(card)
+	if err == nil {
+		err = frontendCard().Validate(doc)
+	}
+	if err != nil {
+		return fmt.Errorf("card %s does not follow api/schemas/card.json: %w", card, err)
+	}
+	return nil
 }
 
 // Rest reads the answer to its end and returns all of it, the lines read before included.

@@ -137,6 +137,7 @@ func TestParseArgumentsNormalizes(t *testing.T) {
 			if got := string(mustJSON(card)); got != tt.want {
 				t.Errorf("card = %s\nwant   %s", got, tt.want)
 			}
+			wantFrontendCard(t, mustJSON(card))
 			if !slices.Equal(rules, tt.wantRules) {
 				t.Errorf("rules = %v, want %v", rules, tt.wantRules)
 			}

@@ -186,6 +186,9 @@ func checkInput(last *Card, in coach.TurnInput) (string, error) {
 	if in.Step != "" {
 		return "", coach.FieldError("step", "cards sessions take no step")
 	}
+	if in.Continue {
+		return "", coach.FieldError("continue", "continue is for toulmin sessions; a cards session goes on with a message such as %q", "[Continue]")
+	}
 	if in.Form != nil {
 		return "", coach.FieldError("form", "cards sessions take no form")
 	}

@@ -79,6 +79,8 @@ func TestBeginRejects(t *testing.T) {
 		{"first turn blank message", nil, coach.TurnInput{Message: strPtr("  ")}, "message"},
 		{"first turn selection", nil, coach.TurnInput{Selected: strPtr("a")}, "selected"},
 		{"step is toulmin's", nil, coach.TurnInput{Message: strPtr("Begin training."), Step: "claim"}, "step"},
+		{"continue is toulmin's", nil, coach.TurnInput{Continue: true}, "continue"},
+		{"continue with a message is toulmin's", nil, coach.TurnInput{Message: strPtr("[Continue]"), Continue: true}, "continue"},
 		{"form is module's", nil, coach.TurnInput{Message: strPtr("Begin training."), Form: &coach.FormAnswer{ID: "f"}}, "form"},
 		{"choice needs selected", choiceCard, coach.TurnInput{}, "selected"},
 		{"free text after choice", choiceCard, coach.TurnInput{Message: strPtr("I pick a")}, "selected"},
@@ -331,8 +333,12 @@ func TestLevelUp(t *testing.T) {
 			case tt.wantCard != "" && (len(pre) != 1 || pre[0].Type != coach.EventCard || string(pre[0].Card) != tt.wantCard):
 				t.Errorf("Prelude() = %+v, want one card event %s", pre, tt.wantCard)
 			}
+			for _, e := range pre {
+				wantFrontendCard(t, e.Card)
+			}
 			feed(turn, toolFrags("call_1", tt.args))
 			out := finish(t, turn)
+			wantFrontendCard(t, out.Result)
 			got := decode(t, out.State)
 			if got.LastCard == nil || string(mustJSON(got.LastCard)) != string(out.Result) {
 				t.Errorf("lastCard = %+v, want the result %s", got.LastCard, out.Result)

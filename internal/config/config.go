@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -24,6 +25,18 @@ type Config struct {
 	RedisURL    string        // REDIS_URL; empty runs an embedded in-process Redis
 	RedisPrefix string        // COACH_REDIS_PREFIX
 	SessionTTL  time.Duration // COACH_SESSION_TTL: idle sessions expire after this
+
+	// TranscriptMaxEntries and TranscriptMaxBytes (COACH_TRANSCRIPT_MAX_ENTRIES,
+	// COACH_TRANSCRIPT_MAX_BYTES) bound each session's learner transcript; the oldest entries
+	// are dropped beyond them.
+	TranscriptMaxEntries int
+	TranscriptMaxBytes   int
+
+	// DataDir (COACH_DATA_DIR) is where the embedded Redis, run when REDIS_URL is unset, keeps
+	// its state across restarts; empty (COACH_DATA_DIR=off) keeps nothing. SaveInterval
+	// (COACH_SAVE_INTERVAL) is how often it is saved besides at shutdown.
+	DataDir      string
+	SaveInterval time.Duration
 
 	OpenAIBaseURL  string // OPENAI_BASE_URL; empty runs the embedded replay model
 	OpenAIAPIKey   string // OPENAI_API_KEY
@@ -80,33 +93,48 @@ type APIKey struct {
 	Hash   [sha256.Size]byte
 }
 
+// DefaultDataDir returns the default of DataDir: "coachgw" in the user's cache directory
+// (os.UserCacheDir: $XDG_CACHE_HOME or ~/.cache on Linux, ~/Library/Caches on macOS,
+// %LocalAppData% on Windows), or in the system's temporary directory when there is none.
+func DefaultDataDir() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	return filepath.Join(dir, "coachgw")
+}
+
 // Default returns the defaults.
 func Default() Config {
 	return Config{
-		Addr:                ":8080",
-		RedisPrefix:         "coachgw",
-		SessionTTL:          24 * time.Hour,
-		Model:               "gpt-4o-mini",
-		ResponseFormat:      "json_schema",
-		ConnectTimeout:      5 * time.Second,
-		FirstByteTimeout:    30 * time.Second,
-		IdleTimeout:         20 * time.Second,
-		TurnTimeout:         120 * time.Second,
-		MaxAttempts:         3,
-		RetryAfterCap:       10 * time.Second,
-		BreakerFailures:     5,
-		BreakerCooldown:     30 * time.Second,
-		ShutdownTimeout:     30 * time.Second,
-		MaxBodyBytes:        64 << 10,
-		BodyReadTimeout:     15 * time.Second,
-		MaxMessageChars:     8000,
-		HistoryLimit:        200,
-		CardsCyclesPerLevel: 2,
-		CardsMaxLevel:       5,
-		ReplayDelayMin:      10 * time.Millisecond,
-		ReplayDelayMax:      20 * time.Millisecond,
-		LogLevel:            "info",
-		LogFormat:           "json",
+		Addr:                 ":8080",
+		RedisPrefix:          "coachgw",
+		SessionTTL:           24 * time.Hour,
+		TranscriptMaxEntries: 1000,
+		TranscriptMaxBytes:   1 << 20,
+		DataDir:              DefaultDataDir(),
+		SaveInterval:         30 * time.Second,
+		Model:                "gpt-4o-mini",
+		ResponseFormat:       "json_schema",
+		ConnectTimeout:       5 * time.Second,
+		FirstByteTimeout:     30 * time.Second,
+		IdleTimeout:          20 * time.Second,
+		TurnTimeout:          120 * time.Second,
+		MaxAttempts:          3,
+		RetryAfterCap:        10 * time.Second,
+		BreakerFailures:      5,
+		BreakerCooldown:      30 * time.Second,
+		ShutdownTimeout:      30 * time.Second,
+		MaxBodyBytes:         64 << 10,
+		BodyReadTimeout:      15 * time.Second,
+		MaxMessageChars:      8000,
+		HistoryLimit:         200,
+		CardsCyclesPerLevel:  2,
+		CardsMaxLevel:        5,
+		ReplayDelayMin:       10 * time.Millisecond,
+		ReplayDelayMax:       20 * time.Millisecond,
+		LogLevel:             "info",
+		LogFormat:            "json",
 	}
 }
 
@@ -149,6 +177,16 @@ func Load(getenv func(string) string) (Config, error) {
 	str("REDIS_URL", &c.RedisURL)
 	str("COACH_REDIS_PREFIX", &c.RedisPrefix)
 	dur("COACH_SESSION_TTL", &c.SessionTTL)
+	num("COACH_TRANSCRIPT_MAX_ENTRIES", &c.TranscriptMaxEntries)
+	num("COACH_TRANSCRIPT_MAX_BYTES", &c.TranscriptMaxBytes)
+	switch v := strings.TrimSpace(getenv("COACH_DATA_DIR")); v {
+	case "":
+	case "off":
+		c.DataDir = ""
+	default:
+		c.DataDir = v
+	}
+	dur("COACH_SAVE_INTERVAL", &c.SaveInterval)
 	str("OPENAI_BASE_URL", &c.OpenAIBaseURL)
 	c.OpenAIAPIKey = strings.TrimSpace(getenv("OPENAI_API_KEY"))
 	str("COACH_MODEL", &c.Model)
@@ -204,6 +242,12 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.BreakerCooldown < time.Second {
 		errs = append(errs, errors.New("COACH_BREAKER_COOLDOWN must be at least 1s"))
 	}
+	if c.TranscriptMaxEntries < 1 || c.TranscriptMaxBytes < 1 {
+		errs = append(errs, fmt.Errorf("COACH_TRANSCRIPT_MAX_ENTRIES and COACH_TRANSCRIPT_MAX_BYTES must be at least 1"))
+	}
+	if c.SaveInterval <= 0 {
+		errs = append(errs, fmt.Errorf("COACH_SAVE_INTERVAL must be positive"))
+	}
 	if c.CardsMaxLevel < 1 {
 		errs = append(errs, fmt.Errorf("COACH_CARDS_MAX_LEVEL must be at least 1"))
 	}
@@ -216,6 +260,10 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 		Str("redis", MaskURL(c.RedisURL)).
 		Str("redisPrefix", c.RedisPrefix).
 		Dur("sessionTTL", c.SessionTTL).
+		Int("transcriptMaxEntries", c.TranscriptMaxEntries).
+		Int("transcriptMaxBytes", c.TranscriptMaxBytes).
+		Str("dataDir", c.DataDir).
+		Dur("saveInterval", c.SaveInterval).
 		Str("openaiBaseURL", MaskURL(c.OpenAIBaseURL)).
 		Str("openaiAPIKey", Mask(c.OpenAIAPIKey)).
 		Str("model", c.Model).

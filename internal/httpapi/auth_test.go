@@ -93,6 +93,7 @@ func TestTenantIsolation(t *testing.T) {
 		{"seed route turn", "POST", "/api/coach", `{"sessionId":"` + id + `","message":"hi"}`, http.StatusNotFound},
 		{"draft", "PUT", "/v1/sessions/" + id + "/draft", `{"field":"claim","value":"mine now"}`, http.StatusNotFound},
 		{"proposal", "POST", "/v1/sessions/" + id + "/proposal", `{"action":"accept"}`, http.StatusNotFound},
+		{"transcript", "GET", "/v1/sessions/" + id + "/messages", "", http.StatusNotFound},
 		{"delete", "DELETE", "/v1/sessions/" + id, "", http.StatusNoContent},
 	}
 	for _, tt := range tests {

@@ -135,7 +135,7 @@ func checkRequest(t *testing.T, contract string, req coach.ModelRequest) {
 var sessionFactKeys = map[string]bool{
 	"contract": true, "locale": true,
 	"step": true, "first_turn_for_step": true, "draft_for_step": true, "rewrite_request": true,
-	"confirmation": true, "is_complete": true,
+	"confirmation": true, "is_complete": true, "opening_turn": true,
 	"level": true, "max_level": true, "last_card": true, "cycles_at_level": true,
 	"module": true, "percentage": true, "covered_topics": true, "remaining_topics": true,
 	"milestones_reached": true, "pending_milestone": true,

@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
@@ -71,6 +72,51 @@ func (s *Server) deleteSession(c echo.Context) error {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// messagesResponse is a page of a session's transcript.
+type messagesResponse struct {
+	Messages []coach.TranscriptEntry `json:"messages"`
+	// Next is the before of the page of older entries; null on the oldest page.
+	Next *int64 `json:"next"`
+}
+
+// getMessages answers a page of the learner's transcript: ?limit=N (1 to 200, default 50) entries
+// before ?before=SEQ (default: the newest), oldest first.
+func (s *Server) getMessages(c echo.Context) error {
+	limit, err := queryInt(c, "limit")
+	if err != nil {
+		return err
+	}
+	before, err := queryInt(c, "before")
+	if err != nil {
+		return err
+	}
+	page, err := s.deps.Service.Transcript(c.Request().Context(), tenant(c), c.Param("id"), before, int(min(limit, coach.MaxTranscriptPage+1)))
+	if err != nil {
+		return err
+	}
+	out := messagesResponse{Messages: page.Entries}
+	if out.Messages == nil {
+		out.Messages = []coach.TranscriptEntry{}
+	}
+	if page.Next > 0 {
+		out.Next = &page.Next
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// queryInt returns the query parameter name as a positive integer, 0 when it is absent.
+func queryInt(c echo.Context, name string) (int64, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 {
+		return 0, coach.FieldError(name, "%s must be a positive integer", name)
+	}
+	return n, nil
 }
 
 type draftRequest struct {

@@ -198,6 +198,7 @@ func TestHostileSessionIDs(t *testing.T) {
 				{"POST", p + "/turns", `{"message":"hi"}`, http.StatusNotFound},
 				{"PUT", p + "/draft", `{"field":"claim","value":"x"}`, http.StatusNotFound},
 				{"POST", p + "/proposal", `{"action":"accept"}`, http.StatusNotFound},
+				{"GET", p + "/messages", "", http.StatusNotFound},
 				{"DELETE", p, "", http.StatusNoContent},
 				{"POST", "/api/coach", `{"sessionId":` + jsonString(id) + `,"message":"hi"}`, http.StatusNotFound},
 			}

@@ -105,6 +105,7 @@ func New(d Deps) *Server {
 	v1.POST("/sessions/:id/proposal", s.postProposal)
 	v1.POST("/sessions/:id/turns", s.postTurn)
 	v1.POST("/sessions/:id/chat", s.postChat)
+	v1.GET("/sessions/:id/messages", s.getMessages)
 	v1.GET("/modules", s.listModules)
 	v1.GET("/modules/:id", s.getModule)
 	e.POST("/api/coach", s.postCoach)

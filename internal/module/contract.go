@@ -86,6 +86,8 @@ func (c *Contract) Begin(s *coach.Session, in coach.TurnInput) (coach.Turn, erro
 		return nil, coach.FieldError("selected", "module sessions take a message or a form, not a selected option")
 	case in.Step != "":
 		return nil, coach.FieldError("step", "module sessions have no steps")
+	case in.Continue:
+		return nil, coach.FieldError("continue", "continue is for toulmin sessions; module sessions take a message or a form")
 	case in.Message != nil && in.Form != nil:
 		return nil, coach.FieldError("form", "send either a message or a form, not both")
 	case in.Message == nil && in.Form == nil:

@@ -86,6 +86,8 @@ func TestBeginRejects(t *testing.T) {
 		{"neither message nor form", coach.TurnInput{}, "message"},
 		{"selected", coach.TurnInput{Message: &msg, Selected: &sel}, "selected"},
 		{"step", coach.TurnInput{Message: &msg, Step: "claim"}, "step"},
+		{"continue", coach.TurnInput{Continue: true}, "continue"},
+		{"continue with a message", coach.TurnInput{Message: &msg, Continue: true}, "continue"},
 		{"blank message", coach.TurnInput{Message: &blank}, "message"},
 		{"unknown form id", formInput("nope", valid), "form.id"},
 		{"form id of an older offer", formInput("self_assessment_symptoms", `{}`), "form.id"},

@@ -19,6 +19,8 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
+	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -48,7 +50,13 @@ func Load(t testing.TB) *openapi3.T {
 		t.Fatalf("reading the embedded api/openapi.yaml: %v", err)
 	}
 	loader := openapi3.NewLoader()
-	doc, err := loader.LoadFromData(data)
+	// The document refers to the JSON schemas next to it (schemas/card.json); they are read from
+	// the same embedded files.
+	loader.IsExternalRefsAllowed = true
+	loader.ReadFromURIFunc = func(_ *openapi3.Loader, u *url.URL) ([]byte, error) {
+		return api.Files.ReadFile(path.Clean(u.Path))
+	}
+	doc, err := loader.LoadFromDataWithPath(data, &url.URL{Path: "openapi.yaml"})
 	if err != nil {
 		t.Fatalf("loading api/openapi.yaml: %v", err)
 	}

@@ -159,7 +159,9 @@ func TestLine(t *testing.T) {
 		ok   bool
 	}{
 		{`{"type":"delta","text":"a"}`, true},
-		{`{"type":"card","card":{"type":"level_up","new_level":2}}`, true},
+		{`{"type":"card","card":{"type":"level_up","new_level":2,"message":"Harder now."}}`, true},
+		{`{"type":"card","card":{"type":"level_up","new_level":2}}`, false},
+		{`{"type":"card","card":{"card_type":"insight","content":"display_card's shape"}}`, false},
 		{`{"type":"reset","reason":"stream_interrupted"}`, true},
 		{result, true},
 		{`{"type":"result","result":{},"session":` + session + `,"fallback":true}`, true},

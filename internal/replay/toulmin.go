@@ -389,6 +389,10 @@ func toulmin(c *conv) object {
 			{"nextQuestion", pick(seed>>8, el.questions...)},
 		}
 	}
+	if c.flag("opening_turn", false) {
+		// The gateway opens the step without a learner message: introduce it.
+		return coach(pick(seed, fr.empty...))
+	}
 	if asking {
 		return coach(pick(seed, fr.question...))
 	}

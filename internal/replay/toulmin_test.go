@@ -209,6 +209,11 @@ func TestToulminCases(t *testing.T) {
 			msgs: []Message{facts("grounds", "true", "", "false", "false", "false"), user("next")},
 		},
 		{
+			name:    "an opening turn introduces the step and does not quote the stand-in message",
+			msgs:    []Message{system("contract", "toulmin", "locale", "en", "step", "grounds", "first_turn_for_step", "true", "draft_for_step", "", "rewrite_request", "false", "confirmation", "false", "is_complete", "false", "opening_turn", "true"), user("(No message from the learner: they are ready to work on the current step. Open it.)")},
+			notSaid: "No message",
+		},
+		{
 			name:     "a complete argument is congratulated",
 			msgs:     []Message{facts("rebuttal", "false", "Unless x.", "false", "false", "true"), user("thanks!")},
 			wantDone: true,

@@ -44,10 +44,11 @@ var (
 )
 
 // instructionsKey is what the instructions depend on. With seven steps, two languages and
-// three cues there are at most 112 keys.
+// four cues there are at most 224 keys (fewer in practice: an opening turn has no message to
+// ask for a rewrite or confirm anything).
 type instructionsKey struct {
-	step, language                   string
-	firstTurn, rewrite, confirmation bool
+	step, language                            string
+	firstTurn, rewrite, confirmation, opening bool
 }
 
 // instructionsData is what instructions.tmpl is rendered from.
@@ -60,14 +61,15 @@ type instructionsData struct {
 	FirstTurn    bool
 	Rewrite      bool
 	Confirmation bool
+	Opening      bool
 }
 
 // languages names the session locales for the instruction to answer in them.
 var languages = map[string]string{"en": "English", "es": "Spanish (español)"}
 
-// cues is what a turn learned from the learner's message.
+// cues is what a turn learned from the learner's message, or that it has none (opening).
 type cues struct {
-	firstTurn, rewrite, confirmation bool
+	firstTurn, rewrite, confirmation, opening bool
 }
 
 // systemPrompt renders the system prompt of a turn at st. It ends with the "## Session facts"
@@ -79,7 +81,7 @@ func systemPrompt(locale string, st *State, c cues) string {
 	}
 	instr := instructionsFor(instructionsData{
 		Step: st.Step, NextStep: Next(st.Step), Language: lang, Schema: schemaText,
-		FirstTurn: c.firstTurn, Rewrite: c.rewrite, Confirmation: c.confirmation,
+		FirstTurn: c.firstTurn, Rewrite: c.rewrite, Confirmation: c.confirmation, Opening: c.opening,
 	})
 	var b strings.Builder
 	b.Grow(len(intro) + len(instr) + 2048)
@@ -98,6 +100,7 @@ func systemPrompt(locale string, st *State, c cues) string {
 		{"rewrite_request", strconv.FormatBool(c.rewrite)},
 		{"confirmation", strconv.FormatBool(c.confirmation)},
 		{"is_complete", strconv.FormatBool(st.IsComplete)},
+		{"opening_turn", strconv.FormatBool(c.opening)},
 	} {
 		b.WriteString("\n" + f.key + ": ")
 		b.WriteString(f.value)
@@ -142,7 +145,7 @@ func instructionsFor(d instructionsData) string {
 	if !IsStep(d.Step) {
 		return render("instructions.tmpl", d)
 	}
-	key := instructionsKey{step: d.Step, language: d.Language, firstTurn: d.FirstTurn, rewrite: d.Rewrite, confirmation: d.Confirmation}
+	key := instructionsKey{step: d.Step, language: d.Language, firstTurn: d.FirstTurn, rewrite: d.Rewrite, confirmation: d.Confirmation, opening: d.Opening}
 	if s, ok := instructions.Load(key); ok {
 		return s.(string)
 	}
@@ -174,10 +177,10 @@ func render(name string, data any) string {
 func init() {
 	for _, step := range append(slices.Clone(steps), "") {
 		for _, lang := range languages {
-			for v := range 8 {
+			for v := range 16 {
 				render("instructions.tmpl", instructionsData{
 					Step: step, NextStep: Next(step), Language: lang, Schema: schemaText,
-					FirstTurn: v&1 != 0, Rewrite: v&2 != 0, Confirmation: v&4 != 0,
+					FirstTurn: v&1 != 0, Rewrite: v&2 != 0, Confirmation: v&4 != 0, Opening: v&8 != 0,
 				})
 			}
 		}

@@ -11,6 +11,7 @@ import (
 const (
 	RuleUnknownFieldsDropped = "unknown_fields_dropped"
 	RuleStepCoercion         = "step_coercion"
+	RuleOpeningTurn          = "opening_turn"
 	RuleEmptyValueRemoval    = "empty_value_removal"
 	RuleFirstTurnBias        = "first_turn_bias"
 	RuleShouldAdvanceGuard   = "should_advance_guard"
@@ -40,6 +41,8 @@ type Context struct {
 	FirstTurn bool
 	// Rewrite says the learner explicitly asked for better wording.
 	Rewrite bool
+	// Opening says the turn has no learner message: the coach opens the step.
+	Opening bool
 }
 
 // Rule is one server-side guard of the seed. Apply repairs r in place and reports whether it
@@ -53,6 +56,7 @@ type Rule struct {
 // mentions as the rebuttal's form of shouldAdvance, gets its own guard right after it.
 var rules = []Rule{
 	{RuleStepCoercion, stepCoercion},
+	{RuleOpeningTurn, openingTurn},
 	{RuleEmptyValueRemoval, emptyValueRemoval},
 	{RuleFirstTurnBias, firstTurnBias},
 	{RuleShouldAdvanceGuard, shouldAdvanceGuard},
@@ -97,6 +101,17 @@ func emptyValueRemoval(r *Result, _ *Context) (bool, error) {
 		return true, nil
 	}
 	return false, nil
+}
+
+// openingTurn removes from an opening turn's result everything that would change the session:
+// the proposal, shouldAdvance, nextStep and isComplete. The learner has said nothing yet, so
+// there is nothing to propose or judge complete.
+func openingTurn(r *Result, c *Context) (bool, error) {
+	if !c.Opening || (r.ProposedUpdate == nil && r.ShouldAdvance == nil && r.NextStep == nil && r.IsComplete == nil) {
+		return false, nil
+	}
+	r.ProposedUpdate, r.ShouldAdvance, r.NextStep, r.IsComplete = nil, nil, nil, nil
+	return true, nil
 }
 
 // firstTurnBias removes a proposal made on the learner's first message for a step unless the

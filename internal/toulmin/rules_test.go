@@ -243,7 +243,7 @@ func TestRulesOrder(t *testing.T) {
 	for _, r := range rules {
 		got = append(got, r.Name)
 	}
-	want := []string{RuleStepCoercion, RuleEmptyValueRemoval, RuleFirstTurnBias, RuleShouldAdvanceGuard,
+	want := []string{RuleStepCoercion, RuleOpeningTurn, RuleEmptyValueRemoval, RuleFirstTurnBias, RuleShouldAdvanceGuard,
 		RuleIsCompleteGuard, RuleNextStepCorrection, RuleSchemaValidation, RuleQuestionAppending}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("rules = %v, want %v", got, want)

@@ -117,7 +117,8 @@ func (*Contract) NewState(coach.NewSession) (json.RawMessage, error) {
 	return s.encode(), nil
 }
 
-// Begin checks a turn's input and prepares the turn. A toulmin turn takes only a message; a
+// Begin checks a turn's input and prepares the turn. A toulmin turn takes a message, or
+// continue (an opening turn: the coach opens the current step without a learner message); a
 // step the client names must be the session's (otherwise the client is out of date and the
 // turn fails with coach_step_mismatch as its stream's only line).
 func (*Contract) Begin(s *coach.Session, in coach.TurnInput) (coach.Turn, error) {
@@ -131,12 +132,18 @@ func (*Contract) Begin(s *coach.Session, in coach.TurnInput) (coach.Turn, error)
 	if in.Form != nil {
 		return nil, coach.FieldError("form", "toulmin turns take a message, not a form")
 	}
-	if in.Message == nil || strings.TrimSpace(*in.Message) == "" {
+	var msg string
+	switch {
+	case in.Continue && in.Message != nil:
+		return nil, coach.FieldError("continue", "send either a message or continue, not both")
+	case in.Continue:
+	case in.Message == nil || strings.TrimSpace(*in.Message) == "":
 		return nil, coach.FieldError("message", "message is required")
-	}
-	msg := strings.TrimSpace(*in.Message)
-	if utf8.RuneCountInString(msg) > MaxMessage {
-		return nil, coach.FieldError("message", "message is longer than %d characters", MaxMessage)
+	default:
+		msg = strings.TrimSpace(*in.Message)
+		if utf8.RuneCountInString(msg) > MaxMessage {
+			return nil, coach.FieldError("message", "message is longer than %d characters", MaxMessage)
+		}
 	}
 	if st.IsComplete {
 		return nil, coach.Errorf(coach.KindConflict, coach.CodeSessionComplete, "the argument is complete; start a new session")
@@ -144,7 +151,7 @@ func (*Contract) Begin(s *coach.Session, in coach.TurnInput) (coach.Turn, error)
 	if in.Step != "" && in.Step != st.Step {
 		return nil, coach.Errorf(coach.KindStream, coach.CodeStepMismatch, "the session is at step %s, not %s", st.Step, coach.Clip(in.Step))
 	}
-	return newTurn(s, st, msg), nil
+	return newTurn(s, st, msg, in.Continue), nil
 }
 
 // SetDraft returns state with draft[field] set to value, as typed by the learner; a blank value

@@ -2,6 +2,7 @@ package toulmin
 
 import (
 	"bytes"
+	"maps"
 	"strings"
 
 	"github.com/coachgw/coachgw/internal/coach"
@@ -41,14 +42,24 @@ const (
 	fenceDone                      // past any fence: everything goes to the extractor
 )
 
-func newTurn(s *coach.Session, st *State, msg string) *turn {
-	c := cues{firstTurn: st.Turns[st.Step] == 0, rewrite: isRewriteRequest(msg), confirmation: isConfirmation(msg)}
+// openingMessage stands in for the learner's message in an opening turn, in the model's
+// request and history: chat models expect the conversation to end with a user message.
+const openingMessage = "(No message from the learner: they are ready to work on the current step. Open it.)"
+
+// newTurn returns the turn of msg at st; opening makes it an opening turn, which has no message.
+func newTurn(s *coach.Session, st *State, msg string, opening bool) *turn {
+	c := cues{firstTurn: st.Turns[st.Step] == 0, opening: opening}
+	if opening {
+		msg = openingMessage
+	} else {
+		c.rewrite, c.confirmation = isRewriteRequest(msg), isConfirmation(msg)
+	}
 	t := &turn{
 		sess:    s,
 		state:   st,
 		message: msg,
 		cues:    c,
-		ctx:     Context{Step: st.Step, Draft: st.Draft, FirstTurn: c.firstTurn, Rewrite: c.rewrite},
+		ctx:     Context{Step: st.Step, Draft: st.Draft, FirstTurn: c.firstTurn, Rewrite: c.rewrite, Opening: opening},
 	}
 	t.stream.t = t
 	t.ex = extract.New(&t.stream)
@@ -134,7 +145,9 @@ func (t *turn) Reset() {
 // Finish parses and guards the complete output and computes the session's next state. The turn
 // counter of the step grows by one, the surviving proposal (or none) becomes the pending one,
 // and the session moves only without a proposal: shouldAdvance moves it to nextStep and
-// isComplete completes it; with a proposal, both wait until the learner accepts it.
+// isComplete completes it; with a proposal, both wait until the learner accepts it. An opening
+// turn changes none of that: it is not the learner's message (so the learner's next message is
+// still the step's first turn), and its guard leaves it nothing that could move the session.
 func (t *turn) Finish() (*coach.Outcome, error) {
 	r, dropped, err := parseResult(t.raw.Bytes())
 	if err != nil {
@@ -157,21 +170,20 @@ func (t *turn) Finish() (*coach.Outcome, error) {
 	fired = append(fired, got...)
 
 	st := *t.state
-	st.Turns = make(map[string]int, len(t.state.Turns)+1)
-	for k, v := range t.state.Turns {
-		st.Turns[k] = v
-	}
-	st.Turns[st.Step]++
-	st.PendingProposal = nil
-	if p := r.ProposedUpdate; p != nil {
-		pp := *p
-		st.PendingProposal = &pp
-	} else {
-		if r.ShouldAdvance != nil && *r.ShouldAdvance {
-			st.Step = *r.NextStep
-		}
-		if r.IsComplete != nil && *r.IsComplete {
-			st.IsComplete = true
+	if !t.cues.opening {
+		st.Turns = maps.Clone(t.state.Turns)
+		st.Turns[st.Step]++
+		st.PendingProposal = nil
+		if p := r.ProposedUpdate; p != nil {
+			pp := *p
+			st.PendingProposal = &pp
+		} else {
+			if r.ShouldAdvance != nil && *r.ShouldAdvance {
+				st.Step = *r.NextStep
+			}
+			if r.IsComplete != nil && *r.IsComplete {
+				st.IsComplete = true
+			}
 		}
 	}
 	return &coach.Outcome{

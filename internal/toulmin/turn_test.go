@@ -4,16 +4,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/coachgw/coachgw/internal/coach"
 )
 
-// begin starts a turn at st with msg, failing t on error.
+// begin starts a turn at st with msg, failing t on error; an empty msg starts an opening turn
+// ({"continue":true}).
 func begin(t *testing.T, st State, msg string) *turn {
 	t.Helper()
-	tr, err := New().Begin(&coach.Session{Locale: "en", State: mustState(t, st)}, coach.TurnInput{Message: &msg})
+	in := coach.TurnInput{Message: &msg}
+	if msg == "" {
+		in = coach.TurnInput{Continue: true}
+	}
+	tr, err := New().Begin(&coach.Session{Locale: "en", State: mustState(t, st)}, in)
 	if err != nil {
 		t.Fatalf("Begin: %v", err)
 	}
@@ -322,6 +328,59 @@ func TestFirstTurnCounting(t *testing.T) {
 	}
 }
 
+// TestOpeningTurn checks that an opening turn ({"continue":true}) counts nothing, moves nothing
+// and proposes nothing, whatever the model answers, so that the learner's next message is still
+// the step's first turn, with the first-turn rules.
+func TestOpeningTurn(t *testing.T) {
+	st := State{Step: StepGrounds, Draft: map[string]string{StepClaim: goodClaim}, Turns: map[string]int{StepClaim: 2}}
+	greedy := `{"assistantText":"Now the grounds.","step":"grounds","confidence":0.95,"shouldAdvance":true,"nextStep":"warrant","isComplete":true,` +
+		`"proposedUpdate":{"field":"grounds","value":"Pollution fell 30% in Madrid.","rationale":"r"}}`
+	tr := begin(t, st, "")
+	if !tr.ctx.Opening || !tr.ctx.FirstTurn || tr.ctx.Rewrite {
+		t.Errorf("context = %+v, want an opening first turn", tr.ctx)
+	}
+	req := tr.Request()
+	if last := req.Messages[len(req.Messages)-1]; last.Role != coach.RoleUser || last.Content != openingMessage {
+		t.Errorf("last message = %+v, want the opening stand-in", last)
+	}
+	if sys := req.Messages[0].Content; !strings.Contains(sys, "## Opening the step") || strings.Contains(sys, "## First turn for this step") {
+		t.Errorf("system prompt lacks the opening paragraph or still has the first-turn one")
+	}
+	out, got, res := finish(t, st, "", greedy)
+	want := State{Step: StepGrounds, Draft: st.Draft, Turns: map[string]int{StepClaim: 2}}
+	if !reflect.DeepEqual(*got, want) {
+		t.Errorf("state after the opening\n got  %s\n want %s", got.encode(), want.encode())
+	}
+	if res.ProposedUpdate != nil || res.ShouldAdvance != nil || res.NextStep != nil || res.IsComplete != nil {
+		t.Errorf("opening result %s keeps what would move the session", out.Result)
+	}
+	if !slices.Contains(out.Rules, RuleOpeningTurn) {
+		t.Errorf("rules = %v, want %s among them", out.Rules, RuleOpeningTurn)
+	}
+	if out.History[0].Content != openingMessage {
+		t.Errorf("history starts with %+v, want the opening stand-in", out.History[0])
+	}
+
+	// The learner's first attempt after the opening: a weak proposal is removed.
+	weak := `{"assistantText":"Try this.","step":"grounds","confidence":0.5,"proposedUpdate":{"field":"grounds","value":"Pollution fell 30% in Madrid.","rationale":"r"}}`
+	next := begin(t, *got, "cars pollute")
+	if !next.ctx.FirstTurn {
+		t.Error("the message after an opening turn is not the step's first turn")
+	}
+	_, after, res := finish(t, *got, "cars pollute", weak)
+	if res.ProposedUpdate != nil || after.PendingProposal != nil || after.Turns[StepGrounds] != 1 {
+		t.Errorf("first attempt after the opening: proposal %v, pending %v, turns %d; want coaching and 1 turn", res.ProposedUpdate, after.PendingProposal, after.Turns[StepGrounds])
+	}
+
+	// A pending proposal survives an opening turn untouched.
+	pending := st
+	pending.PendingProposal = prop(StepGrounds, "Pollution fell.")
+	_, kept, _ := finish(t, pending, "", greedy)
+	if kept.PendingProposal == nil || kept.PendingProposal.Value != "Pollution fell." {
+		t.Errorf("pending proposal after an opening turn = %+v, want it kept", kept.PendingProposal)
+	}
+}
+
 // TestGuardsHoldAgainstModel scripts model output that tries to break the contract, as a
 // prompt-injected or confused model would.
 func TestGuardsHoldAgainstModel(t *testing.T) {
@@ -414,7 +473,7 @@ func TestRequest(t *testing.T) {
 		t.Errorf("tool = %+v, want none", req.Tool)
 	}
 	msgs := req.Messages
-	if msgs[0].Role != coach.RoleSystem || !strings.HasSuffix(msgs[0].Content, "is_complete: false") {
+	if msgs[0].Role != coach.RoleSystem || !strings.HasSuffix(msgs[0].Content, "is_complete: false\nopening_turn: false") {
 		t.Errorf("first message is not the system prompt ending with the session facts")
 	}
 	if got := len(msgs); got != 1+HistoryWindow+1 {

@@ -68,6 +68,9 @@ func (h *harness) send(t *testing.T, method, path, contentType string, body []by
 				t.Fatalf("line %q is not JSON: %v", line, err)
 			}
 			l.Raw = string(bytes.TrimSuffix(line, []byte("\n")))
+			if err := apptest.CheckCard(l); err != nil {
+				t.Error(err)
+			}
 			a.lines = append(a.lines, l)
 		}
 	}
@@ -352,6 +355,92 @@ var cases = []struct {
 			})
 		}
 	}},
+	{"transcript and continue", func(t *testing.T, h *harness) {
+		id := h.create(t, `{"contract":"toulmin"}`)
+		base := "/v1/sessions/" + id
+		page := func(t *testing.T, query string) (seqs []int64, next *int64, entries []map[string]json.RawMessage) {
+			t.Helper()
+			a := h.call(t, "GET", base+"/messages"+query, nil)
+			var p struct {
+				Messages []map[string]json.RawMessage
+				Next     *int64
+			}
+			if a.status != http.StatusOK || json.Unmarshal(a.body, &p) != nil || p.Messages == nil {
+				t.Fatalf("GET messages%s: status %d body %s, want 200 with a messages array", query, a.status, a.body)
+			}
+			for _, m := range p.Messages {
+				var seq int64
+				_ = json.Unmarshal(m["seq"], &seq)
+				seqs = append(seqs, seq)
+			}
+			return seqs, p.Next, p.Messages
+		}
+		if seqs, next, _ := page(t, ""); len(seqs) != 0 || next != nil {
+			t.Errorf("a new session's transcript: seqs %v next %v, want empty and null", seqs, next)
+		}
+		h.g.LLM.Enqueue(fakellm.Reply{Content: apptest.Obj("assistantText", "Tell me more.", "step", "claim")}, fakellm.Reply{Content: proposalOutput})
+		wantStream(t, "warm-up turn", h.call(t, "POST", base+"/turns", apptest.Msg("cars")), "delta result")
+		wantStream(t, "turn with a proposal", h.call(t, "POST", base+"/turns", apptest.Msg(longClaim)), "delta result")
+		if a := h.call(t, "POST", base+"/proposal", map[string]string{"action": "accept"}); a.status != http.StatusOK {
+			t.Fatalf("accept: status %d body %s", a.status, a.body)
+		}
+		h.g.LLM.Enqueue(fakellm.Reply{Content: apptest.Obj("assistantText", "Now the grounds.", "step", "grounds", "nextQuestion", "What evidence?")})
+		a := h.call(t, "POST", base+"/turns", map[string]any{"continue": true, "step": "grounds"})
+		wantStream(t, "continue turn", a, "delta result")
+		if st := string(a.last().Session.State); !strings.Contains(st, `"step":"grounds"`) || strings.Contains(st, `"grounds":1`) {
+			t.Errorf("state after the continue turn %s, want step grounds with no turn counted", st)
+		}
+		h.g.LLM.Enqueue(fakellm.Reply{Fault: fakellm.Fault{Status: 400}})
+		wantStream(t, "failed turn", h.call(t, "POST", base+"/turns", apptest.Msg("evidence")), "error:coach_stream_failed")
+
+		seqs, next, entries := page(t, "")
+		if fmt.Sprint(seqs) != "[1 2 3 4 5 6 7]" || next != nil {
+			t.Fatalf("transcript seqs %v next %v, want 1..7 and null (the failed turn adds nothing)", seqs, next)
+		}
+		want := []struct{ role, member, contains string }{
+			{"learner", "input", `{"message":"cars"}`},
+			{"coach", "result", `"Tell me more."`},
+			{"learner", "input", longClaim},
+			{"coach", "result", `"proposedUpdate"`},
+			{"learner", "input", `{"action":"accept"}`},
+			{"learner", "input", `"continue":true`},
+			{"coach", "result", `"Now the grounds.`},
+		}
+		for i, w := range want {
+			e := entries[i]
+			if string(e["role"]) != `"`+w.role+`"` || !strings.Contains(string(e[w.member]), w.contains) {
+				t.Errorf("entry %d = %v, want a %s entry whose %s has %s", i+1, e, w.role, w.member, w.contains)
+			}
+			if w.member == "result" && string(e["fallback"]) != "false" {
+				t.Errorf("entry %d fallback = %s, want false", i+1, e["fallback"])
+			}
+		}
+		for _, p := range []struct {
+			query string
+			seqs  string
+			next  int64
+		}{
+			{"?limit=3", "[5 6 7]", 5},
+			{"?limit=3&before=5", "[2 3 4]", 2},
+			{"?limit=3&before=2", "[1]", 0},
+		} {
+			seqs, next, _ := page(t, p.query)
+			if fmt.Sprint(seqs) != p.seqs || (next == nil) != (p.next == 0) || (next != nil && *next != p.next) {
+				t.Errorf("page %s: seqs %v next %v, want %s next %d", p.query, seqs, next, p.seqs, p.next)
+			}
+		}
+		for _, e := range []struct{ query, field string }{
+			{"?limit=0", "limit"}, {"?limit=201", "limit"}, {"?limit=ten", "limit"}, {"?before=-3", "before"},
+		} {
+			wantError(t, "GET messages"+e.query, h.call(t, "GET", base+"/messages"+e.query, nil), 422, "invalid_input", e.field)
+		}
+		wantError(t, "GET messages of an unknown session", h.call(t, "GET", "/v1/sessions/"+strings.Repeat("e", 32)+"/messages", nil), 404, "session_not_found", "")
+		wantError(t, "continue with a message", h.call(t, "POST", base+"/turns", map[string]any{"continue": true, "message": "hi"}), 422, "invalid_input", "continue")
+		for _, other := range []string{`{"contract":"cards"}`, `{"contract":"module","module":"` + moduleID + `"}`} {
+			oid := h.create(t, other)
+			wantError(t, "continue on "+other, h.call(t, "POST", "/v1/sessions/"+oid+"/turns", map[string]any{"continue": true}), 422, "invalid_input", "continue")
+		}
+	}},
 	{"busy session", func(t *testing.T, h *harness) {
 		id := h.create(t, `{"contract":"toulmin"}`)
 		h.g.LLM.Enqueue(fakellm.Reply{Chunks: []string{`{"assistantText":"Slow `, `answer.","step":"claim"}`},
@@ -597,6 +686,7 @@ func TestContractStoreDown(t *testing.T) {
 		{"POST", "/v1/sessions/" + id + "/proposal", map[string]string{"action": "accept"}, "store_unavailable"},
 		{"POST", "/v1/sessions/" + id + "/turns", apptest.Msg("hi"), "store_unavailable"},
 		{"POST", "/api/coach", map[string]string{"sessionId": id, "message": "hi"}, "store_unavailable"},
+		{"GET", "/v1/sessions/" + id + "/messages", nil, "store_unavailable"},
 		{"GET", "/readyz", nil, "not_ready"},
 	}
 	for _, tt := range tests {
