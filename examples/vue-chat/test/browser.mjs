@@ -86,6 +86,13 @@ async function main() {
       await say(page, 'Private cars should be banned from city centres to cut pollution.');
       await results(page, 2);
       assert((await lastAssistant(page).getByTestId('result').getAttribute('data-version')) === '3', 'the second turn stored version 3');
+      // The replay model proposes the restated claim; accepting it moves the session on.
+      await page.getByTestId('proposal').waitFor();
+      await page.getByTestId('accept').click();
+      await page.locator('[data-testid=step]', { hasText: 'grounds' }).waitFor();
+      await say(page, 'In Tallinn, bus ridership rose by 14% in the first year after fares were dropped.');
+      await results(page, 3);
+      assert(/step grounds/.test(await lastAssistant(page).getByTestId('result').innerText()), 'the next turn coaches the grounds');
     });
 
     await scenario('cards drill', async (page) => {
