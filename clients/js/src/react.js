@@ -33,6 +33,13 @@ import { SessionRunner, TurnRunner } from './state.js';
  */
 
 /**
+ * The latest mount of each runner's component, so that an unmount can tell whether a new mount
+ * followed it.
+ * @type {WeakMap<object, object>}
+ */
+const mounts = new WeakMap();
+
+/**
  * What useCoachTurn returns: the turn as the learner should see it (text, blocks, blockTypes,
  * cards, result, status, error), and the functions that drive it.
  * @template [R=TurnResult]
@@ -61,7 +68,15 @@ export function useCoachTurn(client, sessionId, options) {
   /** @type {TurnRunner<R>} */
   const runner = useMemo(() => new TurnRunner(client, (s) => setSnapshot(s), { onResult: (ev) => latest.current?.onResult?.(ev) }), [client]);
   const [snapshot, setSnapshot] = useState(runner.snapshot);
-  useEffect(() => () => runner.abort(), [runner]);
+  useEffect(() => {
+    const mount = {};
+    mounts.set(runner, mount);
+    // StrictMode unmounts and mounts again at once, in one flush; only a real unmount, after
+    // which no new mount follows, aborts the turn in flight.
+    return () => queueMicrotask(() => {
+      if (mounts.get(runner) === mount) runner.abort();
+    });
+  }, [runner]);
   const send = useCallback(
     (/** @type {TurnRequest} */ body) => runner.send(typeof sessionId === 'function' ? sessionId() : sessionId, body),
     [runner, sessionId],

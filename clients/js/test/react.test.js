@@ -72,7 +72,9 @@ describe('React bindings', { skip: skip || (!mods && 'react is not installed: np
     const { api, root, reactRoot, renders } = await mountSession();
     await api().create({ contract: 'cards' });
     for (const message of ['Begin training.', '[Continue]', "I'd ask what is in their way, and we'd agree on a plan by Friday."]) {
-      assert.ok(await api().turn.send({ message }), `${message}: ${api().turn.error?.message}`);
+      const ok = await api().turn.send({ message });
+      if (!ok) await waitFor(() => text(root, 'turn-status') !== 'streaming', 'the failure renders');
+      assert.ok(ok, `${message}: ${api().turn.status} ${api().turn.error?.kind} ${api().turn.error?.code} ${api().turn.error?.message}`);
     }
     assert.ok(await api().turn.send({ message: '[Continue]' }));
     await waitFor(() => text(root, 'cards') === 'level_up', 'the level_up card shows');

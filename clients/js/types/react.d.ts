@@ -12,31 +12,6 @@ export type CoachTurn<R = TurnResult> = TurnSnapshot<R> & {
     send: (body: TurnRequest) => Promise<ResultEvent<R> | null>;
     abort: () => void;
 };
-/** @typedef {import('./client.js').CoachClient} CoachClient */
-/** @typedef {import('./types.js').TurnRequest} TurnRequest */
-/** @typedef {import('./types.js').TurnResult} TurnResult */
-/** @typedef {import('./types.js').CreateSessionRequest} CreateSessionRequest */
-/** @typedef {import('./types.js').ToulminStep} ToulminStep */
-/**
- * @template [R=TurnResult]
- * @typedef {import('./types.js').ResultEvent<R>} ResultEvent
- */
-/**
- * @template [S=Record<string, unknown>]
- * @typedef {import('./types.js').Session<S>} Session
- */
-/**
- * @template [R=TurnResult]
- * @typedef {import('./state.js').TurnOptions<R>} TurnOptions
- */
-/**
- * @template [R=TurnResult]
- * @typedef {import('./state.js').TurnSnapshot<R>} TurnSnapshot
- */
-/**
- * @template [S=Record<string, unknown>]
- * @typedef {import('./state.js').SessionSnapshot<S>} SessionSnapshot
- */
 /**
  * What useCoachTurn returns: the turn as the learner should see it (text, blocks, blockTypes,
  * cards, result, status, error), and the functions that drive it.
