@@ -90,6 +90,31 @@ export const getModule = (id) => request('GET', `/v1/modules/${encodeURIComponen
 export const createSession = (body) => request('POST', '/v1/sessions', body);
 export const getSession = (id) => request('GET', `/v1/sessions/${encodeURIComponent(id)}`);
 export const putDraft = (id, field, value) => request('PUT', `/v1/sessions/${encodeURIComponent(id)}/draft`, { field, value });
+export const getTranscriptPage = (id, { limit = 200, before = 0 } = {}) => request('GET',
+  `/v1/sessions/${encodeURIComponent(id)}/messages?limit=${limit}${before ? `&before=${before}` : ''}`);
+
+// TRANSCRIPT_MAX bounds what a restore reads: the gateway bounds a transcript too, and a panel
+// that shows thousands of entries has stopped being readable anyway.
+const TRANSCRIPT_MAX = 5000;
+
+/**
+ * getTranscript reads session id's transcript, paging back from the newest page until there is
+ * none older, and returns its entries oldest first.
+ */
+export async function getTranscript(id) {
+  const pages = [];
+  let count = 0;
+  let before = 0;
+  for (;;) {
+    const page = await getTranscriptPage(id, { before });
+    const entries = Array.isArray(page && page.messages) ? page.messages : [];
+    pages.unshift(entries);
+    count += entries.length;
+    if (!page || typeof page.next !== 'number' || page.next <= 0 || !entries.length || count >= TRANSCRIPT_MAX) break;
+    before = page.next;
+  }
+  return pages.flat();
+}
 export const decideProposal = (id, action) => request('POST', `/v1/sessions/${encodeURIComponent(id)}/proposal`, { action });
 
 /**

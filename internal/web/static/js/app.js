@@ -1,11 +1,12 @@
-// The ChatPanel's entry point: the start screen, and the panel of the session's contract. The
-// session id is kept in the URL (#/s/<id>) so that a reload picks the session up again from its
-// stored state.
+// The ChatPanel's entry point: the start screen (with the sessions this browser can return to),
+// and the panel of the session's contract. The session id is kept in the URL (#/s/<id>) so that a
+// reload picks the session up again: its state and its transcript come from the gateway.
 
 import * as api from './api.js';
 import { clear, h } from './dom.js';
 import { LOCALES, translator } from './i18n.js';
-import { errorBox } from './turn.js';
+import { errorBox, forgetDrafts, loadDraft, storeDraft } from './turn.js';
+import { forgetSession, listSessions, rememberSession, touchSession } from './sessions.js';
 import { mountToulmin } from './toulmin.js';
 import { mountCards } from './cards.js';
 import { mountModule } from './module.js';
@@ -26,29 +27,102 @@ function preferredLocale() {
   return (navigator.language || 'en').toLowerCase().startsWith('es') ? 'es' : 'en';
 }
 
-/** toast shows a short message that goes away by itself. */
+/**
+ * toast shows a short message at the top of the page, away from the message box and its Send
+ * button; it goes away by itself after a few seconds or when dismissed.
+ */
 function toast(text, { kind = 'info' } = {}) {
-  const el = h('div', { class: `toast toast-${kind}`, testid: 'toast', role: 'status' }, text);
+  const close = h('button', { type: 'button', class: 'toast-close', testid: 'toast-close', 'aria-label': translator(document.documentElement.lang)('dismiss') }, '×');
+  const el = h('div', { class: `toast toast-${kind}`, testid: 'toast', role: 'status' }, h('span', null, text), close);
+  const leave = () => {
+    el.classList.add('toast-leave');
+    setTimeout(() => el.remove(), 400);
+  };
+  close.addEventListener('click', leave);
   toasts.append(el);
-  setTimeout(() => el.classList.add('toast-leave'), 4500);
-  setTimeout(() => el.remove(), 5000);
+  setTimeout(leave, 3500);
 }
 
 async function boot() {
+  // The panels scroll to what matters after a reload (the pending proposal, the active card);
+  // the browser's own restoring of the old offset would fight them.
+  history.scrollRestoration = 'manual';
   newButton.addEventListener('click', () => {
     history.replaceState(null, '', location.pathname + location.search);
     showStart();
   });
+  window.addEventListener('hashchange', () => {
+    const m = SESSION_HASH.exec(location.hash);
+    if (m) openById(m[1]);
+  });
   const m = SESSION_HASH.exec(location.hash);
   if (m) {
-    try {
-      open(await api.getSession(m[1]), true);
-      return;
-    } catch {
-      history.replaceState(null, '', location.pathname + location.search);
-    }
+    await openById(m[1]);
+    return;
   }
   showStart();
+}
+
+/** openById opens session id, or says that it is gone and offers a new one. */
+async function openById(id) {
+  let session;
+  try {
+    session = await api.getSession(id);
+  } catch (err) {
+    if (err.code === 'session_not_found') {
+      showGone(id);
+      return;
+    }
+    showStart(err);
+    return;
+  }
+  open(session, true);
+}
+
+/**
+ * showGone tells the learner that session id no longer exists (expired, deleted, or lost with a
+ * gateway's in-memory store) and offers to start a new one of the same kind, keeping any text
+ * the learner had not sent yet.
+ */
+function showGone(id) {
+  unmount();
+  const entry = listSessions().find((e) => e.id === id);
+  forgetSession(id);
+  const t = translator(entry?.locale || choice.locale);
+  history.replaceState(null, '', location.pathname + location.search);
+  info.hidden = true;
+  newButton.hidden = true;
+  const again = entry ? { contract: entry.contract, locale: entry.locale, draft: loadDraft(id) } : null;
+  forgetDrafts(id);
+  clear(main).append(h('section', { class: 'start', testid: 'session-gone', 'aria-labelledby': 'gone-title' },
+    h('h2', { id: 'gone-title' }, t('goneTitle')),
+    h('p', { class: 'lead' }, t('goneLead')),
+    h('div', { class: 'gone-actions' },
+      h('button', { type: 'button', class: 'btn btn-primary', testid: 'start-new-session', onclick: () => (again ? startNew(again) : showStart()) }, t('startNewSession')),
+      h('button', { type: 'button', class: 'btn btn-ghost', testid: 'show-start', onclick: () => showStart() }, t('allSessions')))));
+}
+
+/**
+ * startNew creates a session like one that is gone and opens it; draft is the text the learner
+ * had not sent, put back in the new session's box.
+ */
+async function startNew({ contract, locale, module = '', draft = '' }) {
+  const body = { contract, locale };
+  if (contract === 'module') {
+    try {
+      modules ||= await api.listModules();
+    } catch {
+      // The gateway picks nothing for us: the start screen will say what went wrong.
+    }
+    body.module = module || modules?.[0]?.id || '';
+  }
+  try {
+    const session = await api.createSession(body);
+    if (draft) storeDraft(session.id, draft);
+    open(session, false);
+  } catch (err) {
+    showStart(err);
+  }
 }
 
 function unmount() {
@@ -56,7 +130,7 @@ function unmount() {
   panel = null;
 }
 
-async function showStart() {
+async function showStart(startError = null) {
   unmount();
   info.hidden = true;
   newButton.hidden = true;
@@ -98,6 +172,7 @@ async function showStart() {
       h('p', { class: 'field-note', id: 'api-key-help' }, t('apiKeyHelp'))));
 
   const errorArea = h('div', { testid: 'start-error' });
+  if (startError) errorArea.append(errorBox(t, startError, null, () => clear(errorArea)));
   const startButton = h('button', { type: 'submit', class: 'btn btn-primary btn-large', testid: 'start-button' }, t('start'));
 
   const form = h('form', {
@@ -129,7 +204,7 @@ async function showStart() {
   errorArea,
   startButton);
 
-  clear(main).append(h('section', { class: 'start', testid: 'start-screen', 'aria-labelledby': 'start-title' },
+  clear(main).append(sessionList(t), h('section', { class: 'start', testid: 'start-screen', 'aria-labelledby': 'start-title' },
     h('h2', { id: 'start-title' }, t('startTitle')),
     h('p', { class: 'lead' }, t('startLead')),
     form));
@@ -146,11 +221,40 @@ async function showStart() {
   choice.module = moduleSelect.value;
 }
 
+/** sessionList renders the sessions this browser can return to, each with Open and Remove. */
+function sessionList(t) {
+  const list = listSessions();
+  if (!list.length) return null;
+  const when = new Intl.DateTimeFormat(t.locale, { dateStyle: 'medium', timeStyle: 'short' });
+  const items = h('ul', { class: 'session-list' });
+  const section = h('section', { class: 'start sessions', testid: 'session-list', 'aria-labelledby': 'sessions-title' },
+    h('h2', { id: 'sessions-title' }, t('yourSessions')), items);
+  for (const e of list) {
+    const title = e.title || t(e.contract);
+    const item = h('li', { class: 'session-item', testid: 'session-item', dataset: { sessionId: e.id } },
+      h('a', { class: 'session-open', href: `#/s/${e.id}`, testid: 'session-open' },
+        h('span', { class: 'session-title' }, title),
+        h('span', { class: 'session-meta' }, `${t(e.contract)} · ${e.locale} · ${when.format(new Date(e.updated))}`)),
+      h('button', {
+        type: 'button', class: 'btn btn-small btn-ghost', testid: 'session-remove', 'aria-label': t('removeSession', title),
+        onclick: () => {
+          forgetSession(e.id);
+          forgetDrafts(e.id);
+          item.remove();
+          if (!items.children.length) section.remove();
+        },
+      }, t('remove')));
+    items.append(item);
+  }
+  return section;
+}
+
 function open(session, resumed) {
   unmount();
   const t = translator(session.locale);
   document.documentElement.lang = t.locale;
   history.replaceState(null, '', `#/s/${session.id}`);
+  rememberSession(session, session.contract === 'module' ? session.state?.module : '');
   clear(info).append(
     h('span', { class: 'pill' }, t(session.contract)),
     h('span', { class: 'pill pill-muted' }, session.locale || 'en'),
@@ -161,7 +265,12 @@ function open(session, resumed) {
   document.title = `${t(session.contract)} · coachgw`;
   const mount = PANELS[session.contract];
   clear(main);
-  panel = mount({ root: main, session, t, resumed, toast });
+  panel = mount({
+    root: main, session, t, resumed, toast,
+    // The panel tells what the learner did, to name the session in the list and date it.
+    touched: (title) => touchSession(session.id, title),
+    newSession: (draft = '') => startNew({ contract: session.contract, locale: session.locale, module: session.state?.module, draft }),
+  });
   main.focus({ preventScroll: true });
 }
 

@@ -2,10 +2,14 @@
 // icon and input as the seed's visual table says; the card being generated streams its content
 // into a pending card, which the result card then replaces. A level_up card arrives before the
 // model's card of the same turn; the next card stays hidden until "Continue Training".
+// A resumed session is drawn from its transcript: every card with the learner's answer under it,
+// and the last card ready for an answer, with any text the learner had typed into it.
 
+import * as api from './api.js';
 import { clear, frame, h, reveal } from './dom.js';
+import { limitCounter } from './limits.js';
 import { renderMarkdown } from './markdown.js';
-import { Turns } from './turn.js';
+import { Turns, errorBox, loadDraft, storeDraft, uid } from './turn.js';
 
 const CONTINUE = '[Continue]';
 
@@ -28,7 +32,7 @@ export function validateCard(card) {
   return Boolean(v && v(card));
 }
 
-export function mountCards({ root, session, t }) {
+export function mountCards({ root, session, t, resumed, touched = () => {}, newSession }) {
   let sess = session;
   let active = null; // the card the learner answers next
 
@@ -39,7 +43,9 @@ export function mountCards({ root, session, t }) {
   const panel = h('section', { class: 'panel panel-cards', testid: 'cards-panel' },
     h('header', { class: 'cards-head' }, levelEl, phaseEl), feed, status);
   root.append(panel);
-  const turns = new Turns({ sessionId: () => sess.id, t, root: panel, status });
+  const turns = new Turns({ sessionId: () => sess.id, t, root: panel, status, newSession: newSession && (() => newSession()) });
+  // The text typed into the active card survives a reload under this key.
+  const draftKey = `${sess.id}.card`;
 
   function showLevel(level) {
     levelEl.textContent = t('level', level);
@@ -124,8 +130,9 @@ export function mountCards({ root, session, t }) {
     });
   }
 
-  // show renders card as the active card.
-  function show(card, hidden) {
+  // show renders card as the active card; withDraft gives it the text kept for the active card
+  // (a restored card that was answered already must not take it).
+  function show(card, hidden, withDraft = true) {
     let c = card;
     if (!validateCard(c)) {
       // The seed's fallback handling: log, and keep the session alive with an insight card.
@@ -135,23 +142,63 @@ export function mountCards({ root, session, t }) {
     if (!hidden) showPhase(c);
     const view = renderCard(c, t, {
       continue: () => act({ message: CONTINUE }, view, t('youContinued')),
-      submit: (text) => act({ message: text }, view, text),
+      submit: (text) => {
+        touched(text);
+        return act({ message: text }, view, text);
+      },
       select: (option) => act({ selected: option.id }, view, t('youSelected', option.label)),
-    });
+    }, { draftKey: withDraft ? draftKey : '' });
     view.el.hidden = Boolean(hidden);
     feed.append(view.el);
     active = view;
     return view;
   }
 
-  showLevel(sess.state.level || 1);
-  const last = sess.state.lastCard;
-  if (last) {
-    // A resumed session: its last card is still waiting for an answer.
-    show(last, false).focus();
-  } else {
-    act({ message: t('beginMessage') }, null, null);
+  // restore draws the transcript of a resumed session: each card with the learner's answer to
+  // it; the last card stays active.
+  async function restore() {
+    panel.dataset.restored = 'false';
+    let entries = [];
+    try {
+      entries = await api.getTranscript(sess.id);
+    } catch (err) {
+      status.append(errorBox(t, err, null, () => turns.clearStatus(), { newSession: newSession && (() => newSession()) }));
+    }
+    let prev = null;
+    const lastResult = entries.map((e) => e.role === 'coach' && Boolean(e.result)).lastIndexOf(true);
+    for (const [i, e] of entries.entries()) {
+      const input = e.input || {};
+      if (e.role === 'coach' && e.card) {
+        const view = renderCard(e.card, t, {});
+        view.answered(null);
+        feed.append(view.el);
+      } else if (e.role === 'coach' && e.result) {
+        prev = show(e.result, false, i === lastResult);
+      } else if (e.role === 'learner' && prev) {
+        prev.answered(answerSummary(prev.card, input));
+        prev = null;
+      }
+    }
+    // A session whose transcript is gone (or older than transcripts) still has its last card.
+    if (!active && sess.state.lastCard) show(sess.state.lastCard, false);
+    reveal(active?.el, { align: 'top' });
+    active?.focus();
+    panel.dataset.restored = 'true';
   }
+
+  // answerSummary says under card what the learner answered with input.
+  function answerSummary(card, input) {
+    if (typeof input.selected === 'string') {
+      const option = (card.options || []).find((o) => o.id === input.selected);
+      return t('youSelected', option ? option.label : input.selected);
+    }
+    if (input.message === CONTINUE) return t('youContinued');
+    return typeof input.message === 'string' ? input.message : null;
+  }
+
+  showLevel(sess.state.level || 1);
+  if (resumed || sess.state.lastCard) restore();
+  else act({ message: t('beginMessage') }, null, null);
 
   return {
     unmount() {
@@ -181,9 +228,10 @@ function cardFrame(type, t, body, { testid = 'card', phase = '', badge = null } 
 
 /**
  * renderCard renders a frontend card with its controls. actions: continue(), submit(text),
- * select(option), continueTraining(). It returns {el, lock(on), answered(summary), focus()}.
+ * select(option), continueTraining(). draftKey, when given, keeps the text typed into a prompt or
+ * reflection until it is sent. It returns {el, card, lock(on), answered(summary), focus()}.
  */
-function renderCard(card, t, actions) {
+function renderCard(card, t, actions, { draftKey = '' } = {}) {
   const type = card.type;
   const controls = h('fieldset', { class: 'card-controls' });
   let focusEl = null;
@@ -199,49 +247,81 @@ function renderCard(card, t, actions) {
     body = h('div', { class: 'card-content', testid: 'card-content' }, renderMarkdown(card.content));
     if (type === 'prompt' || type === 'reflection') {
       const max = card.input?.max_length || (type === 'prompt' ? 500 : 200);
-      const id = `card-input-${Math.random().toString(36).slice(2, 8)}`;
-      const counter = h('span', { class: 'counter', testid: 'card-counter', 'aria-live': 'polite' }, t('chars', 0, max));
+      const id = uid('card-input');
+      const hintId = uid('card-hint');
       const submit = h('button', { type: 'submit', class: 'btn btn-primary', testid: 'card-submit', disabled: true }, t('submit'));
       const input = h('textarea', {
-        id, class: `card-input card-input-${type}`, testid: 'card-input', rows: type === 'prompt' ? 4 : 2, maxLength: max,
+        id, class: `card-input card-input-${type}`, testid: 'card-input', rows: type === 'prompt' ? 4 : 2,
         placeholder: card.input?.placeholder || '',
-        oninput: () => {
-          // maxlength stops typing; this also trims text that arrived some other way.
-          const chars = [...input.value];
-          if (chars.length > max) input.value = chars.slice(0, max).join('');
-          const n = [...input.value].length;
-          counter.textContent = t('chars', n, max);
-          counter.classList.toggle('counter-full', n >= max);
-          submit.disabled = input.value.trim() === '';
-        },
+        oninput: () => storeDraft(draftKey, input.value),
         onkeydown: (e) => {
-          if (e.key === 'Enter' && (e.ctrlKey || e.metaKey) && !submit.disabled) {
+          if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
             e.preventDefault();
-            actions.submit?.(input.value.trim());
+            if (!submit.disabled) actions.submit?.(input.value.trim());
           }
         },
       });
+      // The seed's "Enforce max_length in UI": Submit stays off over the limit, and the learner
+      // is told by how much, rather than having a paste cut short without a word.
+      const count = limitCounter(t, input, max, {
+        always: true,
+        onChange: (over) => { submit.disabled = over || input.value.trim() === ''; },
+      });
+      count.counter.dataset.testid = 'card-counter';
+      count.note.id = uid('card-note');
+      input.setAttribute('aria-describedby', `${hintId} ${count.note.id}`);
+      const saved = loadDraft(draftKey);
+      if (saved) {
+        input.value = saved;
+        count.update();
+      }
       focusEl = input;
       controls.append(h('form', { class: 'card-form', onsubmit: (e) => { e.preventDefault(); if (!submit.disabled) actions.submit?.(input.value.trim()); } },
         h('label', { class: 'sr-only', for: id }, t('answerLabel')),
         input,
-        h('div', { class: 'card-form-row' }, counter, submit)));
+        count.note,
+        h('div', { class: 'card-form-row' },
+          h('span', { class: 'input-hint', id: hintId, testid: 'card-hint' }, t('cardHint')),
+          h('span', { class: 'card-form-end' }, count.counter, submit)),
+        count.live));
     } else if (type === 'multiple_choice') {
-      const list = h('div', { class: 'options', role: 'group', 'aria-label': card.content });
+      // A radio group: arrow keys (and Home/End) move the choice, Enter, Space or a click answer
+      // with it; only the chosen option is in the tab order.
+      const hintId = uid('options-hint');
+      const list = h('div', { class: 'options', role: 'radiogroup', 'aria-label': card.content, 'aria-describedby': hintId });
+      /** @type {HTMLButtonElement[]} */
+      const buttons = [];
+      const choose = (k, focus) => {
+        buttons.forEach((b, i) => {
+          b.tabIndex = i === k ? 0 : -1;
+          b.setAttribute('aria-checked', String(i === k));
+        });
+        if (focus) buttons[k].focus();
+      };
       for (const [i, option] of card.options.entries()) {
         const button = h('button', {
-          type: 'button', class: 'option', testid: 'card-option', dataset: { optionId: option.id }, 'aria-pressed': 'false',
+          type: 'button', class: 'option', testid: 'card-option', role: 'radio', 'aria-checked': 'false', tabindex: i === 0 ? '0' : '-1', dataset: { optionId: option.id },
           onclick: () => {
-            list.querySelectorAll('.option').forEach((b) => { b.setAttribute('aria-pressed', 'false'); b.classList.remove('option-selected'); });
-            button.setAttribute('aria-pressed', 'true');
+            choose(i, false);
+            list.querySelectorAll('.option').forEach((b) => b.classList.remove('option-selected'));
             button.classList.add('option-selected');
             actions.select?.(option);
           },
         }, h('span', { class: 'option-key', 'aria-hidden': 'true' }, option.id.length <= 2 ? option.id.toUpperCase() : String(i + 1)), h('span', { class: 'option-label' }, option.label));
         if (i === 0) focusEl = button;
+        buttons.push(button);
         list.append(button);
       }
-      controls.append(list);
+      list.addEventListener('keydown', (e) => {
+        const k = buttons.indexOf(/** @type {HTMLButtonElement} */ (document.activeElement));
+        if (k < 0) return;
+        const n = buttons.length;
+        const to = { ArrowDown: k + 1, ArrowRight: k + 1, ArrowUp: k - 1, ArrowLeft: k - 1, Home: 0, End: n - 1 }[e.key];
+        if (to === undefined) return;
+        e.preventDefault();
+        choose((to + n) % n, true);
+      });
+      controls.append(list, h('p', { class: 'input-hint', id: hintId, testid: 'options-hint' }, t('optionsHint')));
     } else {
       focusEl = h('button', { type: 'button', class: 'btn btn-primary', testid: 'card-continue', onclick: () => actions.continue?.() }, t('continue'));
       controls.append(focusEl);
@@ -256,9 +336,10 @@ function renderCard(card, t, actions) {
     card,
     lock(on) {
       controls.disabled = on;
-      if (!on) el.querySelectorAll('.option-selected').forEach((b) => { b.classList.remove('option-selected'); b.setAttribute('aria-pressed', 'false'); });
+      if (!on) el.querySelectorAll('.option-selected').forEach((b) => b.classList.remove('option-selected'));
     },
     answered(summary) {
+      storeDraft(draftKey, '');
       controls.remove();
       el.dataset.active = 'false';
       el.classList.add('card-done');

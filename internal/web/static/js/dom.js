@@ -52,11 +52,42 @@ export function frame(fn) {
   };
 }
 
-/** reveal scrolls the page so that el is in view (smoothly, unless the user prefers reduced motion). */
-export function reveal(el) {
+/**
+ * reveal scrolls the page so that el is in view and not under a sticky bar: the bars marked
+ * data-sticky="top" (the top bar, the progress on narrow screens) and data-sticky="bottom" (the
+ * message box) cover the page's edges while they are stuck, so the visible part of the viewport is
+ * what lies between them. It scrolls smoothly unless the user prefers reduced motion; align "top"
+ * puts el's top just under the top bars (for a card taller than the space), "nearest" scrolls as
+ * little as possible.
+ */
+export function reveal(el, { align = 'nearest' } = {}) {
   if (!el || !el.isConnected) return;
+  const { top, bottom } = stickyEdges();
+  const r = el.getBoundingClientRect();
+  const room = bottom - top - 2 * REVEAL_GAP;
+  let dy = 0;
+  if (align === 'top' || r.height > room || r.top < top + REVEAL_GAP) dy = r.top - (top + REVEAL_GAP);
+  else if (r.bottom > bottom - REVEAL_GAP) dy = r.bottom - (bottom - REVEAL_GAP);
+  if (Math.abs(dy) < 1) return;
   const smooth = !window.matchMedia('(prefers-reduced-motion: reduce)').matches;
-  el.scrollIntoView({ block: 'nearest', behavior: smooth ? 'smooth' : 'auto' });
+  window.scrollBy({ top: dy, behavior: smooth ? 'smooth' : 'auto' });
+}
+
+const REVEAL_GAP = 12;
+
+/** stickyEdges returns the band of the viewport that no stuck bar covers, as {top, bottom} in px. */
+export function stickyEdges() {
+  let top = 0;
+  let bottom = window.innerHeight;
+  for (const bar of document.querySelectorAll('[data-sticky]')) {
+    if (!(bar instanceof HTMLElement) || bar.hidden || !bar.isConnected) continue;
+    const style = getComputedStyle(bar);
+    if (style.position !== 'sticky' && style.position !== 'fixed') continue;
+    const height = bar.getBoundingClientRect().height;
+    if (bar.dataset.sticky === 'top') top = Math.max(top, (parseFloat(style.top) || 0) + height);
+    else bottom = Math.min(bottom, window.innerHeight - (parseFloat(style.bottom) || 0) - height);
+  }
+  return { top, bottom };
 }
 
 /** autosize grows a textarea with its content, up to its CSS max-height. */

@@ -1,17 +1,19 @@
 // The module panel: structured responses (structured-response-schema.md) rendered block by block
 // as they stream, optional forms, next-step suggestions as quick replies, and the module's
 // progress with a toast for every milestone. Forms are optional guidance: the free-text box is
-// always there.
+// always there. A resumed session is drawn from its transcript: every message and answer, the
+// forms already answered filled in and closed, the quick replies of the last answer.
 
 import * as api from './api.js';
 import { clear, frame, h, reveal } from './dom.js';
 import { renderInline, renderMarkdown } from './markdown.js';
-import { Turns, bubble, composer } from './turn.js';
+import { Turns, bubble, composer, errorBox, uid } from './turn.js';
+import { messageLimit } from './limits.js';
 
 const CALLOUT_ICONS = { info: 'ℹ️', warning: '⚠️', success: '✅', tip: '💡' };
 const BLOCK_TYPES = new Set(['paragraph', 'heading', 'list', 'quote', 'info', 'warning', 'success', 'tip']);
 
-export function mountModule({ root, session, t, resumed, toast }) {
+export function mountModule({ root, session, t, resumed, toast, touched = () => {}, newSession }) {
   let sess = session;
   let def = null; // the module definition, for titles and topic names
   let lastProgress = null;
@@ -24,14 +26,18 @@ export function mountModule({ root, session, t, resumed, toast }) {
   const topics = h('details', { class: 'topics' }, h('summary', null, t('coveredTopics')), topicList);
   const transcript = h('div', { class: 'transcript', testid: 'transcript', role: 'log', 'aria-live': 'polite' });
   const status = h('div', { class: 'turn-status', testid: 'turn-status' });
-  const box = composer(t, (text) => send({ message: text }, text));
+  const box = composer(t, (text) => send({ message: text }, text), { limit: messageLimit(session), draftKey: session.id });
   const panel = h('section', { class: 'panel panel-module', testid: 'module-panel' },
-    h('header', { class: 'module-head' }, title, meter, progressText, topics),
+    h('header', { class: 'module-head', dataset: { sticky: 'top' } }, title, meter, progressText, topics),
     h('div', { class: 'chat' }, transcript, status, box.el));
   root.append(panel);
 
+  // The forms rendered so far by id (the latest with each id), to mark the answered ones.
+  /** @type {Map<string, {el: HTMLFormElement, answered: (values: object) => void, title: string, form: any}>} */
+  const forms = new Map();
   const turns = new Turns({
     sessionId: () => sess.id, t, root: panel, status,
+    newSession: newSession && (() => newSession(box.input.value)),
     onBusy: (busy) => {
       box.setLocked(busy);
       transcript.querySelectorAll('.suggestions button').forEach((b) => { b.disabled = busy; });
@@ -74,6 +80,7 @@ export function mountModule({ root, session, t, resumed, toast }) {
   async function send(body, shown) {
     if (turns.busy) return false;
     const userMsg = bubble('user', t('you'), shown, body.auto ? { class: 'msg-auto', testid: 'msg-auto' } : {});
+    if (!body.auto && typeof body.message === 'string') touched(body.message);
     delete body.auto;
     transcript.append(userMsg);
     reveal(userMsg);
@@ -133,10 +140,9 @@ export function mountModule({ root, session, t, resumed, toast }) {
         live = false;
         sess = line.session;
         const r = line.result || {};
-        clear(resp).append(h('header', { class: 'msg-who' }, t('coach')), renderResponse(r, Boolean(line.fallback)));
-        resp.dataset.streaming = 'false';
-        resp.dataset.responseType = r.meta?.response_type || '';
-        resp.dataset.emotion = r.meta?.emotion || '';
+        const done = responseEl(r, Boolean(line.fallback));
+        resp.replaceWith(done);
+        resp = done;
         lastProgress = r.meta?.progress || null;
         showProgress(lastProgress);
         const milestone = lastProgress?.milestone;
@@ -157,6 +163,14 @@ export function mountModule({ root, session, t, resumed, toast }) {
       },
     });
     return ok || !hardFailure;
+  }
+
+  // responseEl renders a finished response as the coach's message.
+  function responseEl(r, fallback) {
+    return h('article', {
+      class: 'msg msg-assistant module-response', testid: 'module-response',
+      dataset: { streaming: 'false', responseType: r.meta?.response_type || '', emotion: r.meta?.emotion || '' },
+    }, h('header', { class: 'msg-who' }, t('coach')), renderResponse(r, fallback));
   }
 
   // renderResponse renders a structured response: blocks, media, forms, next step.
@@ -200,18 +214,28 @@ export function mountModule({ root, session, t, resumed, toast }) {
     const fields = h('fieldset', { class: 'form-fields' });
     const formTitle = form.title || form.id;
     const el = h('form', { class: 'module-form', testid: 'module-form', dataset: { formId: form.id } }, fields);
+    const hintId = uid('form-hint');
     fields.append(
       h('legend', { class: 'form-title' }, formTitle),
       form.description ? h('p', { class: 'form-desc' }, renderInline(form.description)) : null,
       form.optional === false ? null : h('p', { class: 'form-optional', testid: 'form-optional-note' }, t('formOptional')));
     const readers = [];
     for (const field of form.fields || []) {
-      const { node, read } = renderField(field, form.id);
-      fields.append(node);
-      readers.push({ field, read });
+      const view = renderField(field, form.id, hintId);
+      fields.append(view.node);
+      readers.push({ field, ...view });
     }
+    const hasTextarea = (form.fields || []).some((f) => f.type === 'textarea');
     fields.append(h('div', { class: 'form-actions' },
+      hasTextarea ? h('span', { class: 'input-hint', id: hintId, testid: 'form-hint' }, t('formHint')) : null,
       h('button', { type: 'submit', class: 'btn btn-primary', testid: 'form-submit' }, form.submit_label || t('submit'))));
+    // Enter in a textarea breaks the line; Ctrl+Enter (Cmd+Enter) submits, as in the cards.
+    el.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter' && (e.ctrlKey || e.metaKey) && e.target instanceof HTMLTextAreaElement) {
+        e.preventDefault();
+        el.requestSubmit();
+      }
+    });
     el.addEventListener('submit', async (e) => {
       e.preventDefault();
       for (const { field, read } of readers) {
@@ -223,25 +247,44 @@ export function mountModule({ root, session, t, resumed, toast }) {
       }
       if (!el.reportValidity()) return;
       const values = {};
-      const lines = [];
       for (const { field, read } of readers) {
         const v = read();
-        if (v === undefined) continue;
-        values[field.id] = v;
-        lines.push(`${field.label}: ${describe(field, v)}`);
+        if (v !== undefined) values[field.id] = v;
       }
       fields.disabled = true;
-      const ok = await send({ form: { id: form.id, values } }, `${t('formSent', formTitle)}\n${lines.join('\n')}`);
+      const ok = await send({ form: { id: form.id, values } }, describeAnswer(form, values));
       if (ok) {
         el.dataset.sent = 'true';
       } else if (!el.dataset.superseded) {
         fields.disabled = false;
       }
     });
+    forms.set(form.id, {
+      el,
+      form,
+      title: formTitle,
+      // answered shows the form as the learner sent it: filled in, closed.
+      answered(values) {
+        for (const { field, write } of readers) write(values[field.id]);
+        fields.disabled = true;
+        el.dataset.sent = 'true';
+      },
+    });
     return el;
   }
 
-  function renderField(field, formId) {
+  // describeAnswer is what the learner's bubble says for a form answer: the form's title, then
+  // each answered field with its option labels.
+  function describeAnswer(form, values) {
+    const lines = [];
+    for (const field of form.fields || []) {
+      if (values[field.id] !== undefined) lines.push(`${field.label}: ${describe(field, values[field.id])}`);
+    }
+    return `${t('formSent', form.title || form.id)}\n${lines.join('\n')}`;
+  }
+
+  // renderField returns a field's node, read() (its value, undefined when empty) and write(v).
+  function renderField(field, formId, hintId) {
     const id = `f-${formId}-${field.id}`.replace(/[^A-Za-z0-9_-]/g, '_');
     const label = [field.label, field.required ? h('span', { class: 'req', title: t('formRequiredMark') }, ' *') : null];
     const help = field.help_text ? h('p', { class: 'field-help', id: `${id}-help` }, field.help_text) : null;
@@ -264,34 +307,85 @@ export function mountModule({ root, session, t, resumed, toast }) {
             const vs = inputs.filter((x) => x.checked).map((x) => x.value);
             return vs.length ? vs : undefined;
           };
-        return { node, read };
+        const write = (v) => inputs.forEach((x) => { x.checked = Array.isArray(v) ? v.includes(x.value) : x.value === v; });
+        return { node, read, write };
       }
       case 'select': {
         const select = h('select', { id, name: field.id, required: field.required, 'aria-describedby': describedBy },
           h('option', { value: '' }, t('choose')), options.map((o) => h('option', { value: o.value }, o.label)));
-        return { node: h('div', { class: 'field', testid: 'form-field', dataset: { fieldId: field.id } }, h('label', { for: id }, label), select, help), read: () => select.value || undefined };
+        return {
+          node: h('div', { class: 'field', testid: 'form-field', dataset: { fieldId: field.id } }, h('label', { for: id }, label), select, help),
+          read: () => select.value || undefined,
+          write: (v) => { select.value = v === undefined ? '' : String(v); },
+        };
       }
       case 'number': {
         const input = h('input', { id, name: field.id, type: 'number', step: 'any', required: field.required, placeholder: field.placeholder || '', 'aria-describedby': describedBy });
         if (typeof field.min === 'number') input.min = String(field.min);
         if (typeof field.max === 'number') input.max = String(field.max);
-        return { node: h('div', { class: 'field', testid: 'form-field', dataset: { fieldId: field.id } }, h('label', { for: id }, label), input, help), read: () => (input.value === '' ? undefined : Number(input.value)) };
+        return {
+          node: h('div', { class: 'field', testid: 'form-field', dataset: { fieldId: field.id } }, h('label', { for: id }, label), input, help),
+          read: () => (input.value === '' ? undefined : Number(input.value)),
+          write: (v) => { input.value = v === undefined ? '' : String(v); },
+        };
       }
       case 'textarea':
       case 'text':
       default: {
         const input = field.type === 'textarea'
-          ? h('textarea', { id, name: field.id, rows: 3, required: field.required, placeholder: field.placeholder || '', 'aria-describedby': describedBy })
+          ? h('textarea', { id, name: field.id, rows: 3, required: field.required, placeholder: field.placeholder || '', 'aria-describedby': [describedBy, hintId].filter(Boolean).join(' ') })
           : h('input', { id, name: field.id, type: 'text', required: field.required, placeholder: field.placeholder || '', 'aria-describedby': describedBy });
-        return { node: h('div', { class: 'field', testid: 'form-field', dataset: { fieldId: field.id } }, h('label', { for: id }, label), input, help), read: () => input.value.trim() || undefined };
+        return {
+          node: h('div', { class: 'field', testid: 'form-field', dataset: { fieldId: field.id } }, h('label', { for: id }, label), input, help),
+          read: () => input.value.trim() || undefined,
+          write: (v) => { input.value = v === undefined ? '' : String(v); },
+        };
       }
     }
   }
 
+  // restore draws a resumed session's transcript.
+  async function restore() {
+    panel.dataset.restored = 'false';
+    box.setLocked(true);
+    let entries = [];
+    try {
+      entries = await api.getTranscript(sess.id);
+    } catch (err) {
+      status.append(errorBox(t, err, null, () => turns.clearStatus(), { newSession: newSession && (() => newSession(box.input.value)) }));
+    }
+    let last = null;
+    for (const [i, e] of entries.entries()) {
+      const input = e.input || {};
+      if (e.role === 'learner' && input.form && typeof input.form.id === 'string') {
+        const f = forms.get(input.form.id);
+        const values = input.form.values || {};
+        f?.answered(values);
+        transcript.append(bubble('user', t('you'), f ? describeAnswer(f.form, values) : t('formSent', input.form.id)));
+      } else if (e.role === 'learner' && typeof input.message === 'string') {
+        const auto = i === 0 && input.message === t('moduleStart');
+        transcript.append(bubble('user', t('you'), input.message, auto ? { class: 'msg-auto', testid: 'msg-auto' } : {}));
+      } else if (e.role === 'coach' && e.result) {
+        last = responseEl(e.result, Boolean(e.fallback));
+        transcript.append(last);
+        lastProgress = e.result.meta?.progress || lastProgress;
+      }
+    }
+    // Only the last answer's quick replies still answer the open question.
+    transcript.querySelectorAll('.suggestions').forEach((el) => {
+      if (!last || !last.contains(el)) el.remove();
+    });
+    showProgress(lastProgress);
+    transcript.append(h('p', { class: 'msg-note', testid: 'msg-resumed' }, progressText.textContent));
+    reveal(transcript.lastElementChild);
+    box.setLocked(false);
+    box.focus();
+    panel.dataset.restored = 'true';
+  }
+
   showProgress(null);
   if (resumed) {
-    transcript.append(h('p', { class: 'msg-note', testid: 'msg-resumed' }, progressText.textContent));
-    box.focus();
+    restore();
   } else {
     send({ message: t('moduleStart'), auto: true }, t('moduleStart'));
   }

@@ -3,16 +3,22 @@
 //
 // Seed rules (coach-ai-tool-contract.md, "UI Handling"): a proposedUpdate is shown only when its
 // field is the session's current step; Confirm saves it to the draft, advances the step and
-// triggers the next coach turn; Reject clears it and the conversation goes on.
+// triggers the next coach turn ({"continue":true}: the coach opens the new step, and the learner's
+// next message is still the step's first turn); Reject clears it and the conversation goes on,
+// with the rejected text kept in view.
+//
+// A resumed session is drawn from the gateway: the state (step, draft, pending proposal) and the
+// transcript of every message, answer and decision so far.
 
 import * as api from './api.js';
 import { clear, frame, h, reveal } from './dom.js';
 import { renderMarkdown } from './markdown.js';
-import { Turns, bubble, composer } from './turn.js';
+import { Turns, bubble, composer, errorBox } from './turn.js';
+import { messageLimit } from './limits.js';
 
 export const STEPS = ['claim', 'grounds', 'warrant', 'groundsBacking', 'warrantBacking', 'qualifier', 'rebuttal'];
 
-export function mountToulmin({ root, session, t, resumed }) {
+export function mountToulmin({ root, session, t, resumed, touched = () => {}, newSession }) {
   let sess = session;
   let proposal = null; // the proposedUpdate on screen
   let editing = null; // {step, text} of the draft being edited
@@ -26,14 +32,14 @@ export function mountToulmin({ root, session, t, resumed }) {
   const meterFill = h('div', { class: 'meter-fill' });
   const meter = h('div', { class: 'meter', role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': STEPS.length, 'aria-label': t('progress') }, meterFill);
   const progressText = h('p', { class: 'meter-text', testid: 'toulmin-progress-text' });
-  const progress = h('nav', { class: 'toulmin-progress', testid: 'toulmin-progress', 'aria-label': t('progress') },
+  const progress = h('nav', { class: 'toulmin-progress', testid: 'toulmin-progress', 'aria-label': t('progress'), dataset: { sticky: 'top' } },
     h('ol', { class: 'steps' }, stepItems), meter, progressText);
 
   const transcript = h('div', { class: 'transcript', testid: 'transcript', role: 'log', 'aria-live': 'polite' });
   const proposalSlot = h('div', { class: 'proposal-slot' });
   const status = h('div', { class: 'turn-status', testid: 'turn-status' });
   const banner = h('section', { class: 'complete-banner', testid: 'complete-banner', role: 'status', hidden: true });
-  const box = composer(t, (text) => send(text, false));
+  const box = composer(t, (text) => send(text), { limit: messageLimit(session), draftKey: session.id });
   const draftFields = h('fieldset', { class: 'draft-fields' });
   const aside = h('aside', { class: 'draft-panel', testid: 'draft-panel', 'aria-labelledby': 'draft-title' },
     h('h2', { id: 'draft-title' }, t('draftTitle')), draftFields);
@@ -46,6 +52,7 @@ export function mountToulmin({ root, session, t, resumed }) {
 
   const turns = new Turns({
     sessionId: () => sess.id, t, root: panel, status,
+    newSession: newSession && (() => newSession(box.input.value)),
     onBusy: (busy) => {
       box.setLocked(busy || state().isComplete);
       draftFields.disabled = busy;
@@ -151,7 +158,21 @@ export function mountToulmin({ root, session, t, resumed }) {
     reveal(card);
   }
 
+  // rejectedNote keeps a rejected proposal's text in the transcript, with a way to take it into
+  // the box and rework it.
+  function rejectedNote(p) {
+    const el = h('div', { class: 'msg-note msg-rejected', testid: 'msg-rejected' },
+      h('p', null, t('rejected')),
+      p && p.value ? h('blockquote', { class: 'rejected-value', testid: 'rejected-value' }, p.value) : null,
+      p && p.value ? h('button', {
+        type: 'button', class: 'btn btn-small btn-ghost', testid: 'rejected-edit',
+        onclick: () => { box.setText(p.value); box.focus(); },
+      }, t('editInBox')) : null);
+    return el;
+  }
+
   async function decide(action) {
+    const decided = proposal;
     const field = proposal?.field;
     proposalSlot.querySelectorAll('button').forEach((b) => { b.disabled = true; });
     turns.clearStatus();
@@ -165,13 +186,16 @@ export function mountToulmin({ root, session, t, resumed }) {
     }
     showProposal(null);
     if (action === 'reject') {
-      note(t('rejected'), 'msg-rejected');
+      const el = rejectedNote(decided);
+      transcript.append(el);
+      reveal(el);
       box.focus();
       return;
     }
     note(`✓ ${t('saved', stepName(field))}`, 'msg-saved');
-    // The seed: on confirm, save, advance and trigger the next coach turn.
-    if (!state().isComplete) await send(t('continueMessage'), true);
+    // The seed: on confirm, save, advance and trigger the next coach turn, which is the coach's
+    // own: it does not count as the learner's first message of the new step.
+    if (!state().isComplete) await send(null);
     else reveal(banner);
   }
 
@@ -184,12 +208,16 @@ export function mountToulmin({ root, session, t, resumed }) {
     }
   }
 
-  // send runs one coach turn with message; auto marks the panel's own continuation message.
-  async function send(message, auto) {
+  // send runs one coach turn with the learner's message, or a continue turn (the coach opens the
+  // current step) when message is null.
+  async function send(message) {
     if (state().isComplete || turns.busy) return false;
-    const userMsg = bubble('user', t('you'), message, auto ? { class: 'msg-auto', testid: 'msg-auto' } : {});
-    transcript.append(userMsg);
-    reveal(userMsg);
+    const userMsg = message === null ? null : bubble('user', t('you'), message);
+    if (userMsg) {
+      transcript.append(userMsg);
+      reveal(userMsg);
+      touched(message);
+    }
     showProposal(null);
     let reply = null;
     let body = null;
@@ -201,9 +229,9 @@ export function mountToulmin({ root, session, t, resumed }) {
       reveal(reply);
     });
     let hardFailure = false;
-    const ok = await turns.send(() => ({ message, step: state().step }), {
+    const ok = await turns.send(() => (message === null ? { continue: true } : { message, step: state().step }), {
       begin() {
-        userMsg.classList.remove('msg-failed');
+        userMsg?.classList.remove('msg-failed');
         text = '';
         live = true;
         reply = bubble('assistant', t('coach'), h('p', { class: 'typing' }, t('thinking')), { class: 'msg-streaming' });
@@ -229,15 +257,18 @@ export function mountToulmin({ root, session, t, resumed }) {
         clear(body).append(assistantContent(r));
         applySession(line.session);
         showProposal(r.proposedUpdate);
-        reveal(proposal ? proposalSlot : reply);
-        if (!proposal) box.focus();
+        if (proposal) reveal(proposalSlot.firstElementChild);
+        else {
+          reveal(reply);
+          box.focus();
+        }
       },
       fail(err) {
         live = false;
         reply?.remove();
-        userMsg.classList.add('msg-failed');
+        userMsg?.classList.add('msg-failed');
         hardFailure = !err.retryable;
-        if (hardFailure) userMsg.remove();
+        if (hardFailure) userMsg?.remove();
         if (err.code === 'coach_step_mismatch' || err.code === 'session_complete') refresh();
       },
     });
@@ -258,11 +289,44 @@ export function mountToulmin({ root, session, t, resumed }) {
     return frag;
   }
 
-  applySession(sess);
-  if (resumed) {
-    note(`${t('progressOf', Number(progress.dataset.completed), STEPS.length)} · ${state().isComplete ? t('complete') : stepName(state().step)}`, 'msg-resumed');
+  // restore draws a resumed session's transcript: the learner's messages and decisions, the
+  // coach's answers; then the pending proposal from the state.
+  async function restore() {
+    panel.dataset.restored = 'false';
+    box.setLocked(true);
+    let entries = [];
+    try {
+      entries = await api.getTranscript(sess.id);
+    } catch (err) {
+      status.append(errorBox(t, err, null, () => turns.clearStatus(), { newSession: newSession && (() => newSession(box.input.value)) }));
+    }
+    let last = null; // the last proposedUpdate seen, which an accept or reject decides
+    for (const e of entries) {
+      const input = e.input || {};
+      if (e.role === 'learner' && typeof input.message === 'string') {
+        transcript.append(bubble('user', t('you'), input.message));
+      } else if (e.role === 'learner' && input.action === 'accept') {
+        if (last) transcript.append(h('p', { class: 'msg-note', testid: 'msg-saved' }, `✓ ${t('saved', stepName(last.field))}`));
+        last = null;
+      } else if (e.role === 'learner' && input.action === 'reject') {
+        transcript.append(rejectedNote(last));
+        last = null;
+      } else if (e.role === 'coach' && e.result) {
+        transcript.append(bubble('assistant', t('coach'), assistantContent(e.result)));
+        last = e.result.proposedUpdate || last;
+      }
+      // A continue turn ({"continue":true}) is the coach's own: it shows only as the answer.
+    }
+    transcript.append(h('p', { class: 'msg-note', testid: 'msg-resumed' },
+      `${t('progressOf', Number(progress.dataset.completed), STEPS.length)} · ${state().isComplete ? t('complete') : stepName(state().step)}`));
     showProposal(state().pendingProposal);
+    if (!proposal) reveal(transcript.lastElementChild);
+    box.setLocked(turns.busy || Boolean(state().isComplete));
+    panel.dataset.restored = 'true';
   }
+
+  applySession(sess);
+  if (resumed) restore();
   box.focus();
 
   return {

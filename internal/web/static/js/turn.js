@@ -2,7 +2,8 @@
 // reset line, the error box with its Retry button) and the free-text composer.
 
 import { streamTurn } from './api.js';
-import { autosize, clear, h } from './dom.js';
+import { autosize, clear, h, reveal } from './dom.js';
+import { limitCounter } from './limits.js';
 
 /**
  * Turns runs the turns of one session, one at a time. The panel's root element carries
@@ -17,9 +18,10 @@ export class Turns {
    * @param {HTMLElement} o.root the panel
    * @param {HTMLElement} o.status where the retry note and errors show
    * @param {(busy: boolean) => void} [o.onBusy]
+   * @param {() => void} [o.newSession] offered when the session is gone
    */
-  constructor({ sessionId, t, root, status, onBusy }) {
-    Object.assign(this, { sessionId, t, root, status, onBusy });
+  constructor({ sessionId, t, root, status, onBusy, newSession }) {
+    Object.assign(this, { sessionId, t, root, status, onBusy, newSession });
     this.busy = false;
     this.count = 0;
     this.controller = null;
@@ -104,59 +106,102 @@ export class Turns {
   /** showError shows err; retry, when given, is offered as a Retry button. */
   showError(err, retry) {
     this.clearStatus();
-    this.status.append(errorBox(this.t, err, retry, () => this.clearStatus()));
+    this.status.append(errorBox(this.t, err, retry, () => this.clearStatus(), { newSession: this.newSession }));
+    reveal(this.status);
   }
 }
 
-/** errorBox renders an API error: a friendly sentence, the gateway's message and the offending field. */
-export function errorBox(t, err, retry, dismiss) {
-  const known = t(`errors.${err.code}`);
-  const friendly = known === `errors.${err.code}` ? t('errors.fallback') : known;
-  const box = h('div', { class: 'alert alert-error', role: 'alert', testid: 'turn-error', dataset: { errorCode: err.code || '' } },
-    h('div', { class: 'alert-body' },
-      h('strong', null, friendly),
-      err.message && err.message !== friendly ? h('span', { class: 'alert-detail', testid: 'error-message' }, ` ${err.message}`) : null,
-      h('span', { class: 'alert-code' }, ` (${err.code}${err.status ? `, HTTP ${err.status}` : ''})`),
-      err.field ? h('span', { class: 'alert-field', testid: 'error-field' }, ` — ${t('field', err.field)}`) : null),
-    h('div', { class: 'alert-actions' },
-      retry ? h('button', { type: 'button', class: 'btn btn-small btn-primary', testid: 'retry-button', onclick: () => retry() }, t('retry')) : null,
-      dismiss ? h('button', { type: 'button', class: 'btn btn-small btn-ghost', onclick: () => dismiss() }, t('dismiss')) : null));
-  return box;
+/**
+ * friendlyError returns the sentence a learner reads for err: what happened and what to do, in
+ * the session's language, without codes (those go to the details line).
+ */
+export function friendlyError(t, err) {
+  const keys = err.field ? [`errors.${err.code}_${err.field}`, `errors.${err.code}`] : [`errors.${err.code}`];
+  for (const key of keys) {
+    const text = t(key);
+    if (text !== key) return text;
+  }
+  if (err.status >= 500 || err.status === 0) return t('errors.fallbackServer');
+  return t('errors.fallback');
 }
 
 /**
- * composer returns the free-text box: Enter sends, Shift+Enter breaks the line. onSend gets the
- * trimmed text and returns a promise of whether it was sent; the box keeps the text otherwise.
+ * errorBox renders an API error for a learner: a plain sentence, then one small details line
+ * with the code, HTTP status, field and the gateway's own message for whoever debugs it. retry,
+ * when given, is offered as a Retry button; newSession as "Start a new session" when the session
+ * is gone.
  */
-export function composer(t, onSend, { placeholder = '', maxLength = 8000 } = {}) {
-  const input = h('textarea', { class: 'composer-input', testid: 'composer-input', rows: 1, placeholder, maxLength, 'aria-label': t('composerLabel') });
+export function errorBox(t, err, retry, dismiss, { newSession } = {}) {
+  const details = [
+    h('span', { class: 'alert-code', testid: 'error-code' }, [err.code, err.status ? `HTTP ${err.status}` : ''].filter(Boolean).join(' · ')),
+    err.field ? h('span', { class: 'alert-field', testid: 'error-field' }, ` · ${t('field', err.field)}`) : null,
+    err.message && err.message !== err.code ? h('span', { class: 'alert-detail', testid: 'error-message' }, ` — ${err.message}`) : null,
+  ];
+  const gone = err.code === 'session_not_found' && newSession;
+  return h('div', { class: 'alert alert-error', role: 'alert', testid: 'turn-error', dataset: { errorCode: err.code || '' } },
+    h('div', { class: 'alert-body' },
+      h('p', { class: 'alert-text', testid: 'error-text' }, friendlyError(t, err)),
+      h('p', { class: 'alert-details' }, h('span', { class: 'sr-only' }, `${t('details')}: `), details)),
+    h('div', { class: 'alert-actions' },
+      gone ? h('button', { type: 'button', class: 'btn btn-small btn-primary', testid: 'start-new-session', onclick: () => newSession() }, t('startNewSession')) : null,
+      retry && !gone ? h('button', { type: 'button', class: 'btn btn-small btn-primary', testid: 'retry-button', onclick: () => retry() }, t('retry')) : null,
+      dismiss ? h('button', { type: 'button', class: 'btn btn-small btn-ghost', onclick: () => dismiss() }, t('dismiss')) : null));
+}
+
+let uidCount = 0;
+
+/** uid returns an element id unique in the page. */
+export function uid(prefix) {
+  uidCount += 1;
+  return `${prefix}-${uidCount}`;
+}
+
+/**
+ * composer returns the free-text box: Enter sends, Shift+Enter breaks the line, as the hint under
+ * the box says (and aria-describedby tells screen readers). onSend gets the trimmed text and
+ * returns a promise of whether it was sent; the box keeps the text otherwise. limit is the
+ * gateway's message limit: a counter shows near it, and Send is off while the text is longer
+ * (nothing is cut). draftKey, when given, keeps the unsent text in localStorage so that a reload
+ * or a return to the session finds it again.
+ */
+export function composer(t, onSend, { placeholder = '', limit = 8000, draftKey = '' } = {}) {
+  const hintId = uid('composer-hint');
+  const noteId = uid('composer-note');
+  const input = h('textarea', { class: 'composer-input', testid: 'composer-input', rows: 1, placeholder, 'aria-label': t('composerLabel'), 'aria-describedby': `${hintId} ${noteId}` });
   const button = h('button', { type: 'submit', class: 'btn btn-primary', testid: 'composer-send', disabled: true }, t('send'));
   const fit = autosize(input);
   let locked = false;
   const sync = () => {
-    button.disabled = locked || input.value.trim() === '';
+    button.disabled = locked || input.value.trim() === '' || count.over();
+  };
+  const count = limitCounter(t, input, limit, { onChange: sync });
+  count.note.id = noteId;
+  const saveDraft = () => storeDraft(draftKey, input.value);
+  const setText = (text) => {
+    input.value = text;
+    fit();
+    count.update();
+    saveDraft();
   };
   const submit = async () => {
     const text = input.value.trim();
-    if (!text || locked) return;
-    input.value = '';
-    fit();
-    sync();
-    if ((await onSend(text)) === false && input.value === '') {
-      input.value = text;
-      fit();
-      sync();
-    }
+    if (!text || locked || count.over()) return;
+    setText('');
+    if ((await onSend(text)) === false && input.value === '') setText(text);
   };
-  input.addEventListener('input', sync);
+  input.addEventListener('input', saveDraft);
   input.addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
       e.preventDefault();
       submit();
     }
   });
-  const el = h('form', { class: 'composer', testid: 'composer', onsubmit: (e) => { e.preventDefault(); submit(); } },
-    input, button, h('p', { class: 'composer-hint' }, t('composerHint')));
+  const el = h('form', { class: 'composer', testid: 'composer', dataset: { sticky: 'bottom' }, onsubmit: (e) => { e.preventDefault(); submit(); } },
+    input, button,
+    h('div', { class: 'composer-meta' }, h('p', { class: 'composer-hint', id: hintId, testid: 'composer-hint' }, t('composerHint')), count.counter),
+    count.note, count.live);
+  const saved = loadDraft(draftKey);
+  if (saved) setText(saved);
   return {
     el,
     input,
@@ -171,10 +216,47 @@ export function composer(t, onSend, { placeholder = '', maxLength = 8000 } = {})
       locked = v;
       sync();
     },
+    /** setText puts text in the box, as if typed. */
+    setText,
     focus() {
-      if (!input.disabled) input.focus();
+      if (!input.disabled) input.focus({ preventScroll: true });
     },
   };
+}
+
+const DRAFT_STORAGE = 'coachgw.draft.';
+
+/** loadDraft returns the unsent text kept under key, or "". */
+export function loadDraft(key) {
+  if (!key) return '';
+  try {
+    return localStorage.getItem(DRAFT_STORAGE + key) || '';
+  } catch {
+    return '';
+  }
+}
+
+/** storeDraft keeps text under key ("" forgets it). */
+export function storeDraft(key, text) {
+  if (!key) return;
+  try {
+    if (text.trim()) localStorage.setItem(DRAFT_STORAGE + key, text);
+    else localStorage.removeItem(DRAFT_STORAGE + key);
+  } catch {
+    // Storage is off or full: the text stays in the box, it just does not survive a reload.
+  }
+}
+
+/** forgetDrafts drops every unsent text kept for session id. */
+export function forgetDrafts(id) {
+  try {
+    for (let i = localStorage.length - 1; i >= 0; i--) {
+      const k = localStorage.key(i);
+      if (k && k.startsWith(`${DRAFT_STORAGE}${id}`)) localStorage.removeItem(k);
+    }
+  } catch {
+    // Nothing kept.
+  }
 }
 
 /** bubble renders one chat message; content is a node or text. */
