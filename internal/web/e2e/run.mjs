@@ -14,7 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
-import { LineSplitter, readLines } from '../static/js/ndjson.js';
+import { charCount, messageLimit } from '../static/js/limits.js';
 import { parseBlocks, parseInline } from '../static/js/markdown.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -240,28 +240,12 @@ async function toProposal(page) {
 // Scenarios that need no browser: the pure modules the panel is built from.
 
 async function unitScenarios() {
-  await scenario('unit: NDJSON lines split across chunks and inside UTF-8 characters', async () => {
-    const s = new LineSplitter();
-    assertEq(JSON.stringify(s.push('{"type":"delta","text":"a"}\n{"ty')), '["{\\"type\\":\\"delta\\",\\"text\\":\\"a\\"}"]', 'first chunk');
-    assertEq(JSON.stringify(s.push('pe":"delta"')), '[]', 'middle chunk');
-    assertEq(JSON.stringify(s.push(',"text":"b"}\r\n\n')), '["{\\"type\\":\\"delta\\",\\"text\\":\\"b\\"}"]', 'end chunk with CRLF and a blank line');
-    assertEq(JSON.stringify(s.push('{"type":"result"}')), '[]', 'unterminated last line');
-    assertEq(JSON.stringify(s.flush()), '["{\\"type\\":\\"result\\"}"]', 'flush');
-
-    // Bytes of "é" and "🎉" cut in half between chunks.
-    const bytes = new TextEncoder().encode('{"type":"delta","text":"é🎉"}\n{"type":"result","result":{}}\n');
-    const cut = [bytes.slice(0, 25), bytes.slice(25, 28), bytes.slice(28, 30), bytes.slice(30)];
-    const body = new ReadableStream({
-      start(c) {
-        for (const b of cut) c.enqueue(b);
-        c.close();
-      },
-    });
-    const lines = [];
-    await readLines(body, (l) => lines.push(l));
-    assertEq(lines.length, 2, 'lines read');
-    assertEq(lines[0].text, 'é🎉', 'text across split characters');
-    assertEq(lines[1].type, 'result', 'last line');
+  await scenario('unit: limits count as the gateway does and come from the session when it states them', async () => {
+    assertEq(charCount('é🎉a'), 3, 'code points, as Go counts runes');
+    assertEq(messageLimit({ contract: 'toulmin' }), 4000, 'toulmin without a stated limit');
+    assertEq(messageLimit({ contract: 'module' }), 8000, 'module without a stated limit');
+    assertEq(messageLimit({ contract: 'toulmin', limits: { message: 1200 } }), 1200, 'a stated limit wins');
+    assertEq(messageLimit({ contract: 'cards', limits: { message: -1 } }), 8000, 'a nonsense limit is ignored');
   });
 
   await scenario('unit: markdown parses model text without ever producing markup', async () => {
@@ -718,7 +702,7 @@ async function browserScenarios() {
     assertEq(JSON.stringify(await counts()), JSON.stringify(before), 'messages and responses restored');
     const again = page.locator(`[data-testid="module-form"][data-form-id="${formId}"]`).first();
     assertEq(await again.getAttribute('data-sent'), 'true', 'the answered form is marked answered');
-    assert(await again.locator('fieldset.form-fields').isDisabled(), 'and closed');
+    assert(await again.locator('fieldset.form-fields').evaluate((f) => f.disabled), 'and closed');
     assert((await again.locator('input:checked').count()) > 0 || (await again.locator('input[type="text"], textarea').first().inputValue().catch(() => '')) !== '', 'with the answers filled in');
     assertEq(Number(await page.getByTestId('module-progress').getAttribute('data-percentage')), pct, 'progress after a reload');
     await shot(page, 'module-restore');

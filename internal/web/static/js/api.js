@@ -1,6 +1,8 @@
-// The gateway's API on the same origin (see api/openapi.yaml).
+// The gateway's API on the same origin (see api/openapi.yaml). A turn's stream is read by the
+// JavaScript client (clients/js, @coachgw/client), whose modules the gateway serves at /client/:
+// one implementation of the NDJSON reading for the panel and every other front end.
 
-import { readLines } from './ndjson.js';
+import { CoachError, streamTurn as clientStreamTurn } from '../../client/stream.js';
 
 // The API key, for gateways configured with COACH_API_KEYS. It lives in sessionStorage: it
 // survives a reload of the tab (the session belongs to the key's tenant) but not the browser.
@@ -120,35 +122,21 @@ export const decideProposal = (id, action) => request('POST', `/v1/sessions/${en
 /**
  * streamTurn posts a turn and calls onLine with every line of the NDJSON answer as it arrives.
  * It resolves with the result line, and rejects with an ApiError for an HTTP error, the stream's
- * error line, or a stream that ended without either.
+ * error line, or a stream that ended without either (or that could not be read).
  */
 export async function streamTurn(sessionId, body, onLine, { signal } = {}) {
-  let res;
   try {
-    res = await fetch(`/v1/sessions/${encodeURIComponent(sessionId)}/turns`, {
-      method: 'POST',
-      signal,
-      headers: headers({ 'Content-Type': 'application/json', Accept: 'application/x-ndjson' }),
-      body: JSON.stringify(body),
-    });
+    for await (const ev of clientStreamTurn(sessionId, body, { apiKey, signal })) {
+      onLine(ev);
+      if (ev.type === 'result') return ev;
+      if (ev.type === 'error') throw new ApiError(ev.error || 'coach_stream_failed', ev.message, { stream: true });
+    }
   } catch (err) {
+    if (err instanceof CoachError) {
+      const code = err.kind === 'read' && err.code === 'stream_truncated' ? 'stream_incomplete' : err.code;
+      throw new ApiError(code, err.message, { status: err.status, field: err.field, stream: err.kind === 'read' || err.kind === 'turn' });
+    }
     throw transportError(err);
   }
-  if (!res.ok) throw await errorFrom(res);
-  if (!res.body) throw new ApiError('stream_unsupported', 'this browser cannot read streamed responses');
-
-  let end = null;
-  try {
-    await readLines(res.body, (line) => {
-      if (end) return; // nothing follows the last line
-      if (line.type === 'result' || line.type === 'error') end = line;
-      onLine(line);
-    });
-  } catch (err) {
-    if (err instanceof SyntaxError) throw new ApiError('bad_stream', `unreadable stream line: ${err.message}`, { stream: true });
-    throw transportError(err);
-  }
-  if (!end) throw new ApiError('stream_incomplete', 'the connection closed before the turn finished', { stream: true });
-  if (end.type === 'error') throw new ApiError(end.error || 'coach_stream_failed', end.message, { stream: true });
-  return end;
+  throw new ApiError('stream_incomplete', 'the connection closed before the turn finished', { stream: true });
 }
