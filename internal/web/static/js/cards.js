@@ -5,11 +5,10 @@
 // A resumed session is drawn from its transcript: every card with the learner's answer under it,
 // and the last card ready for an answer, with any text the learner had typed into it.
 
-import * as api from './api.js';
 import { clear, frame, h, reveal } from './dom.js';
 import { limitCounter } from './limits.js';
 import { renderMarkdown } from './markdown.js';
-import { Turns, errorBox, loadDraft, storeDraft, uid } from './turn.js';
+import { Turns, loadDraft, storeDraft, uid } from './turn.js';
 
 const CONTINUE = '[Continue]';
 
@@ -158,12 +157,7 @@ export function mountCards({ root, session, t, resumed, touched = () => {}, newS
   // it; the last card stays active.
   async function restore() {
     panel.dataset.restored = 'false';
-    let entries = [];
-    try {
-      entries = await api.getTranscript(sess.id);
-    } catch (err) {
-      status.append(errorBox(t, err, null, () => turns.clearStatus(), { newSession: newSession && (() => newSession()) }));
-    }
+    const entries = await turns.transcript();
     let prev = null;
     const lastResult = entries.map((e) => e.role === 'coach' && Boolean(e.result)).lastIndexOf(true);
     for (const [i, e] of entries.entries()) {

@@ -7,7 +7,7 @@
 import * as api from './api.js';
 import { clear, frame, h, reveal } from './dom.js';
 import { renderInline, renderMarkdown } from './markdown.js';
-import { Turns, bubble, composer, errorBox, uid } from './turn.js';
+import { Turns, bubble, composer, uid } from './turn.js';
 import { messageLimit } from './limits.js';
 
 const CALLOUT_ICONS = { info: 'ℹ️', warning: '⚠️', success: '✅', tip: '💡' };
@@ -348,12 +348,7 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
   async function restore() {
     panel.dataset.restored = 'false';
     box.setLocked(true);
-    let entries = [];
-    try {
-      entries = await api.getTranscript(sess.id);
-    } catch (err) {
-      status.append(errorBox(t, err, null, () => turns.clearStatus(), { newSession: newSession && (() => newSession(box.input.value)) }));
-    }
+    const entries = await turns.transcript();
     let last = null;
     for (const [i, e] of entries.entries()) {
       const input = e.input || {};

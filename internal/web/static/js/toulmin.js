@@ -13,7 +13,7 @@
 import * as api from './api.js';
 import { clear, frame, h, reveal } from './dom.js';
 import { renderMarkdown } from './markdown.js';
-import { Turns, bubble, composer, errorBox } from './turn.js';
+import { Turns, bubble, composer } from './turn.js';
 import { messageLimit } from './limits.js';
 
 export const STEPS = ['claim', 'grounds', 'warrant', 'groundsBacking', 'warrantBacking', 'qualifier', 'rebuttal'];
@@ -294,12 +294,7 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
   async function restore() {
     panel.dataset.restored = 'false';
     box.setLocked(true);
-    let entries = [];
-    try {
-      entries = await api.getTranscript(sess.id);
-    } catch (err) {
-      status.append(errorBox(t, err, null, () => turns.clearStatus(), { newSession: newSession && (() => newSession(box.input.value)) }));
-    }
+    const entries = await turns.transcript();
     let last = null; // the last proposedUpdate seen, which an accept or reject decides
     for (const e of entries) {
       const input = e.input || {};

@@ -1,7 +1,7 @@
 // What the three panels share: running a streamed turn (busy state, the "retrying…" note of a
 // reset line, the error box with its Retry button) and the free-text composer.
 
-import { streamTurn } from './api.js';
+import { getTranscript, streamTurn } from './api.js';
 import { autosize, clear, h, reveal } from './dom.js';
 import { limitCounter } from './limits.js';
 
@@ -83,6 +83,20 @@ export class Turns {
     view.result?.(end);
     this.root.dataset.turns = String(++this.count);
     return true;
+  }
+
+  /**
+   * transcript reads the session's transcript, oldest entry first, to restore the panel; when it
+   * cannot be read it shows why (with "Start a new session" when the session is gone) and
+   * returns no entries.
+   */
+  async transcript() {
+    try {
+      return await getTranscript(this.sessionId());
+    } catch (err) {
+      this.showError(err, null);
+      return [];
+    }
   }
 
   /** abort cancels the turn in flight, if any; the gateway then stores nothing of it. */
