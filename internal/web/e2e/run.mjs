@@ -744,6 +744,8 @@ async function browserScenarios() {
     await waitTurns(page, 'module', 1);
     await shot(page, 'dark-module');
     await page.setViewportSize({ width: 390, height: 844 });
+    await page.evaluate(() => window.scrollTo(0, document.documentElement.scrollHeight));
+    await onTop(page, 'module-progress', 'the module progress on mobile, scrolled to the end');
     await shot(page, 'dark-module-mobile', false);
     await page.emulateMedia({ colorScheme: 'light' });
     assert(await luminance(page) > 0.8, 'light again when the preference is light');
