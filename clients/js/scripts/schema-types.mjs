@@ -25,8 +25,7 @@ const outFile = path.resolve(here, '../src/schemas.js');
  */
 const SOURCES = [
   { file: 'coach-ai-result.json', name: 'CoachAIResult', prefix: '', names: { toulminStep: 'ToulminStep' } },
-  // Until api/schemas/card.json exists, the interim schema beside this script stands in for it.
-  { file: 'card.json', name: 'FrontendCard', prefix: 'Card', interim: path.join(here, 'card.interim.json') },
+  { file: 'card.json', name: 'FrontendCard', prefix: 'Card' },
   { file: 'structured-response.json', name: 'StructuredResponse', prefix: 'Structured', names: { form: 'ModuleForm', form_field: 'ModuleFormField' } },
   { file: 'module.json', name: 'Module', prefix: 'Module' },
 ];
@@ -54,6 +53,7 @@ class Generator {
 
   /** type returns the TypeScript type expression of schema node s. */
   type(s) {
+    if (s.$name) return s.$name;
     if (s.$ref) return this.refName(s.$ref);
     if (s.enum) return s.enum.map((v) => JSON.stringify(v)).join(' | ');
     if (s.const !== undefined) return JSON.stringify(s.const);
@@ -108,7 +108,19 @@ class Generator {
   }
 
   render() {
-    let out = `// ${this.source.file}\n\n` + this.typedef(this.source.name, this.schema);
+    // A root that is one of several titled shapes (card.json) gets a named type per shape, and
+    // the root type is their union.
+    const shapes = (this.schema.oneOf || []).filter((b) => b.title);
+    let root = this.schema;
+    let out = `// ${this.source.file}\n\n`;
+    if (shapes.length > 0 && shapes.length === this.schema.oneOf.length) {
+      const names = shapes.map((b) => b.title.replace(/-/g, ' ').split(/\s+/).map((w) => w[0].toUpperCase() + w.slice(1)).join(''));
+      root = { description: this.schema.description, oneOf: names.map((n) => ({ $name: n })) };
+      shapes.forEach((b, i) => {
+        out += this.typedef(names[i], { ...b, description: b.description ? `${b.title}: ${b.description}` : b.title }) + '\n';
+      });
+    }
+    out += this.typedef(this.source.name, root);
     for (const [def, s] of Object.entries(this.schema.definitions || {})) {
       out += '\n' + this.typedef(this.refName(`#/definitions/${def}`), s);
     }
@@ -127,8 +139,7 @@ export function generate() {
 // \`node scripts/schema-types.mjs\` after a schema changes; CI fails when this file is stale.
 `;
   for (const source of SOURCES) {
-    let file = path.join(schemasDir, source.file);
-    if (!existsSync(file) && source.interim) file = source.interim;
+    const file = path.join(schemasDir, source.file);
     if (!existsSync(file)) throw new Error(`missing schema ${file}`);
     out += '\n' + new Generator(source, JSON.parse(readFileSync(file, 'utf8'))).render();
   }

@@ -28,6 +28,10 @@ export { coachTurn, collectTurn, parseEvent, readEvents, streamTurn, TurnText } 
 /** @typedef {import('./schemas.js').ToulminStep} ToulminStep */
 /** @typedef {import('./schemas.js').CoachAIResult} CoachAIResult */
 /** @typedef {import('./schemas.js').FrontendCard} FrontendCard */
+/** @typedef {import('./schemas.js').ScenarioOrInsightCard} ScenarioOrInsightCard */
+/** @typedef {import('./schemas.js').PromptOrReflectionCard} PromptOrReflectionCard */
+/** @typedef {import('./schemas.js').MultipleChoiceCard} MultipleChoiceCard */
+/** @typedef {import('./schemas.js').LevelUpCard} LevelUpCard */
 /** @typedef {import('./schemas.js').StructuredResponse} StructuredResponse */
 /** @typedef {import('./schemas.js').ModuleForm} ModuleForm */
 /** @typedef {import('./schemas.js').ModuleFormField} ModuleFormField */

@@ -24,16 +24,43 @@
 // card.json
 
 /**
- * A card in the frontend format. Interim: written from internal/cards until api/schemas/card.json lands; the generator prefers that file.
- * @typedef {object} FrontendCard
- * @property {"scenario" | "prompt" | "multiple_choice" | "insight" | "reflection" | "level_up"} type
- * @property {string} [content]
- * @property {{ type: string, max_length: number, placeholder: string }} [input]
- * @property {Array<{ id: string, label: string }>} [options]
- * @property {string} [drill_phase]
- * @property {boolean} [is_iteration]
- * @property {number} [new_level]
- * @property {string} [message]
+ * Scenario or insight card: Text to read; the learner goes on with a Continue button.
+ * @typedef {object} ScenarioOrInsightCard
+ * @property {"scenario" | "insight"} type
+ * @property {string} content
+ * @property {string} [drill_phase] The drill the card belongs to, when the model named one.
+ */
+
+/**
+ * Prompt or reflection card: A question the learner answers in text of at most input.max_length characters, sent as the next turn's message.
+ * @typedef {object} PromptOrReflectionCard
+ * @property {"prompt" | "reflection"} type
+ * @property {string} content
+ * @property {{ type: "text", max_length: number, placeholder: string }} input
+ * @property {string} [drill_phase] The drill the card belongs to, when the model named one.
+ * @property {boolean} [is_iteration] A required second attempt at the same question.
+ */
+
+/**
+ * Multiple-choice card: A question with options; the learner's choice is the next turn's selected.
+ * @typedef {object} MultipleChoiceCard
+ * @property {"multiple_choice"} type
+ * @property {string} content
+ * @property {Array<{ id: string, label: string }>} options
+ * @property {string} [drill_phase] The drill the card belongs to, when the model named one.
+ */
+
+/**
+ * Level-up card: Injected by the gateway, never written by the model: the learner reached new_level. It arrives as a card line before the turn's own card.
+ * @typedef {object} LevelUpCard
+ * @property {"level_up"} type
+ * @property {number} new_level
+ * @property {string} message
+ */
+
+/**
+ * A cards session's frontend card, as the gateway sends it: the result of a cards turn, the card of a card line (an injected level_up card) and the session state's lastCard. It is the seed's Frontend Format, not display_card's arguments (display-card.json), which the gateway normalizes into it. Exactly one of the six shapes, chosen by type; a shape has no members but its own.
+ * @typedef {ScenarioOrInsightCard | PromptOrReflectionCard | MultipleChoiceCard | LevelUpCard} FrontendCard
  */
 
 // structured-response.json

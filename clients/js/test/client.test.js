@@ -240,3 +240,42 @@ describe('turns', { skip }, () => {
     assert.equal(calls, 1);
   });
 });
+
+describe('transcript', { skip }, () => {
+  test('messages pages newest first, oldest first within a page; transcript reads them all', async () => {
+    const s = await client.createSession({ contract: 'toulmin' });
+    const bodies = [{ message: CLAIM }, { message: 'My claim is that councils should fund fare-free buses and trams for every resident by 2030.' }, { continue: true }];
+    const results = [];
+    for (const body of bodies) results.push((await collectTurn(client.streamTurn(s.id, body))).result.result);
+    // A failed turn adds nothing.
+    assert.equal(kinds(await all(client.streamTurn(s.id, { message: CLAIM, step: 'rebuttal' }))), 'error:coach_step_mismatch');
+
+    const all6 = await client.transcript(s.id, { limit: 4 });
+    assert.deepEqual(all6.map((e) => e.seq), [1, 2, 3, 4, 5, 6]);
+    assert.deepEqual(all6.map((e) => e.role), ['learner', 'coach', 'learner', 'coach', 'learner', 'coach']);
+    assert.deepEqual(all6.filter((e) => e.role === 'learner').map((e) => e.input), bodies);
+    assert.deepEqual(all6.filter((e) => e.role === 'coach').map((e) => e.result), results);
+    assert.ok(all6.every((e) => !Number.isNaN(Date.parse(e.at))));
+
+    const newest = await client.messages(s.id, { limit: 4 });
+    assert.deepEqual(newest.messages.map((e) => e.seq), [3, 4, 5, 6]);
+    assert.equal(newest.next, 3);
+    const older = await client.messages(s.id, { limit: 4, before: newest.next });
+    assert.deepEqual(older.messages.map((e) => e.seq), [1, 2]);
+    assert.equal(older.next, null);
+  });
+
+  test('an injected card is an entry of its own; errors as for the session', async () => {
+    const s = await client.createSession({ contract: 'cards' });
+    for (const message of ['Begin training.', '[Continue]', "I'd ask what is in their way, and we'd agree on a plan by Friday.", '[Continue]']) {
+      await collectTurn(client.streamTurn(s.id, { message }));
+    }
+    const entries = await client.transcript(s.id);
+    const cards = entries.filter((e) => 'card' in e);
+    assert.equal(cards.length, 1);
+    assert.equal(cards[0].card.type, 'level_up');
+    assert.equal(entries.at(-1).result.type, 'multiple_choice');
+    await rejectsWith(client.messages('0'.repeat(32)), { kind: 'http', status: 404, code: 'session_not_found' });
+    await rejectsWith(client.messages(s.id, { limit: 0 }), { kind: 'http', status: 422, code: 'invalid_input', field: 'limit' });
+  });
+});

@@ -20,6 +20,9 @@ export async function narrowing(id: string): Promise<string> {
         break;
       case 'card':
         ev.card.type satisfies FrontendCard['type'];
+        if (ev.card.type === 'level_up') ev.card.new_level.toFixed();
+        // @ts-expect-error only a multiple_choice card has options
+        ev.card.options;
         break;
       case 'reset':
         ev.reason.length;

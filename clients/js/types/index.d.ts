@@ -24,6 +24,10 @@ export type MessagesPage = import('./types.js').MessagesPage;
 export type ToulminStep = import('./schemas.js').ToulminStep;
 export type CoachAIResult = import('./schemas.js').CoachAIResult;
 export type FrontendCard = import('./schemas.js').FrontendCard;
+export type ScenarioOrInsightCard = import('./schemas.js').ScenarioOrInsightCard;
+export type PromptOrReflectionCard = import('./schemas.js').PromptOrReflectionCard;
+export type MultipleChoiceCard = import('./schemas.js').MultipleChoiceCard;
+export type LevelUpCard = import('./schemas.js').LevelUpCard;
 export type StructuredResponse = import('./schemas.js').StructuredResponse;
 export type ModuleForm = import('./schemas.js').ModuleForm;
 export type ModuleFormField = import('./schemas.js').ModuleFormField;
@@ -58,6 +62,10 @@ export type CollectedTurn<R = TurnResult> = import('./stream.js').CollectedTurn<
 /** @typedef {import('./schemas.js').ToulminStep} ToulminStep */
 /** @typedef {import('./schemas.js').CoachAIResult} CoachAIResult */
 /** @typedef {import('./schemas.js').FrontendCard} FrontendCard */
+/** @typedef {import('./schemas.js').ScenarioOrInsightCard} ScenarioOrInsightCard */
+/** @typedef {import('./schemas.js').PromptOrReflectionCard} PromptOrReflectionCard */
+/** @typedef {import('./schemas.js').MultipleChoiceCard} MultipleChoiceCard */
+/** @typedef {import('./schemas.js').LevelUpCard} LevelUpCard */
 /** @typedef {import('./schemas.js').StructuredResponse} StructuredResponse */
 /** @typedef {import('./schemas.js').ModuleForm} ModuleForm */
 /** @typedef {import('./schemas.js').ModuleFormField} ModuleFormField */
