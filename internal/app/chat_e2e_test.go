@@ -374,3 +374,54 @@ func TestChatErrorLine(t *testing.T) {
 		t.Errorf("a failed turn stored version %d, want 1", got.Version)
 	}
 }
+
+// TestChatContinueAndTranscript accepts a proposal, lets the coach open the next step with a
+// data-coach-continue part, and reads the transcript: the chat's turns are recorded as the
+// NDJSON route's are, the opening turn without a learner message of its own.
+func TestChatContinueAndTranscript(t *testing.T) {
+	g := apptest.Start(t, nil)
+	s := g.Create("toulmin", nil)
+	claim := "Private cars should be banned from city centres to cut pollution."
+	g.LLM.Enqueue(fakellm.Reply{Content: apptest.Obj("assistantText", "Tell me more.", "step", "claim")},
+		fakellm.Reply{Content: apptest.Obj("assistantText", "Try this wording.", "step", "claim", "confidence", 0.9,
+			"proposedUpdate", map[string]string{"field": "claim", "value": claim, "rationale": "clear"})},
+		fakellm.Reply{Content: apptest.Obj("assistantText", "Now, what evidence supports your claim?", "step", "grounds")})
+	for _, text := range []string{"Cars are bad in cities.", claim} {
+		if r := chat(t, g, s.ID, chatBody(textPart(text))); r.Status != http.StatusOK {
+			t.Fatalf("turn %q: %d %s", text, r.Status, r.Body)
+		}
+	}
+	if code := g.Call("POST", "/v1/sessions/"+s.ID+"/proposal", map[string]string{"action": "accept"}, nil); code != http.StatusOK {
+		t.Fatalf("accepting the proposal: %d", code)
+	}
+	r := chat(t, g, s.ID, chatBody(dataPart("data-coach-continue", map[string]any{})))
+	if r.Status != http.StatusOK || r.kinds() != "start text-start text-delta text-end data-coach-result finish" {
+		t.Fatalf("continue: %d, events %q\n%s", r.Status, r.kinds(), r.Body)
+	}
+	var res struct{ Step string }
+	_ = json.Unmarshal(r.result(t).Result, &res)
+	if texts := r.texts(t); res.Step != "grounds" || len(texts) != 1 || texts[0] != "Now, what evidence supports your claim?" {
+		t.Errorf("continue: step %q, text %q; want the coach opening the grounds", res.Step, texts)
+	}
+
+	var page struct {
+		Messages []struct {
+			Role   string          `json:"role"`
+			Input  json.RawMessage `json:"input"`
+			Result json.RawMessage `json:"result"`
+		} `json:"messages"`
+	}
+	if code := g.Call("GET", "/v1/sessions/"+s.ID+"/messages", nil, &page); code != http.StatusOK {
+		t.Fatalf("GET messages: %d", code)
+	}
+	var learner []string
+	for _, m := range page.Messages {
+		if m.Role == "learner" {
+			learner = append(learner, string(m.Input))
+		}
+	}
+	want := []string{`{"message":"Cars are bad in cities."}`, `{"message":"` + claim + `"}`, `{"action":"accept"}`, `{"continue":true}`}
+	if strings.Join(learner, " ") != strings.Join(want, " ") {
+		t.Errorf("learner entries %q\nwant %q", learner, want)
+	}
+}

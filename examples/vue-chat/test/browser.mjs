@@ -90,8 +90,12 @@ async function main() {
       await page.getByTestId('proposal').waitFor();
       await page.getByTestId('accept').click();
       await page.locator('[data-testid=step]', { hasText: 'grounds' }).waitFor();
-      await say(page, 'In Tallinn, bus ridership rose by 14% in the first year after fares were dropped.');
+      // The app then sends data-coach-continue: the coach opens the grounds on its own.
       await results(page, 3);
+      assert(/step grounds/.test(await lastAssistant(page).getByTestId('result').innerText()), 'the coach opens the grounds');
+      assert((await page.locator('[data-role=user]').last().innerText()).includes('accepted'), 'the opening turn went as a data-coach-continue part');
+      await say(page, 'In Tallinn, bus ridership rose by 14% in the first year after fares were dropped.');
+      await results(page, 4);
       assert(/step grounds/.test(await lastAssistant(page).getByTestId('result').innerText()), 'the next turn coaches the grounds');
     });
 
