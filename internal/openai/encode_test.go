@@ -362,8 +362,8 @@ func TestStreamSendsEncodedRequest(t *testing.T) {
 	}
 }
 
-// TestStreamValidatesWholeRequest checks that go-openai's validator still sees the tools,
-// which the stub it is given leaves out.
+// TestStreamValidatesWholeRequest checks that go-openai's validator sees the whole request the
+// adapter sends, tools included, before anything is sent.
 func TestStreamValidatesWholeRequest(t *testing.T) {
 	c := New(Config{BaseURL: "http://127.0.0.1:1/v1", Model: oai.GPT6Sol})
 	_, err := c.Stream(context.Background(), coach.ModelRequest{Messages: hello.Messages, Tool: &coach.Tool{Name: "display_card"}}, coach.StreamHooks{})

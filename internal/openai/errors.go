@@ -176,7 +176,8 @@ func clampDelay(ns float64) time.Duration {
 }
 
 // fail scrubs the API key from me's message: an endpoint may echo request headers in an error
-// body, which go-openai then quotes. The scrubbed error keeps no chain, so no cause can leak it.
+// body, which its error value then quotes. The scrubbed error keeps no chain, so no cause can
+// leak it.
 func (c *Client) fail(me *coach.ModelError) *coach.ModelError {
 	if c.key != "" {
 		if msg := me.Err.Error(); strings.Contains(msg, c.key) {

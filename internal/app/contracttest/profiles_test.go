@@ -84,6 +84,7 @@ func TestProfiles(t *testing.T) {
 			if tool != openai.ToolNone {
 				cardFormat = openai.FormatPrompt // a tool call: no response_format
 			}
+			wantResultSchema(t, a, "card.json")
 			wantRequest(t, "cards", h.g.LLM, cardFormat, p.IncludeUsage, tool.String())
 
 			// module

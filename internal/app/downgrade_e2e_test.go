@@ -1,0 +1,61 @@
+package app_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/coachgw/coachgw/internal/apptest"
+	"github.com/coachgw/coachgw/internal/config"
+)
+
+// TestDowngradeRemembered points the gateway at an endpoint that rejects response_format
+// json_object with LM Studio's 400: the turn succeeds on the weaker request, the gateway warns
+// and counts the downgrade once, and the next turn is sent in the weaker shape straight away.
+func TestDowngradeRemembered(t *testing.T) {
+	var rejected, served atomic.Int64
+	answer, _ := json.Marshal(apptest.Obj("assistantText", "Good start.", "step", "claim", "confidence", 0.5))
+	endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"json_object"`)) {
+			rejected.Add(1)
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"error":"'response_format.type' must be 'json_schema' or 'text'"}`)
+			return
+		}
+		served.Add(1)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, `data: {"choices":[{"index":0,"delta":{"content":`+string(answer)+`}}]}`+"\n\n"+
+			`data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+	}))
+	defer endpoint.Close()
+	g := apptest.Start(t, func(c *config.Config) {
+		c.Upstreams = []config.Upstream{{Name: "studio", BaseURL: endpoint.URL + "/v1", Model: "m", Profile: "lmstudio", ResponseFormat: "json_object"}}
+	})
+	for i := range 2 {
+		s := g.Create("toulmin", nil)
+		if tr := g.Turn(s.ID, apptest.Msg("Cities should ban cars.")); tr.Last().Type != "result" {
+			t.Fatalf("turn %d: %s", i+1, tr.Body)
+		}
+	}
+	if r, s := rejected.Load(), served.Load(); r != 1 || s != 2 {
+		t.Errorf("%d requests rejected and %d served, want 1 and 2: the downgrade is remembered", r, s)
+	}
+	if n := strings.Count(g.Log.String(), "the model endpoint rejected a request setting"); n != 1 {
+		t.Errorf("%d downgrade warnings, want 1:\n%s", n, g.Log.String())
+	}
+	resp, err := http.Get(g.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	metrics, _ := io.ReadAll(resp.Body)
+	if want := `coachgw_upstream_downgrades_total{setting="response_format",to="prompt",upstream="studio"} 1`; !bytes.Contains(metrics, []byte(want)) {
+		t.Errorf("/metrics lacks %s", want)
+	}
+}
