@@ -435,6 +435,8 @@ async function browserScenarios() {
     assertEq((await page.getByTestId('error-code').textContent()).trim(), 'coach_stream_failed', 'the code is in the details line');
     assert(!(await page.getByTestId('transcript').textContent()).includes('PARTIAL-TEXT'), 'partial text of a failed turn is gone');
     await shot(page, 'error-retry');
+    assertEq(await page.getByTestId('composer-input').inputValue(), 'My claim is that remote work makes teams more productive.', 'the unsent text is back in the box');
+    assertEq(await page.getByTestId('msg-user').count(), 0, 'and not shown as sent');
 
     await page.unroute(turnsURL);
     await page.route(turnsURL, async (route) => {
@@ -447,6 +449,7 @@ async function browserScenarios() {
     const transcript = await page.getByTestId('transcript').textContent();
     assert(!transcript.includes('SHOULD-NOT-SHOW'), 'text before a reset is discarded');
     assertEq(await page.getByTestId('msg-user').count(), 1, 'the retried message is shown once');
+    assertEq(await page.getByTestId('composer-input').inputValue(), '', 'and has left the box');
     assertEq(await page.getByTestId('msg-assistant').count(), 1, 'one answer');
     assertEq(await page.getByTestId('turn-error').count(), 0, 'error cleared by the retry');
 

@@ -26,7 +26,7 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
   const topics = h('details', { class: 'topics' }, h('summary', null, t('coveredTopics')), topicList);
   const transcript = h('div', { class: 'transcript', testid: 'transcript', role: 'log', 'aria-live': 'polite' });
   const status = h('div', { class: 'turn-status', testid: 'turn-status' });
-  const box = composer(t, (text) => send({ message: text }, text), { limit: messageLimit(session), draftKey: session.id });
+  const box = composer(t, (text) => send({ message: text }, text, true), { limit: messageLimit(session), draftKey: session.id });
   const panel = h('section', { class: 'panel panel-module', testid: 'module-panel' },
     h('header', { class: 'module-head', dataset: { sticky: 'top' } }, title, meter, progressText, topics),
     h('div', { class: 'chat' }, transcript, status, box.el));
@@ -76,8 +76,10 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
     // The title stays the module id; the progress still shows from the session.
   });
 
-  // send runs one turn; shown is what the learner's bubble says.
-  async function send(body, shown) {
+  // send runs one turn; shown is what the learner's bubble says. fromBox marks a message typed in
+  // the box: when its turn fails it goes back there (to edit, or to send again with Retry);
+  // other inputs (a form, a quick reply) stay in the transcript marked as failed, with Retry.
+  async function send(body, shown, fromBox = false) {
     if (turns.busy) return false;
     const userMsg = bubble('user', t('you'), shown, body.auto ? { class: 'msg-auto', testid: 'msg-auto' } : {});
     if (!body.auto && typeof body.message === 'string') touched(body.message);
@@ -158,10 +160,10 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
         live = false;
         resp?.remove();
         userMsg.classList.add('msg-failed');
-        hardFailure = !err.retryable;
+        hardFailure = fromBox || !err.retryable;
         if (hardFailure) userMsg.remove();
       },
-    });
+    }, { retry: fromBox ? () => box.submit() : null });
     return ok || !hardFailure;
   }
 

@@ -228,7 +228,6 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
       clear(body).append(text ? renderMarkdown(text) : h('p', { class: 'typing' }, t('thinking')));
       reveal(reply);
     });
-    let hardFailure = false;
     const ok = await turns.send(() => (message === null ? { continue: true } : { message, step: state().step }), {
       begin() {
         userMsg?.classList.remove('msg-failed');
@@ -266,13 +265,13 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
       fail(err) {
         live = false;
         reply?.remove();
-        userMsg?.classList.add('msg-failed');
-        hardFailure = !err.retryable;
-        if (hardFailure) userMsg?.remove();
+        // The message goes back into the box (send returns false), to edit or to send again
+        // with Retry; it is not shown as sent.
+        userMsg?.remove();
         if (err.code === 'coach_step_mismatch' || err.code === 'session_complete') refresh();
       },
-    });
-    return ok || !hardFailure;
+    }, { retry: message === null ? null : () => box.submit() });
+    return ok;
   }
 
   // assistantContent renders a result's assistantText, setting the appended nextQuestion apart.

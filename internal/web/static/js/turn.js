@@ -40,9 +40,11 @@ export class Turns {
    * send runs one turn. body is the request body, or a function returning it (called again on a
    * retry, so that it can pick up state that changed). view receives the stream:
    * begin() before each attempt, delta(line), card(line), reset(line), result(line) and fail(err).
-   * It resolves true when the turn completed.
+   * retry, when given, is what the Retry button of a failure does instead of sending body again
+   * (a message that went back into the box is sent from there). It resolves true when the turn
+   * completed.
    */
-  async send(body, view) {
+  async send(body, view, { retry = null } = {}) {
     if (this.busy) return false;
     this.setBusy(true);
     this.clearStatus();
@@ -73,7 +75,7 @@ export class Turns {
       this.setBusy(false);
       this.hideNote();
       view.fail?.(err);
-      this.showError(err, err.retryable ? () => this.send(body, view) : null);
+      this.showError(err, err.retryable ? (retry || (() => this.send(body, view, { retry }))) : null);
       return false;
     } finally {
       if (this.controller === controller) this.controller = null;
@@ -173,7 +175,8 @@ export function uid(prefix) {
 /**
  * composer returns the free-text box: Enter sends, Shift+Enter breaks the line, as the hint under
  * the box says (and aria-describedby tells screen readers). onSend gets the trimmed text and
- * returns a promise of whether it was sent; the box keeps the text otherwise. limit is the
+ * returns a promise of whether it was sent; when it was not, the text goes back into the box
+ * (unless the learner has typed something new meanwhile). limit is the
  * gateway's message limit: a counter shows near it, and Send is off while the text is longer
  * (nothing is cut). draftKey, when given, keeps the unsent text in localStorage so that a reload
  * or a return to the session finds it again.
@@ -232,6 +235,8 @@ export function composer(t, onSend, { placeholder = '', limit = 8000, draftKey =
     },
     /** setText puts text in the box, as if typed. */
     setText,
+    /** submit sends what is in the box, as the Send button does. */
+    submit,
     focus() {
       if (!input.disabled) input.focus({ preventScroll: true });
     },
