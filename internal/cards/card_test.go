@@ -11,7 +11,8 @@ import (
 
 func boolPtr(b bool) *bool { return &b }
 
-// TestSchemaFileIsTheSeeds pins display-card.json to the seed's PHP input_schema, key for key.
+// TestSchemaFileIsTheSeeds pins display-card.json to the seed's PHP input_schema, key for key,
+// but for the maxLength bounds the gateway adds to its strings (see README, Security).
 func TestSchemaFileIsTheSeeds(t *testing.T) {
 	const seed = `{
 	  "type": "object",
@@ -36,8 +37,28 @@ func TestSchemaFileIsTheSeeds(t *testing.T) {
 	if err := json.Unmarshal([]byte(seed), &want); err != nil {
 		t.Fatal(err)
 	}
+	bounds := map[string]float64{}
+	var strip func(path string, v any)
+	strip = func(path string, v any) {
+		if m, ok := v.(map[string]any); ok {
+			if n, ok := m["maxLength"].(float64); ok {
+				bounds[path] = n
+				delete(m, "maxLength")
+			}
+			for k, e := range m {
+				strip(path+"/"+k, e)
+			}
+		}
+	}
+	strip("", got)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("display-card.json = %v, want the seed's schema %v", got, want)
+	}
+	if n := bounds["/properties/content"]; n != 8000 {
+		t.Errorf("content maxLength = %v, want 8000", n)
+	}
+	if len(bounds) != 5 {
+		t.Errorf("maxLength on %v, want content, placeholder, option id and label, drill_phase", bounds)
 	}
 }
 

@@ -14,8 +14,15 @@ type Options struct {
 	// LockTTL bounds how long a crashed gateway can keep a session locked. It must exceed
 	// TurnTimeout so that a live turn never loses its lock.
 	LockTTL time.Duration
-	// HistoryLimit is how many messages a session keeps.
+	// HistoryLimit is how many messages a session keeps, and HistoryBytes how many bytes of
+	// message text (contents and tool-call arguments) they may hold together.
 	HistoryLimit int
+	HistoryBytes int
+	// MaxOutputBytes bounds the model's raw output in one attempt: the bytes of content and
+	// tool-call arguments it streams. Past it the attempt is unusable output (see
+	// outputTooLong); ContractOutputBytes sets the bound of the contracts it names instead.
+	MaxOutputBytes      int
+	ContractOutputBytes map[string]int
 	// FirstByteTimeout bounds the wait for the model's first fragment, IdleTimeout the wait
 	// between fragments, and TurnTimeout a whole turn including retries.
 	FirstByteTimeout time.Duration
@@ -33,11 +40,20 @@ type Options struct {
 	Recoveries int
 }
 
+// Defaults of the Options that bound sizes. A real answer is a few kilobytes: the bounds only
+// stop an endpoint that streams without end, or a session that would grow without end.
+const (
+	DefaultMaxOutputBytes = 256 << 10
+	DefaultHistoryBytes   = 512 << 10
+)
+
 // DefaultOptions returns the defaults.
 func DefaultOptions() Options {
 	return Options{
 		LockTTL:          150 * time.Second,
 		HistoryLimit:     200,
+		HistoryBytes:     DefaultHistoryBytes,
+		MaxOutputBytes:   DefaultMaxOutputBytes,
 		FirstByteTimeout: 30 * time.Second,
 		IdleTimeout:      20 * time.Second,
 		TurnTimeout:      120 * time.Second,
@@ -65,6 +81,12 @@ func (o Options) withDefaults() Options {
 	set(&o.RetryAfterCap, d.RetryAfterCap)
 	if o.HistoryLimit <= 0 {
 		o.HistoryLimit = d.HistoryLimit
+	}
+	if o.HistoryBytes <= 0 {
+		o.HistoryBytes = d.HistoryBytes
+	}
+	if o.MaxOutputBytes <= 0 {
+		o.MaxOutputBytes = d.MaxOutputBytes
 	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = d.MaxAttempts

@@ -332,7 +332,7 @@ func TestAppendHistoryCutsAtUserMessage(t *testing.T) {
 			Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: fmt.Sprint("c", i)}}},
 			Message{Role: RoleTool, ToolCallID: fmt.Sprint("c", i)})
 	}
-	got := appendHistory(old, nil, 5)
+	got := appendHistory(old, nil, 5, DefaultHistoryBytes)
 	if len(got) != 3 || got[0].Content != "u3" {
 		t.Errorf("appendHistory kept %+v, want the last whole exchange starting at u3", got)
 	}

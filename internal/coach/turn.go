@@ -137,7 +137,7 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 	next.Version++
 	next.State = res.State
 	next.UpdatedAt = s.now().UTC()
-	next.History = appendHistory(r.sess.History, res.History, s.opts.HistoryLimit)
+	next.History = appendHistory(r.sess.History, res.History, s.opts.HistoryLimit, s.opts.HistoryBytes)
 	transcript := append([]TranscriptEntry{learnerEntry(next.UpdatedAt, r.input)},
 		coachEntries(next.UpdatedAt, cards, res.Result, res.Fallback)...)
 	if err := s.store.Commit(ctx, &next, r.token, CommitExtra{Transcript: transcript}); err != nil {
@@ -348,6 +348,7 @@ func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, se
 	hold := ok && wn.NotifiesWait()
 	var deltas deltaBuffer
 	collect := func(e Event) { deltas.add(e, send) }
+	limit, size := s.outputLimit(r.contract), 0
 	for {
 		f, err := st.Next()
 		if err == io.EOF {
@@ -359,6 +360,11 @@ func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, se
 		alive()
 		if f.Content == "" && f.ToolArgs == "" && f.ToolCallID == "" {
 			continue
+		}
+		// The bound is checked before the fragment is fed, so no byte past it is kept or
+		// relayed, and returning closes the stream: nothing more is read.
+		if size += len(f.Content) + len(f.ToolArgs); size > limit {
+			return nil, outputTooLong(limit)
 		}
 		err = r.turn.Feed(f, collect)
 		deltas.flush(send)
@@ -397,6 +403,21 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// outputLimit returns the bound on one attempt's raw output for contract.
+func (s *Service) outputLimit(contract string) int {
+	if n := s.opts.ContractOutputBytes[contract]; n > 0 {
+		return n
+	}
+	return s.opts.MaxOutputBytes
+}
+
+// outputTooLong is the error of an attempt whose output passed limit bytes: unusable output,
+// like output that does not parse, so it gets the corrective retry and then the fallback or the
+// error line.
+func outputTooLong(limit int) error {
+	return Errorf(KindStream, CodeValidationFailed, "the reply is longer than the limit of %d bytes; keep it short", limit)
 }
 
 // isInvalidOutput reports whether err says the model's output was unusable (rather than that the
@@ -442,19 +463,34 @@ func streamError(err error) *Error {
 	}
 }
 
-// appendHistory returns old+add trimmed to the last limit messages. The cut only falls before a
-// user message, so an assistant tool call is never separated from its tool result.
-func appendHistory(old, add []Message, limit int) []Message {
+// appendHistory returns old+add trimmed to the last limit messages and to at most maxBytes of
+// message text. The cut only falls before a user message, so an assistant tool call is never
+// separated from its tool result.
+func appendHistory(old, add []Message, limit, maxBytes int) []Message {
 	all := make([]Message, 0, len(old)+len(add))
 	all = append(append(all, old...), add...)
-	if len(all) <= limit {
+	cut := max(len(all)-limit, 0)
+	size := 0
+	for i := cut; i < len(all); i++ {
+		size += messageBytes(all[i])
+	}
+	if cut == 0 && size <= maxBytes {
 		return all
 	}
-	cut := len(all) - limit
-	for cut < len(all) && all[cut].Role != RoleUser {
+	for cut < len(all) && (size > maxBytes || all[cut].Role != RoleUser) {
+		size -= messageBytes(all[cut])
 		cut++
 	}
 	return all[cut:]
+}
+
+// messageBytes is what a message adds to a session's size: its text and tool-call arguments.
+func messageBytes(m Message) int {
+	n := len(m.Content)
+	for _, c := range m.ToolCalls {
+		n += len(c.Arguments)
+	}
+	return n
 }
 
 // deltaBuffer joins the deltas that one fragment yields, so a fragment becomes at most one delta

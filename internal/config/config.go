@@ -63,6 +63,12 @@ type Config struct {
 	BodyReadTimeout time.Duration // COACH_BODY_READ_TIMEOUT: how long a request body may take to arrive
 	MaxMessageChars int           // COACH_MAX_MESSAGE_CHARS
 	HistoryLimit    int           // COACH_HISTORY_LIMIT: messages kept per session
+	HistoryBytes    int           // COACH_HISTORY_BYTES: bytes of message text kept per session
+	// MaxOutputBytes and ContractOutputBytes are COACH_MAX_OUTPUT_BYTES: the bound on the model's
+	// raw output in one attempt, for every contract and for the contracts named (e.g.
+	// "262144,module=524288").
+	MaxOutputBytes      int
+	ContractOutputBytes map[string]int
 
 	ModulesDir string // COACH_MODULES_DIR: extra learning modules (*.json)
 
@@ -129,6 +135,8 @@ func Default() Config {
 		BodyReadTimeout:      15 * time.Second,
 		MaxMessageChars:      8000,
 		HistoryLimit:         200,
+		HistoryBytes:         512 << 10,
+		MaxOutputBytes:       256 << 10,
 		CardsCyclesPerLevel:  2,
 		CardsMaxLevel:        5,
 		ReplayDelayMin:       10 * time.Millisecond,
@@ -208,6 +216,8 @@ func Load(getenv func(string) string) (Config, error) {
 	dur("COACH_BODY_READ_TIMEOUT", &c.BodyReadTimeout)
 	num("COACH_MAX_MESSAGE_CHARS", &c.MaxMessageChars)
 	num("COACH_HISTORY_LIMIT", &c.HistoryLimit)
+	num("COACH_HISTORY_BYTES", &c.HistoryBytes)
+	errs = parseOutputBytes(getenv("COACH_MAX_OUTPUT_BYTES"), &c, errs)
 	str("COACH_MODULES_DIR", &c.ModulesDir)
 	num("COACH_CARDS_CYCLES_PER_LEVEL", &c.CardsCyclesPerLevel)
 	num("COACH_CARDS_MAX_LEVEL", &c.CardsMaxLevel)
@@ -278,6 +288,8 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 		Dur("shutdownTimeout", c.ShutdownTimeout).
 		Int64("maxBodyBytes", c.MaxBodyBytes).
 		Dur("bodyReadTimeout", c.BodyReadTimeout).
+		Int("maxOutputBytes", c.MaxOutputBytes).
+		Int("historyBytes", c.HistoryBytes).
 		Str("modulesDir", c.ModulesDir).
 		Int("apiKeys", len(c.APIKeys)).
 		Int("rateLimit", c.RateLimit).
@@ -361,6 +373,36 @@ func parseOrigins(v string, errs []error) ([]string, []error) {
 		origins = append(origins, o)
 	}
 	return origins, errs
+}
+
+// parseOutputBytes reads COACH_MAX_OUTPUT_BYTES: comma-separated entries, each a number of
+// bytes for every contract or contract=bytes for one, e.g. "262144,module=524288".
+func parseOutputBytes(v string, c *Config, errs []error) []error {
+	for entry := range strings.SplitSeq(v, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		contract, num, named := strings.Cut(entry, "=")
+		if !named {
+			num = contract
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(num))
+		contract = strings.TrimSpace(contract)
+		if err != nil || n < 1024 || named && contract == "" {
+			errs = append(errs, fmt.Errorf("COACH_MAX_OUTPUT_BYTES: %q: want bytes (at least 1024) or contract=bytes", entry))
+			continue
+		}
+		if !named {
+			c.MaxOutputBytes = n
+			continue
+		}
+		if c.ContractOutputBytes == nil {
+			c.ContractOutputBytes = map[string]int{}
+		}
+		c.ContractOutputBytes[contract] = n
+	}
+	return errs
 }
 
 // Mask hides a secret, keeping only whether it is set.

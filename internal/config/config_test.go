@@ -67,3 +67,34 @@ func TestSecretsMaskedInLogs(t *testing.T) {
 		t.Errorf("logged config %s lacks the masked Redis URL", buf.String())
 	}
 }
+
+func TestLoadOutputBytes(t *testing.T) {
+	tests := []struct {
+		val         string
+		want        int
+		wantByName  map[string]int
+		wantErrPart string
+	}{
+		{"", 256 << 10, nil, ""},
+		{"100000", 100000, nil, ""},
+		{"100000, module=524288", 100000, map[string]int{"module": 524288}, ""},
+		{"cards=2048", 256 << 10, map[string]int{"cards": 2048}, ""},
+		{"12", 0, nil, "at least 1024"},
+		{"=5000", 0, nil, "contract=bytes"},
+		{"module=lots", 0, nil, "contract=bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.val, func(t *testing.T) {
+			got, err := Load(env(map[string]string{"COACH_MAX_OUTPUT_BYTES": tt.val}))
+			if tt.wantErrPart != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErrPart) {
+					t.Errorf("error = %v, want one saying %q", err, tt.wantErrPart)
+				}
+				return
+			}
+			if err != nil || got.MaxOutputBytes != tt.want || !reflect.DeepEqual(got.ContractOutputBytes, tt.wantByName) {
+				t.Errorf("got %d %v (%v), want %d %v", got.MaxOutputBytes, got.ContractOutputBytes, err, tt.want, tt.wantByName)
+			}
+		})
+	}
+}

@@ -56,3 +56,22 @@ func TestPromptQuotesLearnerText(t *testing.T) {
 		}
 	}
 }
+
+// TestFinishRejectsOversizedText gives a text block and a form label more characters than
+// their maxLength in api/schemas/structured-response.json allows: the output is unusable.
+func TestFinishRejectsOversizedText(t *testing.T) {
+	long := strings.Repeat("a", 8001)
+	tests := []struct{ name, raw string }{
+		{"text block", `{"content":{"text_blocks":[{"type":"paragraph","content":"` + long + `"}]},"meta":{"response_type":"conversational"}}`},
+		{"form label", `{"content":{"text_blocks":[],"forms":[{"id":"f","fields":[{"id":"a","type":"text","label":"` + long[:1001] + `"}]}]},"meta":{"response_type":"assessment"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newContract(t)
+			r := runTurn(t, c, newSession(t, c, "anxiety-basics", "en"), message("hi"), tt.raw)
+			if e := asError(t, r.err); e.Code != coach.CodeValidationFailed || r.out != nil {
+				t.Errorf("Finish = %v, %v; want %s", r.out, r.err, coach.CodeValidationFailed)
+			}
+		})
+	}
+}
