@@ -127,7 +127,10 @@ func TestOversizedOutputRefused(t *testing.T) {
 		}
 		return append(out, suffix)
 	}
-	g := apptest.Start(t, nil)
+	// Deadlines far from anything a loaded machine might hit: the test is about sizes.
+	g := apptest.Start(t, func(c *config.Config) {
+		c.FirstByteTimeout, c.IdleTimeout, c.TurnTimeout = 20*time.Second, 20*time.Second, 60*time.Second
+	})
 	rdb := redisClient(t, g.Config.RedisURL)
 	// relayed counts the text of every delta line, resets or not.
 	relayed := func(tr apptest.TurnResponse) int {
