@@ -75,26 +75,37 @@ const (
 var formatNames = [...]string{FormatJSONSchema: "json_schema", FormatJSONObject: "json_object", FormatPrompt: "prompt"}
 
 // String returns the format's configuration name.
-func (f Format) String() string {
-	if int(f) < len(formatNames) {
-		return formatNames[f]
-	}
-	return fmt.Sprintf("Format(%d)", uint8(f))
-}
+func (f Format) String() string { return settingName(formatNames[:], int(f), "Format") }
 
 // ParseFormat parses "json_schema", "json_object" or "prompt" (case-insensitive); the empty
 // string is FormatJSONSchema, so an unset setting takes the default.
 func ParseFormat(s string) (Format, error) {
-	s = strings.ToLower(strings.TrimSpace(s))
-	if s == "" {
+	if strings.TrimSpace(s) == "" {
 		return FormatJSONSchema, nil
 	}
-	for i, name := range formatNames {
-		if s == name {
-			return Format(i), nil
-		}
+	if i := settingIndex(formatNames[:], s); i >= 0 {
+		return Format(i), nil
 	}
 	return 0, fmt.Errorf("openai: unknown response format %q (want json_schema, json_object or prompt)", s)
+}
+
+// settingName returns names[i], the configuration name of value i of a setting of type kind.
+func settingName(names []string, i int, kind string) string {
+	if i >= 0 && i < len(names) {
+		return names[i]
+	}
+	return fmt.Sprintf("%s(%d)", kind, i)
+}
+
+// settingIndex returns the index of s in names, ignoring case and surrounding space, or -1.
+func settingIndex(names []string, s string) int {
+	s = strings.ToLower(strings.TrimSpace(s))
+	for i, name := range names {
+		if s == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // Config configures a Client. Zero fields take defaults. Its String, GoString, LogValue and

@@ -24,20 +24,12 @@ const (
 var toolChoiceNames = [...]string{ToolNamed: "named", ToolRequired: "required", ToolNone: "none"}
 
 // String returns the tool choice's configuration name.
-func (t ToolChoice) String() string {
-	if int(t) < len(toolChoiceNames) {
-		return toolChoiceNames[t]
-	}
-	return fmt.Sprintf("ToolChoice(%d)", uint8(t))
-}
+func (t ToolChoice) String() string { return settingName(toolChoiceNames[:], int(t), "ToolChoice") }
 
 // ParseToolChoice parses "named", "required" or "none" (case-insensitive).
 func ParseToolChoice(s string) (ToolChoice, error) {
-	s = strings.ToLower(strings.TrimSpace(s))
-	for i, name := range toolChoiceNames {
-		if s == name {
-			return ToolChoice(i), nil
-		}
+	if i := settingIndex(toolChoiceNames[:], s); i >= 0 {
+		return ToolChoice(i), nil
 	}
 	return 0, fmt.Errorf("openai: unknown tool choice %q (want named, required or none)", s)
 }
