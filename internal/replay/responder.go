@@ -11,8 +11,13 @@ func Responder() fakellm.Responder {
 			msgs[i] = Message{Role: m.Role, Content: m.Content}
 		}
 		a := Respond(msgs, req.ToolChoice)
-		if a.ToolName != "" {
+		// A request that offers no tools (an endpoint profile that asks for the card as
+		// structured output) gets the arguments as content, as a real model would write them.
+		if a.ToolName != "" && len(req.Tools) > 0 {
 			return fakellm.Reply{ToolCall: &fakellm.ToolCall{Name: a.ToolName, Arguments: a.ToolArgs}}
+		}
+		if a.ToolName != "" {
+			return fakellm.Reply{Content: a.ToolArgs}
 		}
 		return fakellm.Reply{Content: a.Content}
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/coachgw/coachgw/internal/fakellm"
 	"github.com/coachgw/coachgw/internal/openai"
 	"github.com/coachgw/coachgw/internal/openapitest"
+	"github.com/coachgw/coachgw/internal/replay"
 )
 
 // The answers every profile's fixtures in testdata/streams carry, each in its endpoint's wire
@@ -96,6 +97,35 @@ func TestProfiles(t *testing.T) {
 			}
 			wantResultSchema(t, a, "structured-response.json")
 			wantRequest(t, "module", h.g.LLM, p.Format, p.IncludeUsage, "")
+		})
+	}
+}
+
+// TestProfilesReplayModel runs a turn of each contract against the replay model behind each
+// profile: the replay model answers in the request's shape (a card as a tool call when tools
+// are offered, as content when they are not), so each profile's whole path from request to
+// result is exercised by a model that reads the prompt.
+func TestProfilesReplayModel(t *testing.T) {
+	for _, p := range openai.Profiles() {
+		t.Run(p.Name, func(t *testing.T) {
+			t.Parallel()
+			h := &harness{v: openapitest.New(t), g: apptest.StartWith(t, apptest.Options{
+				LLM: fakellm.Options{Responder: replay.Responder()},
+				Config: func(c *config.Config) {
+					c.Upstreams = []config.Upstream{{Name: "replay", BaseURL: c.OpenAIBaseURL, Model: "coachgw-replay", Profile: p.Name}}
+				},
+			})}
+			for _, tt := range []struct{ session, message string }{
+				{`{"contract":"toulmin"}`, "Remote work is good."},
+				{`{"contract":"cards"}`, "Begin training."},
+				{`{"contract":"module","module":"` + moduleID + `"}`, "Hi, where do we start?"},
+			} {
+				id := h.create(t, tt.session)
+				a := h.call(t, "POST", "/v1/sessions/"+id+"/turns", apptest.Msg(tt.message))
+				if res := a.last(); a.status != http.StatusOK || res.Type != "result" || res.Fallback || deltaText(a) == "" {
+					t.Errorf("%s: status %d lines %q, want deltas and a result that is no fallback\n%s", tt.session, a.status, a.kinds(), a.body)
+				}
+			}
 		})
 	}
 }
