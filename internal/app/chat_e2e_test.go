@@ -425,3 +425,25 @@ func TestChatContinueAndTranscript(t *testing.T) {
 		t.Errorf("learner entries %q\nwant %q", learner, want)
 	}
 }
+
+// TestChatCardsFallback sends a card the frontend would reject, twice: the streamed text is
+// discarded by a reset, and the fallback card is the result, with no text of its own.
+func TestChatCardsFallback(t *testing.T) {
+	g := apptest.Start(t, nil)
+	s := g.Create("cards", nil)
+	banner := cardCall(`{"content":"A banner card.","card_type":"banner"}`)
+	g.LLM.Enqueue(banner, banner)
+	r := chat(t, g, s.ID, chatBody(textPart("Begin training.")))
+	k := r.kinds()
+	if !strings.HasSuffix(k, "text-end data-coach-reset data-coach-result finish") || strings.Count(k, "data-coach-reset") < 1 {
+		t.Fatalf("events %q, want the last text discarded by a reset before the result", k)
+	}
+	for _, e := range r.Events {
+		if e.Type == "text-end" && string(e.ProviderMetadata) != `{"coachgw":{"discarded":true}}` {
+			t.Errorf("%s: every text part of a turn that fell back is discarded", e.Raw)
+		}
+	}
+	if res := r.result(t); !res.Fallback || res.Session.Version != 2 {
+		t.Errorf("data-coach-result %s, want the stored fallback card", r.data(t, "data-coach-result"))
+	}
+}

@@ -128,6 +128,23 @@ async function main() {
       assert(/% of the module covered/.test(await lastAssistant(page).getByTestId('result').innerText()), 'the progress shows');
     });
 
+    await scenario('cards fallback shows the result card', async (page) => {
+      // Twice a card the frontend would reject: its streamed text is discarded, the fallback
+      // card is the result and has no text part of its own.
+      const banner = '{"content":"A banner card that will be discarded.","card_type":"banner"}';
+      const reply = { tool_call: { name: 'display_card', arguments: banner }, chunks: banner.match(/.{1,6}/g) };
+      const res = await fetch(`${FAKELLM}/_fakellm/enqueue`, {
+        method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify([reply, reply]),
+      });
+      assert(res.ok, `enqueue: ${res.status}`);
+      await page.getByTestId('new-cards').click();
+      await results(page, 1);
+      assert((await lastAssistant(page).getByTestId('text').count()) === 0, 'no discarded text shows');
+      const content = await lastAssistant(page).getByTestId('card-content').innerText();
+      assert(content.length > 0 && !content.includes('discarded'), `the fallback card's content shows: ${content}`);
+      assert((await lastAssistant(page).getByTestId('result').innerText()).includes('(fallback)'), 'marked as a fallback');
+    });
+
     await scenario('reset drops the discarded text', async (page) => {
       await page.getByTestId('new-toulmin').click();
       const res = await fetch(`${FAKELLM}/_fakellm/enqueue`, {
