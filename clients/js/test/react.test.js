@@ -5,20 +5,22 @@ import assert from 'node:assert/strict';
 import { afterEach, describe, test } from 'node:test';
 
 import { client, drainQueue, enqueue, skip, toulminChunks } from './gateway.js';
-import { mountPoint, text, waitFor } from './dom.js';
 
 const CLAIM = 'Cities should make public transit free for all residents by 2030.';
 
 /** The bindings' dependencies are dev dependencies: without `npm ci` these tests skip (not on CI). */
 async function load() {
   try {
-    return { react: await import('react'), dom: await import('react-dom/client'), bindings: await import('../src/react.js') };
+    // The DOM first: React's renderer looks for it when it loads.
+    const dom = await import('./dom.js');
+    return { dom, react: await import('react'), client: await import('react-dom/client'), bindings: await import('../src/react.js') };
   } catch (err) {
     if (process.env.CI === 'true') throw err;
     return null;
   }
 }
 const mods = await load();
+const { mountPoint, text, waitFor } = mods?.dom ?? {};
 
 afterEach(drainQueue);
 
@@ -45,7 +47,7 @@ async function mountSession() {
       h('p', { 'data-testid': 'error' }, s.turn.error?.code ?? s.error?.code ?? ''));
   }
   const root = mountPoint();
-  const reactRoot = mods.dom.createRoot(root);
+  const reactRoot = mods.client.createRoot(root);
   reactRoot.render(h(StrictMode, null, h(App)));
   await waitFor(() => text(root, 'session-status') === 'idle', 'the first render');
   return { api: () => api, root, reactRoot, renders };
