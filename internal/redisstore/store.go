@@ -37,6 +37,8 @@
 //	Delete      script         {prefix}:{<id>}:s, :lock, :t and :tm
 //	Transcript  script         {prefix}:{<id>}:s and :t
 //	Allow    script            {prefix}:{rl:<tenant>}
+//	OpenCircuit   SET PX       {prefix}:{cb:<endpoint>}
+//	OpenCircuits  PTTL each    {prefix}:{cb:<endpoint>} (pipelined, one slot per key)
 //
 // No operation reads or writes two sessions at once (no MGET, no SCAN, no transaction across
 // sessions), and the scripts touch only the keys passed to them in KEYS, never a key they build
@@ -44,7 +46,9 @@
 // script to the master that owns its slot. Sessions spread over the masters by their random ids.
 // The tests in package clustertest prove all of this on a real three-master cluster.
 //
-// A tenant's rate limiter (Allow) is one more key, {prefix}:{rl:<tenant>}.
+// A tenant's rate limiter (Allow) is one more key, {prefix}:{rl:<tenant>}; an open circuit of a
+// model endpoint (OpenCircuit) is {prefix}:{cb:<endpoint>}, expiring when the circuit's cooldown
+// ends.
 //
 // # Round trips and atomicity
 //
