@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
+	"github.com/coachgw/coachgw/internal/breaker"
 	"github.com/coachgw/coachgw/internal/cards"
 	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/config"
@@ -36,6 +37,7 @@ type App struct {
 	api       *httpapi.Server
 	store     *redisstore.Store
 	upstreams []upstream
+	breaker   *breaker.Breaker
 	closers   []func()
 }
 
@@ -77,12 +79,25 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (_ *App, er
 		module.New(modules),
 	}
 	ups := make([]coach.Upstream, len(a.upstreams))
+	names := make([]string, len(a.upstreams))
 	for i, u := range a.upstreams {
-		ups[i] = u.Upstream
+		ups[i], names[i] = u.Upstream, u.Name
 	}
+	a.breaker = breaker.New(names, breaker.Options{
+		Failures: cfg.BreakerFailures, Cooldown: cfg.BreakerCooldown, Shared: a.store,
+		Warn: func(err error, msg string) { log.Warn().Err(err).Msg(msg) },
+		OnTransition: func(name string, to breaker.State) {
+			m.BreakerTransition(name, string(to))
+			log.Warn().Str("upstream", name).Str("state", string(to)).Msg("model endpoint circuit")
+		},
+	})
+	syncCtx, stopSync := context.WithCancel(context.Background())
+	a.closers = append(a.closers, stopSync)
+	go a.breaker.Run(syncCtx, min(time.Second, cfg.BreakerCooldown/4))
 	svc := coach.New(coach.Deps{
 		Store:     a.store,
 		Upstreams: ups,
+		Breaker:   a.breaker,
 		Contracts: contracts,
 		Options: coach.Options{
 			HistoryLimit:        cfg.HistoryLimit,
@@ -101,6 +116,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (_ *App, er
 		Service:         svc,
 		Modules:         moduleCatalog{modules},
 		Ready:           a.ready,
+		Upstreams:       a.upstreamStates,
 		Metrics:         m.Handler(),
 		UI:              web.Handler(),
 		ObserveHTTP:     m.ObserveHTTP,
@@ -225,20 +241,32 @@ func genAISystem(profile string) string {
 	}
 }
 
-// ready reports whether Redis answers and any model endpoint accepts connections.
+// ready reports whether Redis answers and any model endpoint whose circuit is not open
+// accepts connections.
 func (a *App) ready(ctx context.Context) error {
 	if err := a.store.Ping(ctx); err != nil {
 		return errors.New("redis does not answer")
 	}
-	for _, u := range a.upstreams {
-		if dial(ctx, u.baseURL) == nil {
+	states := a.breaker.States()
+	for i, u := range a.upstreams {
+		if states[i].State != breaker.Open && dial(ctx, u.baseURL) == nil {
 			return nil
 		}
 	}
 	if len(a.upstreams) == 1 {
-		return errors.New("the model endpoint does not accept connections")
+		return errors.New("the model endpoint does not accept connections or its circuit is open")
 	}
-	return errors.New("no model endpoint accepts connections")
+	return errors.New("no model endpoint is usable: each refuses connections or has its circuit open")
+}
+
+// upstreamStates returns each model endpoint's circuit state for /readyz.
+func (a *App) upstreamStates() []httpapi.UpstreamState {
+	states := a.breaker.States()
+	out := make([]httpapi.UpstreamState, len(states))
+	for i, c := range states {
+		out[i] = httpapi.UpstreamState{Name: c.Name, State: string(c.State)}
+	}
+	return out
 }
 
 // dial opens and closes a TCP connection to the host of base.

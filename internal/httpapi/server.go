@@ -31,6 +31,8 @@ type Deps struct {
 	Modules Modules
 	// Ready reports whether the state store and the model endpoint answer.
 	Ready func(ctx context.Context) error
+	// Upstreams, when set, lists the model endpoints' circuit states for /readyz.
+	Upstreams func() []UpstreamState
 	// Metrics serves /metrics; nil leaves the route out.
 	Metrics http.Handler
 	// UI, when set, serves the reference ChatPanel at / and /static/, and the JavaScript
@@ -192,16 +194,37 @@ func (s *Server) healthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 }
 
+// UpstreamState is a model endpoint's circuit as /readyz reports it.
+type UpstreamState struct {
+	Name string `json:"name"`
+	// State is "closed", "open" or "half-open".
+	State string `json:"state"`
+}
+
+// readyBody is /readyz's answer: the status, or the error of errorBody, and the circuits.
+type readyBody struct {
+	Status    string          `json:"status,omitempty"`
+	Error     string          `json:"error,omitempty"`
+	Message   string          `json:"message,omitempty"`
+	Upstreams []UpstreamState `json:"upstreams,omitempty"`
+}
+
 func (s *Server) readyz(c echo.Context) error {
 	if s.draining.Load() {
 		return newHTTPError(http.StatusServiceUnavailable, coach.CodeShuttingDown, "the gateway is shutting down")
+	}
+	var body readyBody
+	if s.deps.Upstreams != nil {
+		body.Upstreams = s.deps.Upstreams()
 	}
 	if s.deps.Ready != nil {
 		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 		defer cancel()
 		if err := s.deps.Ready(ctx); err != nil {
-			return newHTTPError(http.StatusServiceUnavailable, "not_ready", err.Error())
+			body.Error, body.Message = "not_ready", err.Error()
+			return c.JSON(http.StatusServiceUnavailable, body)
 		}
 	}
-	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+	body.Status = "ready"
+	return c.JSON(http.StatusOK, body)
 }

@@ -1,12 +1,16 @@
 package reliability_test
 
 import (
+	"encoding/json"
+	"net/http"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/coachgw/coachgw/internal/apptest"
 	"github.com/coachgw/coachgw/internal/config"
 	"github.com/coachgw/coachgw/internal/fakellm"
+	"github.com/coachgw/coachgw/internal/redisstore/redistest"
 )
 
 // TestFallbackEndpoints runs turns through two and three configured endpoints, each a fakellm
@@ -92,5 +96,109 @@ func TestFallbackEndpoints(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// readyz returns /readyz's status and its circuits as "name:state" strings.
+func readyz(t *testing.T, url string) (int, []string) {
+	t.Helper()
+	resp, err := http.Get(url + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Upstreams []struct{ Name, State string }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatalf("/readyz body: %v", err)
+	}
+	var states []string
+	for _, u := range body.Upstreams {
+		states = append(states, u.Name+":"+u.State)
+	}
+	return resp.StatusCode, states
+}
+
+// TestBreakerSharedByInstances runs two gateways on one Redis in front of the same failing
+// primary endpoint: the failures of one gateway's turns open the primary's circuit for both, so
+// the other's turns go straight to its second endpoint; after the cooldown one probe finds the
+// primary healthy again and closes the circuit.
+func TestBreakerSharedByInstances(t *testing.T) {
+	t.Parallel()
+	url := redistest.URL(t)
+	if url == "" {
+		t.Skip("the circuit is shared through a real Redis")
+	}
+	prefix := redistest.Prefix(t, url)
+	// With nothing queued, fakellm answers every request with a 500.
+	primary, primaryURL := apptest.StartLLM(t, fakellm.Options{})
+	const cooldown = 2 * time.Second
+	start := func() *apptest.Gateway {
+		return apptest.StartWith(t, apptest.Options{Prefix: prefix, Config: func(c *config.Config) {
+			c.BreakerFailures, c.BreakerCooldown = 2, cooldown
+			c.Upstreams = []config.Upstream{
+				{Name: "primary", BaseURL: primaryURL, Model: "m", Profile: "openai"},
+				{Name: "second", BaseURL: c.OpenAIBaseURL, Model: "m", Profile: "openai"},
+			}
+		}})
+	}
+	one, two := start(), start()
+	const text = "Hello there."
+	turn := func(g *apptest.Gateway, want string) {
+		t.Helper()
+		g.LLM.Enqueue(ok(text))
+		tr := g.Turn(g.Create("toulmin", nil).ID, apptest.Msg("hi"))
+		if last := tr.Last(); last.Type != "result" || last.Upstream != want {
+			t.Fatalf("turn ended with %s from %q, want a result from %q\n%s", last.Type, last.Upstream, want, tr.Body)
+		}
+	}
+	turn(one, "second")
+	turn(one, "second")
+	if got := len(primary.Requests()); got != 2 {
+		t.Fatalf("primary requests = %d, want 2", got)
+	}
+	// The second gateway reads the open circuit from Redis in the background.
+	waitFor(t, "the second gateway sees the primary's circuit open", 2*time.Second, func() bool {
+		_, states := readyz(t, two.URL)
+		return slices.Equal(states, []string{"primary:open", "second:closed"})
+	})
+	if status, _ := readyz(t, two.URL); status != http.StatusOK {
+		t.Errorf("/readyz = %d with one usable endpoint, want 200", status)
+	}
+	turn(two, "second")
+	if got := len(primary.Requests()); got != 2 {
+		t.Errorf("primary requests = %d after the circuit opened, want still 2", got)
+	}
+	// After the cooldown the next turn probes the primary, which now answers.
+	waitFor(t, "the circuit turns half-open", 2*cooldown, func() bool {
+		_, states := readyz(t, two.URL)
+		return slices.Equal(states, []string{"primary:half-open", "second:closed"})
+	})
+	primary.Enqueue(ok(text))
+	turn(two, "primary")
+	if _, states := readyz(t, two.URL); !slices.Equal(states, []string{"primary:closed", "second:closed"}) {
+		t.Errorf("circuits after a good probe = %q, want both closed", states)
+	}
+}
+
+// TestBreakerAllOpen opens the circuit of a gateway's only endpoint: /readyz fails and lists it
+// open, and the next turn fails at once without calling the endpoint.
+func TestBreakerAllOpen(t *testing.T) {
+	t.Parallel()
+	g := apptest.StartWith(t, apptest.Options{Config: func(c *config.Config) {
+		c.BreakerFailures, c.BreakerCooldown = 3, time.Minute
+	}})
+	s := g.Create("toulmin", nil)
+	if tr := g.Turn(s.ID, apptest.Msg("hi")); tr.Last().Error != "coach_stream_failed" { // three 500s
+		t.Fatalf("first turn = %s, want coach_stream_failed", tr.Body)
+	}
+	status, states := readyz(t, g.URL)
+	if status != http.StatusServiceUnavailable || !slices.Equal(states, []string{"default:open"}) {
+		t.Errorf("/readyz = %d %q, want 503 with default:open", status, states)
+	}
+	tr := g.Turn(s.ID, apptest.Msg("hi"))
+	if tr.Last().Error != "coach_stream_failed" || len(g.LLM.Requests()) != 3 {
+		t.Errorf("turn with the circuit open = %s after %d requests, want coach_stream_failed after 3", tr.Body, len(g.LLM.Requests()))
 	}
 }
