@@ -98,6 +98,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (_ *App, er
 		Store:     a.store,
 		Upstreams: ups,
 		Breaker:   a.breaker,
+		Budget:    budget(cfg),
 		Contracts: contracts,
 		Options: coach.Options{
 			HistoryLimit:        cfg.HistoryLimit,
@@ -149,6 +150,15 @@ func (a *App) redis() (redis.UniversalClient, error) {
 	}
 	a.closers = append(a.closers, func() { _ = client.Close() })
 	return client, nil
+}
+
+// budget returns the engine's token budget per tenant, or nil when no tenant has one, so that
+// turns then claim their session without reading the tenant's counters.
+func budget(cfg config.Config) func(string) int64 {
+	if cfg.TokenBudgetDaily <= 0 && len(cfg.TokenBudgets) == 0 {
+		return nil
+	}
+	return cfg.TokenBudget
 }
 
 // upstream is a configured model endpoint: the engine's view of it and where it listens.

@@ -154,6 +154,21 @@ func StartWith(t *testing.T, o Options) *Gateway {
 // check that nothing of them is left running; the test's cleanup does it otherwise.
 func (g *Gateway) Stop() { g.stop() }
 
+// Metrics returns the gateway's /metrics page.
+func (g *Gateway) Metrics() string {
+	g.t.Helper()
+	resp, err := http.Get(g.URL + "/metrics")
+	if err != nil {
+		g.t.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		g.t.Fatalf("GET /metrics: %v", err)
+	}
+	return string(b)
+}
+
 // Call sends a JSON request and decodes a JSON answer into out (when not nil).
 func (g *Gateway) Call(method, path string, body any, out any) int {
 	g.t.Helper()

@@ -73,8 +73,10 @@ type Event struct {
 	Result   json.RawMessage
 	Session  *Session
 	Fallback bool
-	// Upstream names the endpoint whose answer the result is.
+	// Upstream names the endpoint whose answer the result is; Usage is the tokens it reported
+	// for that answer, when it did.
 	Upstream string
+	Usage    *Usage
 	// Reason explains a reset.
 	Reason string
 	// Code and Message describe an error.

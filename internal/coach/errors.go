@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Kind classifies an Error so that one adapter can map it to a transport status.
@@ -18,6 +19,7 @@ const (
 	KindUnprocessable      // well-formed input that the session cannot take
 	KindUnavailable        // a dependency is down; try again later
 	KindStream             // the turn failed after its stream started
+	KindLimited            // a limit of the caller's is used up; try again after RetryAfter
 )
 
 // Error is a domain error with a stable machine-readable code.
@@ -27,7 +29,9 @@ type Error struct {
 	Message string
 	// Field names the offending input field, when there is one.
 	Field string
-	err   error
+	// RetryAfter, when set, is how long until the request may succeed (KindLimited).
+	RetryAfter time.Duration
+	err        error
 }
 
 func (e *Error) Error() string {

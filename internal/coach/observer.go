@@ -30,9 +30,14 @@ type Report struct {
 	Duration   time.Duration
 	Deltas     int
 	Attempts   int
-	// Upstream names the endpoint of the last attempt.
+	// Upstream names the endpoint of the last attempt; Model is the model it was asked for
+	// (set once an attempt succeeded) and Usage the tokens it reported, when it did.
 	Upstream string
-	Resets   int
+	Model    string
+	Usage    *Usage
+	// Tenant owns the session.
+	Tenant string
+	Resets int
 	// Rules lists the guard rules that changed the result.
 	Rules []string
 	// Diagnostic and Notice carry the Outcome's.

@@ -108,6 +108,15 @@ type Usage struct {
 	PromptTokens, CompletionTokens int
 }
 
+// Add returns u plus v, for a u that may be nil (no report yet).
+func (u *Usage) Add(v Usage) *Usage {
+	if u != nil {
+		v.PromptTokens += u.PromptTokens
+		v.CompletionTokens += u.CompletionTokens
+	}
+	return &v
+}
+
 // ModelRequest is what a turn asks of the model.
 type ModelRequest struct {
 	Messages []Message

@@ -109,6 +109,7 @@ type Service struct {
 	store     Store
 	upstreams []Upstream
 	breaker   Breaker
+	budget    func(tenant string) int64
 	contracts map[string]Contract
 	opts      Options
 	obs       Observer
@@ -136,7 +137,7 @@ func New(d Deps) *Service {
 		d.Breaker = NoBreaker{}
 	}
 	return &Service{
-		store: d.Store, upstreams: d.Upstreams, breaker: d.Breaker, contracts: m,
+		store: d.Store, upstreams: d.Upstreams, breaker: d.Breaker, budget: d.Budget, contracts: m,
 		opts: d.Options.withDefaults(), obs: d.Observer, now: time.Now,
 	}
 }

@@ -36,6 +36,16 @@ type TranscriptEntry struct {
 type CommitExtra struct {
 	// Transcript is appended to the session's transcript, in order.
 	Transcript []TranscriptEntry
+	// Usage, when set, is added to the tenant's token counters of the day.
+	Usage *TenantUsage
+}
+
+// TenantUsage is the tokens one turn used, for a tenant's daily counters.
+type TenantUsage struct {
+	Tenant string
+	// Day is when the turn was stored; its UTC date picks the counter.
+	Day time.Time
+	Usage
 }
 
 // TranscriptPage is one page of a transcript, oldest entry first.

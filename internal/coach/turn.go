@@ -19,6 +19,8 @@ type TurnRun struct {
 	turn     Turn
 	contract string
 	start    time.Time
+	// usage sums the usage reports of the current attempt; nil when the endpoint sent none.
+	usage *Usage
 	// input is the turn's body as the transcript keeps it.
 	input json.RawMessage
 }
@@ -30,7 +32,7 @@ func (s *Service) StartTurn(ctx context.Context, tenant, id string, in TurnInput
 	if !ValidID(id) {
 		return nil, ErrNotFound
 	}
-	sess, token, err := s.store.Claim(ctx, tenant, id, s.opts.LockTTL)
+	sess, token, err := s.claim(ctx, tenant, id, start)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +74,7 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 		}
 	}()
 
-	rep := Report{Contract: r.contract}
+	rep := Report{Contract: r.contract, Tenant: r.sess.Tenant}
 	s.obs.TurnStarted(r.contract)
 	var clientErr error
 	held := false
@@ -140,12 +142,16 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 	next.History = appendHistory(r.sess.History, res.History, s.opts.HistoryLimit, s.opts.HistoryBytes)
 	transcript := append([]TranscriptEntry{learnerEntry(next.UpdatedAt, r.input)},
 		coachEntries(next.UpdatedAt, cards, res.Result, res.Fallback)...)
-	if err := s.store.Commit(ctx, &next, r.token, CommitExtra{Transcript: transcript}); err != nil {
+	extra := CommitExtra{Transcript: transcript}
+	if rep.Usage != nil {
+		extra.Usage = &TenantUsage{Tenant: r.sess.Tenant, Day: next.UpdatedAt, Usage: *rep.Usage}
+	}
+	if err := s.store.Commit(ctx, &next, r.token, extra); err != nil {
 		return fail(err)
 	}
 	committed = true
 	rep.Rules, rep.Diagnostic, rep.Notice = res.Rules, res.Diagnostic, res.Notice
-	send(Event{Type: EventResult, Result: res.Result, Session: &next, Fallback: res.Fallback, Upstream: rep.Upstream})
+	send(Event{Type: EventResult, Result: res.Result, Session: &next, Fallback: res.Fallback, Upstream: rep.Upstream, Usage: rep.Usage})
 	if res.Fallback {
 		return finish("fallback", nil)
 	}
@@ -183,6 +189,7 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 		out, err := r.attempt(ctx, up.Model, req, send, flush)
 		if err == nil {
 			s.breaker.Report(up.Name, Healthy)
+			rep.Model, rep.Usage = up.ModelName, r.usage
 			return out, nil
 		}
 		if ctx.Err() != nil {
@@ -339,6 +346,7 @@ func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, se
 		return err
 	}
 
+	r.usage = nil
 	st, err := model.Stream(actx, req, StreamHooks{Activity: alive, Wait: flush})
 	if err != nil {
 		return nil, timeout(err)
@@ -358,6 +366,9 @@ func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, se
 			return nil, timeout(err)
 		}
 		alive()
+		if f.Usage != nil {
+			r.usage = r.usage.Add(*f.Usage)
+		}
 		if f.Content == "" && f.ToolArgs == "" && f.ToolCallID == "" {
 			continue
 		}

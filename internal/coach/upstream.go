@@ -60,4 +60,7 @@ type Deps struct {
 	Options   Options
 	// Observer is told what turns do; nil observes nothing.
 	Observer Observer
+	// Budget, when set, returns a tenant's token budget per UTC day (0: none). It is enforced
+	// when the Store is a UsageStore.
+	Budget func(tenant string) int64
 }

@@ -51,6 +51,12 @@ type Config struct {
 	BreakerFailures int
 	BreakerCooldown time.Duration
 
+	// TokenBudgetDaily is COACH_TOKEN_BUDGET_DAILY: the tokens (prompt plus completion) each
+	// tenant may use per UTC day; 0 sets no budget. TokenBudgets, from COACH_TOKEN_BUDGETS
+	// (tenant=N,…), overrides it per tenant (0 there: no budget for that tenant).
+	TokenBudgetDaily int64
+	TokenBudgets     map[string]int64
+
 	ConnectTimeout   time.Duration // COACH_CONNECT_TIMEOUT
 	FirstByteTimeout time.Duration // COACH_FIRST_BYTE_TIMEOUT
 	IdleTimeout      time.Duration // COACH_IDLE_TIMEOUT
@@ -228,6 +234,10 @@ func Load(getenv func(string) string) (Config, error) {
 	num("COACH_RATE_LIMIT", &c.RateLimit)
 	c.APIKeys, errs = loadAPIKeys(getenv, errs)
 	c.Upstreams, errs = loadUpstreams(getenv, c.Model, errs)
+	var budget int
+	num("COACH_TOKEN_BUDGET_DAILY", &budget)
+	c.TokenBudgetDaily = int64(budget)
+	c.TokenBudgets, errs = parseBudgets(getenv("COACH_TOKEN_BUDGETS"), errs)
 	c.CORSOrigins, errs = parseOrigins(getenv("COACH_CORS_ORIGINS"), errs)
 
 	switch c.ResponseFormat {
@@ -283,6 +293,8 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 		Dur("turnTimeout", c.TurnTimeout).
 		Int("maxAttempts", c.MaxAttempts).
 		Array("upstreams", upstreamsLog(c.Upstreams)).
+		Int64("tokenBudgetDaily", c.TokenBudgetDaily).
+		Int("tokenBudgets", len(c.TokenBudgets)).
 		Int("breakerFailures", c.BreakerFailures).
 		Dur("breakerCooldown", c.BreakerCooldown).
 		Dur("shutdownTimeout", c.ShutdownTimeout).
@@ -439,4 +451,34 @@ func (l upstreamsLog) MarshalZerologArray(a *zerolog.Array) {
 			Str("apiKeyEnv", u.APIKeyEnv).Str("apiKey", Mask(u.APIKey)).Str("model", u.Model).
 			Str("profile", u.Profile).Str("toolChoice", u.ToolChoice).Str("responseFormat", u.ResponseFormat))
 	}
+}
+
+// TokenBudget returns tenant's token budget per UTC day: its entry of COACH_TOKEN_BUDGETS, else
+// COACH_TOKEN_BUDGET_DAILY; 0 means none.
+func (c Config) TokenBudget(tenant string) int64 {
+	if n, ok := c.TokenBudgets[tenant]; ok {
+		return n
+	}
+	return c.TokenBudgetDaily
+}
+
+// parseBudgets reads COACH_TOKEN_BUDGETS: comma-separated tenant=tokens entries.
+func parseBudgets(v string, errs []error) (map[string]int64, []error) {
+	var m map[string]int64
+	for i, entry := range strings.Split(v, ",") {
+		if entry = strings.TrimSpace(entry); entry == "" {
+			continue
+		}
+		tenant, n, ok := strings.Cut(entry, "=")
+		tokens, err := strconv.ParseInt(strings.TrimSpace(n), 10, 64)
+		if tenant = strings.TrimSpace(tenant); !ok || err != nil || tokens < 0 || !tenantPattern.MatchString(tenant) {
+			errs = append(errs, fmt.Errorf("COACH_TOKEN_BUDGETS entry %d: want tenant=tokens, e.g. acme=2000000", i+1))
+			continue
+		}
+		if m == nil {
+			m = map[string]int64{}
+		}
+		m[tenant] = tokens
+	}
+	return m, errs
 }

@@ -152,3 +152,23 @@ func TestUpstreamKeysMaskedInLogs(t *testing.T) {
 		t.Errorf("logged config %s lacks the key's variable name", buf.String())
 	}
 }
+
+func TestLoadBudgets(t *testing.T) {
+	c, err := Load(env(map[string]string{"COACH_TOKEN_BUDGET_DAILY": "100000", "COACH_TOKEN_BUDGETS": "acme=5000, beta=0"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tenant, want := range map[string]int64{"acme": 5000, "beta": 0, "gamma": 100000, "": 100000} {
+		if got := c.TokenBudget(tenant); got != want {
+			t.Errorf("TokenBudget(%q) = %d, want %d", tenant, got, want)
+		}
+	}
+	if c, _ := Load(env(nil)); c.TokenBudget("acme") != 0 {
+		t.Errorf("TokenBudget without settings = %d, want 0 (none)", c.TokenBudget("acme"))
+	}
+	for _, bad := range []string{"acme", "acme=x", "acme=-1", "a b=3"} {
+		if _, err := Load(env(map[string]string{"COACH_TOKEN_BUDGETS": bad})); err == nil || !strings.Contains(err.Error(), "COACH_TOKEN_BUDGETS") {
+			t.Errorf("Load(COACH_TOKEN_BUDGETS=%q) error = %v, want one naming it", bad, err)
+		}
+	}
+}

@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"errors"
+	"math"
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -37,6 +39,8 @@ func status(k coach.Kind) int {
 		return http.StatusUnprocessableEntity
 	case coach.KindUnavailable:
 		return http.StatusServiceUnavailable
+	case coach.KindLimited:
+		return http.StatusTooManyRequests
 	default:
 		return http.StatusInternalServerError
 	}
@@ -61,6 +65,10 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		return
 	}
 	code, body := s.errorResponse(err)
+	var ce *coach.Error
+	if errors.As(err, &ce) && ce.RetryAfter > 0 {
+		c.Response().Header().Set(echo.HeaderRetryAfter, strconv.Itoa(int(math.Ceil(ce.RetryAfter.Seconds()))))
+	}
 	if code >= 500 {
 		logger(c).Error().Err(err).Int("status", code).Msg("request failed")
 	}

@@ -5,7 +5,8 @@
 //
 // Label values come from small fixed sets in the gateway's own code (contract names, outcome and
 // error codes, guard rule names, ModelError classes, reset reasons, Redis command names, route
-// templates); nothing a client sends, such as a session id, becomes a label.
+// templates) or its configuration (tenants of the API keys, endpoint and model names); nothing
+// a client sends, such as a session id, becomes a label.
 package metrics
 
 import (
@@ -56,6 +57,8 @@ type Metrics struct {
 	upstreamFailures   *prometheus.CounterVec
 	upstreamFallbacks  *prometheus.CounterVec
 	breakerTransitions *prometheus.CounterVec
+	promptTokens       *prometheus.CounterVec
+	completionTokens   *prometheus.CounterVec
 
 	redisDuration *prometheus.HistogramVec
 	redisErrors   *prometheus.CounterVec
@@ -133,6 +136,12 @@ func New() *Metrics {
 			"Request settings a model endpoint rejected as unsupported and gets in a weaker form from then on, "+
 				"by upstream, setting (tool_choice, response_format, include_usage) and the form it gets now.",
 			"upstream", "setting", "to"),
+		promptTokens: counter("prompt_tokens_total",
+			"Prompt tokens the answering model endpoints reported, by tenant, contract, upstream and model.",
+			"tenant", "contract", "upstream", "model"),
+		completionTokens: counter("completion_tokens_total",
+			"Completion tokens the answering model endpoints reported, by tenant, contract, upstream and model.",
+			"tenant", "contract", "upstream", "model"),
 		openStreams: f.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "open_streams",
 			Help: "Turn streams in progress.",
@@ -177,6 +186,10 @@ func (m *Metrics) TurnEnded(r coach.Report) {
 		m.firstDelta.WithLabelValues(r.Contract).Observe(r.FirstDelta.Seconds())
 	}
 	m.deltas.WithLabelValues(r.Contract).Add(float64(r.Deltas))
+	if u := r.Usage; u != nil {
+		m.promptTokens.WithLabelValues(r.Tenant, r.Contract, r.Upstream, r.Model).Add(float64(u.PromptTokens))
+		m.completionTokens.WithLabelValues(r.Tenant, r.Contract, r.Upstream, r.Model).Add(float64(u.CompletionTokens))
+	}
 	for _, rule := range r.Rules {
 		m.ruleFirings.WithLabelValues(r.Contract, rule).Inc()
 	}

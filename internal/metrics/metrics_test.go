@@ -142,6 +142,23 @@ func TestObserver(t *testing.T) {
 			},
 		},
 		{
+			name: "tokens by tenant, contract, upstream and model",
+			calls: func(m *Metrics) {
+				for range 2 {
+					m.TurnStarted("cards")
+					m.TurnEnded(coach.Report{Contract: "cards", Outcome: "ok", Tenant: "acme", Upstream: "primary", Model: "gpt-4o-mini",
+						Usage: &coach.Usage{PromptTokens: 100, CompletionTokens: 20}})
+				}
+				m.TurnStarted("cards")
+				m.TurnEnded(coach.Report{Contract: "cards", Outcome: "ok", Tenant: "acme", Upstream: "local"})
+			},
+			want: []want{
+				{"coachgw_prompt_tokens_total", []string{"tenant", "acme", "contract", "cards", "upstream", "primary", "model", "gpt-4o-mini"}, 200},
+				{"coachgw_completion_tokens_total", []string{"tenant", "acme", "contract", "cards", "upstream", "primary", "model", "gpt-4o-mini"}, 40},
+				{"coachgw_prompt_tokens_total", []string{"tenant", "acme", "contract", "cards", "upstream", "local", "model", ""}, -1},
+			},
+		},
+		{
 			name: "open streams follow started and ended turns",
 			calls: func(m *Metrics) {
 				m.TurnStarted("toulmin")
@@ -298,7 +315,7 @@ func TestNaming(t *testing.T) {
 	m := New()
 	// Give every vector a series so that Gather returns its family.
 	m.TurnStarted("toulmin")
-	m.TurnEnded(coach.Report{Contract: "toulmin", Outcome: "fallback", Deltas: 1, Rules: []string{"r"}})
+	m.TurnEnded(coach.Report{Contract: "toulmin", Outcome: "fallback", Deltas: 1, Rules: []string{"r"}, Usage: &coach.Usage{PromptTokens: 1}})
 	m.ModelFailed("toulmin", "default", "server")
 	m.Retried("toulmin", "server")
 	m.Reset("toulmin", "invalid_output")
@@ -323,7 +340,7 @@ func TestNaming(t *testing.T) {
 	wantNames := []string{
 		"coachgw_deltas_total", "coachgw_fallbacks_total", "coachgw_guard_rule_firings_total",
 		"coachgw_http_request_duration_seconds", "coachgw_http_requests_total", "coachgw_open_streams",
-		"coachgw_breaker_transitions_total",
+		"coachgw_breaker_transitions_total", "coachgw_prompt_tokens_total", "coachgw_completion_tokens_total",
 		"coachgw_redis_command_duration_seconds", "coachgw_redis_errors_total", "coachgw_resets_total",
 		"coachgw_retries_total", "coachgw_time_to_first_delta_seconds", "coachgw_turn_duration_seconds",
 		"coachgw_turns_total", "coachgw_upstream_attempts_total", "coachgw_upstream_errors_total",

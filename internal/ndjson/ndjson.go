@@ -53,6 +53,13 @@ func Append(buf []byte, e coach.Event) ([]byte, error) {
 			buf = append(buf, `,"upstream":`...)
 			buf = AppendString(buf, e.Upstream)
 		}
+		if u := e.Usage; u != nil {
+			buf = append(buf, `,"usage":{"promptTokens":`...)
+			buf = strconv.AppendInt(buf, int64(u.PromptTokens), 10)
+			buf = append(buf, `,"completionTokens":`...)
+			buf = strconv.AppendInt(buf, int64(u.CompletionTokens), 10)
+			buf = append(buf, '}')
+		}
 	default:
 		buf = append(buf, `{"type":`...)
 		buf = AppendString(buf, e.Type)

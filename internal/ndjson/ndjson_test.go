@@ -22,6 +22,8 @@ func TestAppend(t *testing.T) {
 		{"card", coach.Event{Type: coach.EventCard, Card: json.RawMessage(`{"type":"level_up"}`)}, `{"type":"card","card":{"type":"level_up"}}`},
 		{"result", coach.Event{Type: coach.EventResult, Result: json.RawMessage(`{"a":1}`), Fallback: true}, `{"type":"result","result":{"a":1},"fallback":true}`},
 		{"result with upstream", coach.Event{Type: coach.EventResult, Result: json.RawMessage(`{"a":1}`), Upstream: "local"}, `{"type":"result","result":{"a":1},"upstream":"local"}`},
+		{"result with usage", coach.Event{Type: coach.EventResult, Result: json.RawMessage(`{"a":1}`), Upstream: "p", Usage: &coach.Usage{PromptTokens: 812, CompletionTokens: 64}},
+			`{"type":"result","result":{"a":1},"upstream":"p","usage":{"promptTokens":812,"completionTokens":64}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

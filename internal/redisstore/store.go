@@ -355,28 +355,42 @@ func (s *Store) Delete(ctx context.Context, tenant, id string) error {
 // the session's TTL, so a session cannot expire under a turn that just started.
 func (s *Store) Claim(ctx context.Context, tenant, id string, ttl time.Duration) (*coach.Session, string, error) {
 	token := rand.Text()
-	res, err := claimScript.Run(ctx, s.client, s.keys(id), tenantHeader(tenant), token, millis(ttl), millis(s.ttl)).Result()
+	res, err := claimScript.Run(ctx, s.client, s.keys(id), s.claimArgs(tenant, token, ttl)...).Result()
+	sess, err := s.claimed(id, token, res, err)
 	if err != nil {
-		return nil, "", failure("claim", err)
+		return nil, "", err
+	}
+	return sess, token, nil
+}
+
+// claimArgs returns the ARGV of claimScript.
+func (s *Store) claimArgs(tenant, token string, ttl time.Duration) []any {
+	return []any{tenantHeader(tenant), token, millis(ttl), millis(s.ttl)}
+}
+
+// claimed reads the reply of claimScript that tried to take the lock of session id with token.
+func (s *Store) claimed(id, token string, res any, err error) (*coach.Session, error) {
+	if err != nil {
+		return nil, failure("claim", err)
 	}
 	switch v := res.(type) {
 	case string:
 		sess, err := decode(v)
 		if err != nil {
 			s.release(id, token)
-			return nil, "", err
+			return nil, err
 		}
-		return sess, token, nil
+		return sess, nil
 	case int64:
 		if v == claimBusy {
-			return nil, "", coach.ErrBusy
+			return nil, coach.ErrBusy
 		}
 		if v == claimNotFound {
-			return nil, "", coach.ErrNotFound
+			return nil, coach.ErrNotFound
 		}
 	}
 	s.release(id, token)
-	return nil, "", coach.Errorf(coach.KindInternal, coach.CodeInternal, "unexpected claim result %T %v", res, res)
+	return nil, coach.Errorf(coach.KindInternal, coach.CodeInternal, "unexpected claim result %T %v", res, res)
 }
 
 // release drops a lock this store just took but cannot hand out, on a context of its own: the
@@ -415,11 +429,17 @@ func (s *Store) Commit(ctx context.Context, sess *coach.Session, token string, e
 		}
 		args = append(args, body)
 	}
-	n, err := commitScript.Run(ctx, s.client, s.keys(sess.ID), args...).Int64()
+	var res any
+	if u := extra.Usage; u != nil {
+		// The tenant's counters ride in the same round trip as the commit.
+		res, err = s.runWith(ctx, commitScript, s.keys(sess.ID), args, func(p redis.Pipeliner) { s.addUsage(ctx, p, u) })
+	} else {
+		res, err = commitScript.Run(ctx, s.client, s.keys(sess.ID), args...).Result()
+	}
 	if err != nil {
 		return failure("commit", err)
 	}
-	if n != 1 {
+	if n, _ := res.(int64); n != 1 {
 		return coach.ErrConflict
 	}
 	return nil

@@ -4,6 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/redisstore"
@@ -61,6 +64,11 @@ func roundTrips(t *testing.T, b redisstore.Backend, f *storetest.Fixture) {
 	if err := store.Prepare(ctx); err != nil {
 		t.Fatalf("Prepare: %v", err)
 	}
+	// The first pipeline of a client may open a connection of its own (its handshake would
+	// count); the turns of a running gateway find it open.
+	if _, err := client.Pipelined(ctx, func(p redis.Pipeliner) error { return p.Ping(ctx).Err() }); err != nil {
+		t.Fatalf("warming the pool: %v", err)
+	}
 	s := storetest.NewSession("acme")
 	var claimed *coach.Session
 	var token string
@@ -80,6 +88,14 @@ func roundTrips(t *testing.T, b redisstore.Backend, f *storetest.Fixture) {
 			return store.Commit(ctx, storetest.Next(claimed, `{}`), token, extra)
 		}, 1},
 		{"Transcript", func() error { _, err := store.Transcript(ctx, "acme", s.ID, 0, 10); return err }, 1},
+		{"Claim with the tenant's usage", func() (err error) {
+			claimed, token, _, err = store.ClaimWithUsage(ctx, "acme", s.ID, longTTL, time.Now())
+			return err
+		}, 1},
+		{"Commit with usage", func() error {
+			extra := coach.CommitExtra{Usage: &coach.TenantUsage{Tenant: "acme", Day: time.Now(), Usage: coach.Usage{PromptTokens: 5, CompletionTokens: 2}}}
+			return store.Commit(ctx, storetest.Next(claimed, `{}`), token, extra)
+		}, 1},
 		{"Claim again", func() (err error) { _, token, err = store.Claim(ctx, "acme", s.ID, longTTL); return err }, 1},
 		{"Release", func() error { return store.Release(ctx, s.ID, token) }, 1},
 		{"Delete", func() error { return store.Delete(ctx, "acme", s.ID) }, 1},

@@ -2,8 +2,11 @@ package reliability_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -200,5 +203,56 @@ func TestBreakerAllOpen(t *testing.T) {
 	tr := g.Turn(s.ID, apptest.Msg("hi"))
 	if tr.Last().Error != "coach_stream_failed" || len(g.LLM.Requests()) != 3 {
 		t.Errorf("turn with the circuit open = %s after %d requests, want coach_stream_failed after 3", tr.Body, len(g.LLM.Requests()))
+	}
+}
+
+// TestUsageAndBudget checks the usage an endpoint reports end to end: on the result line, in
+// the token metrics, in the tenant's daily counters, and against a daily budget that refuses
+// the next turn with 429 budget_exceeded before its stream starts.
+func TestUsageAndBudget(t *testing.T) {
+	t.Parallel()
+	g := apptest.StartWith(t, apptest.Options{Config: func(c *config.Config) {
+		c.TokenBudgetDaily = 1 // the first turn may start; its tokens use the budget up
+		c.Upstreams = []config.Upstream{{Name: "primary", BaseURL: c.OpenAIBaseURL, Model: "m-1", Profile: "openai"}}
+	}})
+	s := g.Create("toulmin", nil)
+	g.LLM.Enqueue(ok("Hello there."))
+	tr := g.Turn(s.ID, apptest.Msg("hi"))
+	var res struct {
+		Upstream string
+		Usage    *struct{ PromptTokens, CompletionTokens int }
+	}
+	if err := json.Unmarshal([]byte(tr.Last().Raw), &res); err != nil || res.Usage == nil || res.Usage.PromptTokens <= 0 || res.Usage.CompletionTokens <= 0 {
+		t.Fatalf("result line %s: want usage with both counts (%v)", tr.Last().Raw, err)
+	}
+	if res.Upstream != "primary" {
+		t.Errorf("result upstream = %q, want primary", res.Upstream)
+	}
+
+	metrics := g.Metrics()
+	for name, want := range map[string]int{"coachgw_prompt_tokens_total": res.Usage.PromptTokens, "coachgw_completion_tokens_total": res.Usage.CompletionTokens} {
+		series := fmt.Sprintf(`%s{contract="toulmin",model="m-1",tenant="",upstream="primary"} %d`, name, want)
+		if !strings.Contains(metrics, series) {
+			t.Errorf("/metrics lacks %s", series)
+		}
+	}
+
+	next := g.Turn(s.ID, apptest.Msg("again"))
+	if next.Status != http.StatusTooManyRequests || !strings.Contains(next.Body, `"error":"budget_exceeded"`) {
+		t.Fatalf("turn over budget = %d %s, want 429 budget_exceeded", next.Status, next.Body)
+	}
+	retry, err := strconv.Atoi(next.Header.Get("Retry-After"))
+	if err != nil || retry < 1 || retry > 24*60*60 {
+		t.Errorf("Retry-After = %q, want seconds until midnight UTC", next.Header.Get("Retry-After"))
+	}
+	if n := len(g.LLM.Requests()); n != 1 {
+		t.Errorf("model requests = %d, want 1: a turn over budget never reaches the model", n)
+	}
+	if got := g.Get(s.ID).Version; got != 2 {
+		t.Errorf("session version = %d, want 2: the refused turn changes nothing", got)
+	}
+	// The lock of the refused turn's claim is released: a turn of a tenant with room would run.
+	if tr := g.Turn(s.ID, apptest.Msg("again")); tr.Status != http.StatusTooManyRequests {
+		t.Errorf("second refused turn = %d, want 429 again (not 409 session_busy)", tr.Status)
 	}
 }
