@@ -304,6 +304,25 @@ async function browserScenarios() {
     assertEq(out.pwned, undefined, 'no script ran');
   }));
 
+  await scenario('transcript: a long transcript is read page by page, oldest first', () => withPage('paging', async (page) => {
+    await page.goto(`${BASE}/`);
+    await page.getByTestId('start-screen').waitFor();
+    const id = 'a'.repeat(32);
+    const asked = [];
+    // Three pages, newest first, as the gateway pages: before=SEQ asks for the entries under SEQ.
+    await page.route(`**/v1/sessions/${id}/messages*`, (route) => {
+      const url = new URL(route.request().url());
+      asked.push(url.search);
+      const before = Number(url.searchParams.get('before') || 0);
+      const pages = { 0: [[5, 6], 5], 5: [[3, 4], 3], 3: [[1, 2], null] };
+      const [seqs, next] = pages[before];
+      route.fulfill({ json: { messages: seqs.map((seq) => ({ seq, at: '2026-01-01T00:00:00Z', role: 'learner', input: { message: `m${seq}` } })), next } });
+    });
+    const seqs = await page.evaluate(async (sid) => (await (await import('./static/js/api.js')).getTranscript(sid)).map((e) => e.seq), id);
+    assertEq(JSON.stringify(seqs), '[1,2,3,4,5,6]', 'entries oldest first across pages');
+    assertEq(JSON.stringify(asked), '["?limit=200","?limit=200&before=5","?limit=200&before=3"]', 'pages asked for');
+  }));
+
   await scenario('toulmin: a full argument from claim to rebuttal', () => withPage('toulmin', async (page) => {
     await start(page, 'toulmin');
     assertEq(await page.getByTestId('toulmin-progress').getAttribute('data-completed'), '0', 'completed steps at start');
