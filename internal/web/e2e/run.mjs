@@ -436,7 +436,7 @@ async function browserScenarios() {
     }, { viewport }));
   }
 
-  await scenario('toulmin: stream error with Retry, a reset line, and a 422 with its field', () => withPage('errors', async (page) => {
+  await scenario('toulmin: stream error with Retry, a reset line, a 422 with its field, a reload during a turn', () => withPage('errors', async (page) => {
     await start(page, 'toulmin');
     const turnsURL = '**/v1/sessions/*/turns';
     await page.route(turnsURL, (route) => route.fulfill({
@@ -486,6 +486,16 @@ async function browserScenarios() {
     assertEq(await page.getByTestId('composer-input').inputValue(), tooLong, 'the text is back in the box to edit');
     assert(!(await page.getByTestId('error-text').textContent()).includes('invalid_input'), 'no code in the learner sentence');
     await page.unroute(turnsURL);
+
+    // A reload while a turn is under way cancels it; the message is back in the box.
+    await page.route(turnsURL, () => {}); // the turn never answers
+    await say(page, 'A message in flight during a reload.');
+    await page.waitForFunction(() => document.querySelector('[data-testid="toulmin-panel"]')?.dataset.busy === 'true');
+    assertEq(await page.getByTestId('composer-input').inputValue(), '', 'the box empties when the message goes');
+    await page.unrouteAll({ behavior: 'ignoreErrors' });
+    await page.reload();
+    await restored(page, 'toulmin');
+    assertEq(await page.getByTestId('composer-input').inputValue(), 'A message in flight during a reload.', 'the message of a turn cut by a reload is back in the box');
   }));
 
   await scenario('toulmin: the message limit, a counter near it, a long paste kept whole', () => withPage('limits', async (page) => {

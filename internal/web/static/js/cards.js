@@ -173,8 +173,14 @@ export function mountCards({ root, session, t, resumed, touched = () => {}, newS
         prev = null;
       }
     }
-    // A session whose transcript is gone (or older than transcripts) still has its last card.
+    // A session whose transcript is gone (or older than transcripts) still has its last card;
+    // one without any card yet (its first turn failed) begins now.
     if (!active && sess.state.lastCard) show(sess.state.lastCard, false);
+    if (!active) {
+      panel.dataset.restored = 'true';
+      act({ message: t('beginMessage') }, null, null);
+      return;
+    }
     reveal(active?.el, { align: 'top' });
     active?.focus();
     panel.dataset.restored = 'true';

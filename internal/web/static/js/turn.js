@@ -203,8 +203,14 @@ export function composer(t, onSend, { placeholder = '', limit = 8000, draftKey =
   const submit = async () => {
     const text = input.value.trim();
     if (!text || locked || count.over()) return;
-    setText('');
-    if ((await onSend(text)) === false && input.value === '') setText(text);
+    // The box empties at once, but the kept copy goes only once the message was sent: a reload
+    // while the turn streams (which cancels it) finds the text again.
+    input.value = '';
+    fit();
+    count.update();
+    const sent = await onSend(text);
+    if (sent === false && input.value === '') setText(text);
+    else if (input.value === '') saveDraft();
   };
   input.addEventListener('input', saveDraft);
   input.addEventListener('keydown', (e) => {
