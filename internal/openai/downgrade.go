@@ -31,9 +31,12 @@ type Downgrade struct {
 	// From and To are the setting's values before and after, as the configuration names them
 	// ("named", "required", "none"; "json_schema", "json_object", "prompt"; "true", "false").
 	From, To string
-	// Reason is the endpoint's error, with the API key scrubbed.
+	// Reason is the endpoint's error, with the API key scrubbed, cut to maxReason bytes.
 	Reason string
 }
+
+// maxReason bounds Downgrade.Reason: an error body may be 64 KiB, a log line should not.
+const maxReason = 500
 
 // String describes the shape as the configuration would set it.
 func (s *shape) String() string {
@@ -109,7 +112,11 @@ func (c *Client) downgrade(used *shape, req coach.ModelRequest, err *coach.Model
 		return true
 	}
 	if c.onDowngrade != nil {
-		c.onDowngrade(Downgrade{Endpoint: c.name, Setting: setting, From: from, To: to, Reason: c.fail(err).Err.Error()})
+		reason := c.fail(err).Err.Error()
+		if len(reason) > maxReason {
+			reason = strings.ToValidUTF8(reason[:maxReason], "") + "…"
+		}
+		c.onDowngrade(Downgrade{Endpoint: c.name, Setting: setting, From: from, To: to, Reason: reason})
 	}
 	return true
 }

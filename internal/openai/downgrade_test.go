@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/coachgw/coachgw/internal/coach"
 )
@@ -46,6 +47,12 @@ func TestDowngrade(t *testing.T) {
 			rejections: []string{`{"error":"Invalid tool_choice type: 'object'. Supported string values: none, auto, required"}`},
 			member:     "tool_choice", want: []string{`{"type":"function","function":{"name":"display_card"}}`, `"required"`, `"required"`},
 			downgrades: []string{"tool_choice named>required"},
+		},
+		{
+			name: "a long error body is cut in the report", cfg: Config{ResponseFormat: "json_object"}, req: schemaReq,
+			rejections: []string{`{"error":{"message":"response_format json_object is not supported ` + strings.Repeat("é", 2000) + `"}}`},
+			member:     "response_format", want: []string{`{"type":"json_object"}`, "-", "-"},
+			downgrades: []string{"response_format json_object>prompt"},
 		},
 		{
 			name: "Azure's answer to stream_options", cfg: Config{Profile: "openai"}, req: hello,
@@ -107,7 +114,7 @@ func TestDowngrade(t *testing.T) {
 			cfg.OnDowngrade = func(d Downgrade) {
 				mu.Lock()
 				defer mu.Unlock()
-				if d.Endpoint != "primary" || d.Reason == "" {
+				if d.Endpoint != "primary" || d.Reason == "" || len(d.Reason) > maxReason+len("…") || !utf8.ValidString(d.Reason) {
 					t.Errorf("downgrade %+v, want the endpoint's name and the reason", d)
 				}
 				got = append(got, d.Setting+" "+d.From+">"+d.To)
