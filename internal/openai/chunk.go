@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/coachgw/coachgw/internal/coach"
 )
 
 // chunk is what the adapter reads of one streamed chat.completion.chunk: the first choice's
@@ -35,6 +37,14 @@ type chunk struct {
 	// hasUsage false.
 	usage    usage
 	hasUsage bool
+}
+
+// reported returns the chunk's usage for a fragment, or nil when it has none.
+func (c *chunk) reported() *coach.Usage {
+	if !c.hasUsage {
+		return nil
+	}
+	return &coach.Usage{PromptTokens: c.usage.PromptTokens, CompletionTokens: c.usage.CompletionTokens}
 }
 
 // usage is the part of a chunk's usage object the adapter reads. It arrives once per stream,

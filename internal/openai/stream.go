@@ -66,8 +66,10 @@ type stream struct {
 }
 
 // Next returns the next fragment: choices[0] of the next chunk that has choices, one fragment
-// per tool call delta. It returns io.EOF only after "data: [DONE]" or a finish_reason; any
-// other end of the stream is a "stream" ModelError.
+// per tool call delta, with the chunk's usage if it has one; a chunk with usage but no choices
+// (OpenAI's last chunk under stream_options.include_usage) is a fragment with only Usage. It
+// returns io.EOF only after "data: [DONE]" or a finish_reason; any other end of the stream is a
+// "stream" ModelError.
 func (s *stream) Next() (coach.Fragment, error) {
 	if s.next < len(s.calls) {
 		return s.nextCall(), nil
@@ -87,14 +89,11 @@ func (s *stream) Next() (coach.Fragment, error) {
 		ch := &s.chunk
 		if !ch.choice {
 			if ch.hasUsage {
-				return coach.Fragment{Usage: &coach.Usage{PromptTokens: ch.usage.PromptTokens, CompletionTokens: ch.usage.CompletionTokens}}, nil
+				return coach.Fragment{Usage: ch.reported()}, nil
 			}
 			continue // e.g. an Azure prompt-filter chunk
 		}
-		f := coach.Fragment{Content: ch.content, FinishReason: ch.finish}
-		if ch.hasUsage {
-			f.Usage = &coach.Usage{PromptTokens: ch.usage.PromptTokens, CompletionTokens: ch.usage.CompletionTokens}
-		}
+		f := coach.Fragment{Content: ch.content, FinishReason: ch.finish, Usage: ch.reported()}
 		if f.FinishReason != "" {
 			s.finished = true
 		}
