@@ -151,6 +151,40 @@ test("Vue's Chat: a module turn, one text part per block", async () => {
   assert.equal(typeof session.state.percentage, 'number');
 });
 
+/** stats returns the fakellm's counters: requests, open streams, served, queued. */
+async function stats() {
+  return (await fetch(`${FAKELLM}/_fakellm/stats`)).json();
+}
+
+/** until polls cond every 20 ms for at most 5 s. */
+async function until(what, cond) {
+  for (const deadline = Date.now() + 5000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 20))) {
+    if (await cond()) return;
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+test("Vue's Chat: stop() mid-stream cancels the turn upstream and stores nothing", async () => {
+  const id = await createSession(GATEWAY, { contract: 'toulmin' });
+  const chat = createChat({ gateway: GATEWAY, sessionId: id });
+  await enqueue({ chunks: ['{"assistantText":"A long answer ', 'that stalls here.","step":"claim"}'], fault: { stall_after: 1, stall: '60s' } });
+  const sent = chat.sendMessage({ text: 'hi' });
+  await until('text to stream', () => chat.lastMessage?.role === 'assistant' && chat.lastMessage.parts.some((p) => p.type === 'text' && p.text));
+  assert.equal((await stats()).open, 1);
+  await chat.stop();
+  await sent;
+  assert.equal(chat.status, 'ready');
+  await until('the upstream stream to close', async () => (await stats()).open === 0);
+  const session = await (await fetch(`${GATEWAY}/v1/sessions/${id}`)).json();
+  assert.equal(session.version, 1, 'a cancelled turn stores nothing');
+  // The session is free again: the next turn goes through.
+  await until('the session lock to go', async () => {
+    const next = createChat({ gateway: GATEWAY, sessionId: id });
+    await next.sendMessage({ text: 'Cities should ban private cars.' });
+    return next.status === 'ready' && resultOf(next.lastMessage)?.session.version === 2;
+  });
+});
+
 test("Vue's Chat: an error line becomes the chat's error, its code a data part", async () => {
   const id = await createSession(GATEWAY, { contract: 'toulmin' });
   const chat = createChat({ gateway: GATEWAY, sessionId: id });
