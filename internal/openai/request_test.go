@@ -137,15 +137,6 @@ func TestRequestShape(t *testing.T) {
 				"max_completion_tokens": `800`, "max_tokens": "-", "temperature": "-", "model": `"gpt-5-mini"`,
 			},
 		},
-	}
-	profileCases := []struct {
-		name   string
-		format Format
-		cfg    Config
-		model  string
-		req    coach.ModelRequest
-		want   map[string]string
-	}{
 		{
 			name: "no profile: no usage asked for, whatever the format", cfg: Config{Format: FormatJSONObject}, req: withSchema,
 			want: map[string]string{"stream_options": "-", "response_format": `{"type":"json_object"}`},
@@ -191,9 +182,6 @@ func TestRequestShape(t *testing.T) {
 			cfg:  Config{Profile: "generic", ToolChoice: "named", ResponseFormat: "json_object"}, req: coach.ModelRequest{Messages: cardHistory[:2], Tool: tool},
 			want: map[string]string{"tool_choice": `{"type":"function","function":{"name":"display_card"}}`, "response_format": "-"},
 		},
-	}
-	for _, pc := range profileCases {
-		tests = append(tests, pc)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
