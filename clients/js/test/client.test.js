@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { afterEach, describe, test } from 'node:test';
 
 import { CoachClient, CoachError, collectTurn, coachTurn, TurnText } from '../src/index.js';
-import { all, BASE, client, drainQueue, enqueue, eventually, kinds, rejectsWith, skip, toulminChunks } from './gateway.js';
+import { all, BASE, client, drainQueue, enqueue, eventually, kinds, modelStats, rejectsWith, skip, toulminChunks } from './gateway.js';
 
 const CLAIM = 'Cities should make public transit free for all residents by 2030.';
 
@@ -207,7 +207,8 @@ describe('turns', { skip }, () => {
     const s = await client.createSession({ contract: 'toulmin' });
     await enqueue({ chunks: toulminChunks(['Slow ', 'answer.']), fault: { first_byte_delay: '300ms' } });
     const first = collectTurn(client.streamTurn(s.id, { message: CLAIM }));
-    await new Promise((r) => setTimeout(r, 100));
+    // The first turn holds the session once its model call is open.
+    await eventually(async () => assert.ok((await modelStats()).open >= 1, 'the model call is not open yet'));
     await rejectsWith(all(client.streamTurn(s.id, { message: CLAIM })), { kind: 'http', status: 409, code: 'session_busy', retryable: true });
     await first;
   });

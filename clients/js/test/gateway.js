@@ -24,6 +24,11 @@ export async function enqueue(...replies) {
   assert.equal(res.status, 200, `enqueue: ${await res.text()}`);
 }
 
+/** modelStats returns the scripted model's counters: {requests, open, served, queued}. */
+export async function modelStats() {
+  return (await fetch(`${FAKELLM}/_fakellm/stats`)).json();
+}
+
 /** drainQueue drops whatever a failed test left queued at the scripted model. */
 export async function drainQueue() {
   if (FAKELLM) await fetch(`${FAKELLM}/_fakellm/reset`, { method: 'POST' });
