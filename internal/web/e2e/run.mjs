@@ -487,6 +487,15 @@ async function browserScenarios() {
     assert(!(await page.getByTestId('error-text').textContent()).includes('invalid_input'), 'no code in the learner sentence');
     await page.unroute(turnsURL);
 
+    // A spent daily budget: said plainly, and no Retry that cannot help.
+    await page.route(turnsURL, (route) => route.fulfill({ status: 429, contentType: 'application/json', body: JSON.stringify({ error: 'budget_exceeded', message: 'the daily token budget is spent' }) }));
+    await say(page, 'A message over the budget.');
+    await page.waitForFunction(() => document.querySelector('[data-testid="turn-error"]')?.dataset.errorCode === 'budget_exceeded');
+    assertEq(await page.getByTestId('retry-button').count(), 0, 'no Retry when the budget is spent');
+    assert((await page.getByTestId('error-text').textContent()).includes('tomorrow'), 'says when to come back');
+    assertEq(await page.getByTestId('composer-input').inputValue(), 'A message over the budget.', 'the text stays in the box');
+    await page.unroute(turnsURL);
+
     // A reload while a turn is under way cancels it; the message is back in the box.
     await page.route(turnsURL, () => {}); // the turn never answers
     await say(page, 'A message in flight during a reload.');

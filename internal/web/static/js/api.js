@@ -32,6 +32,10 @@ function headers(extra) {
   return key ? { ...extra, Authorization: `Bearer ${key}` } : extra;
 }
 
+// FINAL are the codes of answers that sending the same request again cannot change (today's
+// token budget is spent until tomorrow).
+const FINAL = ['no_pending_proposal', 'session_complete', 'budget_exceeded'];
+
 /** ApiError is a failed request: an HTTP error body {"error","message","field"}, a stream's error line, or a transport problem. */
 export class ApiError extends Error {
   constructor(code, message, { status = 0, field = '', stream = false } = {}) {
@@ -48,7 +52,7 @@ export class ApiError extends Error {
   get retryable() {
     // The seed's stream errors all allow a retry (after a step mismatch the panel resends with the session's step).
     if (this.stream) return true;
-    return [0, 408, 409, 429, 500, 502, 503, 504].includes(this.status) && this.code !== 'no_pending_proposal' && this.code !== 'session_complete';
+    return [0, 408, 409, 429, 500, 502, 503, 504].includes(this.status) && !FINAL.includes(this.code);
   }
 }
 
