@@ -240,12 +240,11 @@ async function toProposal(page) {
 // Scenarios that need no browser: the pure modules the panel is built from.
 
 async function unitScenarios() {
-  await scenario('unit: limits count as the gateway does and come from the session when it states them', async () => {
+  await scenario('unit: limits count as the gateway does, per contract as documented', async () => {
     assertEq(charCount('é🎉a'), 3, 'code points, as Go counts runes');
-    assertEq(messageLimit({ contract: 'toulmin' }), 4000, 'toulmin without a stated limit');
-    assertEq(messageLimit({ contract: 'module' }), 8000, 'module without a stated limit');
-    assertEq(messageLimit({ contract: 'toulmin', limits: { message: 1200 } }), 1200, 'a stated limit wins');
-    assertEq(messageLimit({ contract: 'cards', limits: { message: -1 } }), 8000, 'a nonsense limit is ignored');
+    assertEq(messageLimit({ contract: 'toulmin' }), 4000, 'toulmin');
+    assertEq(messageLimit({ contract: 'module' }), 8000, 'module');
+    assertEq(messageLimit({ contract: 'cards' }), 8000, 'cards');
   });
 
   await scenario('unit: markdown parses model text without ever producing markup', async () => {

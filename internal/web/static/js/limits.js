@@ -7,23 +7,21 @@
 
 import { h } from './dom.js';
 
-// FALLBACK_MESSAGE_LIMITS are the limits documented in api/openapi.yaml and the README, used
-// when the session does not state its own: a toulmin message is at most 4000 characters
-// (internal/toulmin.MaxMessage), any other message at most COACH_MAX_MESSAGE_CHARS (8000 by
-// default).
-const FALLBACK_MESSAGE_LIMITS = { toulmin: 4000 };
-const FALLBACK_MESSAGE_LIMIT = 8000;
+// MESSAGE_LIMITS are the limits api/openapi.yaml documents for a turn's message (TurnRequest):
+// at most 4000 characters on a toulmin session (internal/toulmin.MaxMessage), else at most
+// COACH_MAX_MESSAGE_CHARS, 8000 by default. The gateway exposes no limit of its own (no field of
+// the session, no route), so a gateway configured below the default still answers a longer
+// message with 422, which the panel shows with the text kept in the box.
+const MESSAGE_LIMITS = { toulmin: 4000 };
+const DEFAULT_MESSAGE_LIMIT = 8000;
 
 /**
- * messageLimit returns the longest message, in characters, that session accepts: the session's
- * own "limits.message" when the gateway sends one, else the documented limit of its contract.
- * @param {{contract?: string, limits?: {message?: number}}} session
+ * messageLimit returns the longest message, in characters, that session accepts.
+ * @param {{contract?: string}} session
  * @returns {number}
  */
 export function messageLimit(session) {
-  const stated = session && session.limits && session.limits.message;
-  if (typeof stated === 'number' && Number.isInteger(stated) && stated > 0) return stated;
-  return FALLBACK_MESSAGE_LIMITS[/** @type {'toulmin'} */ (session && session.contract)] || FALLBACK_MESSAGE_LIMIT;
+  return MESSAGE_LIMITS[/** @type {'toulmin'} */ (session && session.contract)] || DEFAULT_MESSAGE_LIMIT;
 }
 
 /**
