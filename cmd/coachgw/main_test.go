@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +16,9 @@ import (
 // TestRunWithNothingConfigured runs the gateway as the README's first command does (embedded
 // Redis, embedded replay model) on a free port and takes a turn through it.
 func TestRunWithNothingConfigured(t *testing.T) {
-	env := map[string]string{"COACH_ADDR": "127.0.0.1:0", "COACH_REPLAY_DELAY_MIN": "0s", "COACH_REPLAY_DELAY_MAX": "1ms"}
+	// The embedded Redis is saved in a directory of the test's own, never the user's cache.
+	dataDir := t.TempDir()
+	env := map[string]string{"COACH_ADDR": "127.0.0.1:0", "COACH_REPLAY_DELAY_MIN": "0s", "COACH_REPLAY_DELAY_MAX": "1ms", "COACH_DATA_DIR": dataDir}
 	pr, pw := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -39,7 +43,7 @@ func TestRunWithNothingConfigured(t *testing.T) {
 	if addr == "" {
 		t.Fatalf("the gateway did not log its address: %v", <-done)
 	}
-	for _, want := range []string{"embedded in-process Redis", "embedded replay model", "no API keys configured"} {
+	for _, want := range []string{"embedded in-process Redis, saved to " + filepath.Join(dataDir, "embedded-redis.json"), "embedded replay model", "no API keys configured"} {
 		if !strings.Contains(strings.Join(warnings, "\n"), want) {
 			t.Errorf("start-up warnings %q do not mention %q", warnings, want)
 		}
@@ -73,6 +77,9 @@ func TestRunWithNothingConfigured(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("run() did not return after its context was cancelled")
 	}
+	if saved, err := os.ReadFile(filepath.Join(dataDir, "embedded-redis.json")); err != nil || !strings.Contains(string(saved), sess.ID) {
+		t.Errorf("after the stop, the saved embedded Redis (%v) does not hold session %s", err, sess.ID)
+	}
 }
 
 func TestRunRejectsBadStarts(t *testing.T) {
@@ -84,7 +91,7 @@ func TestRunRejectsBadStarts(t *testing.T) {
 	}{
 		{"arguments", []string{"serve"}, nil, "takes no arguments"},
 		{"bad setting", nil, map[string]string{"COACH_IDLE_TIMEOUT": "soon"}, "COACH_IDLE_TIMEOUT"},
-		{"bad modules dir", nil, map[string]string{"COACH_ADDR": "127.0.0.1:0", "COACH_MODULES_DIR": "/nonexistent-coachgw-modules"}, "module"},
+		{"bad modules dir", nil, map[string]string{"COACH_ADDR": "127.0.0.1:0", "COACH_MODULES_DIR": "/nonexistent-coachgw-modules", "COACH_DATA_DIR": t.TempDir()}, "module"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

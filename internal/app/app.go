@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -135,13 +136,16 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (_ *App, er
 
 // redis returns the configured Redis client, or an embedded one when none is configured.
 func (a *App) redis() (redis.UniversalClient, error) {
+	if a.cfg.RedisURL == "" && a.cfg.DataDir != "" {
+		return a.savedRedis()
+	}
 	if a.cfg.RedisURL == "" {
 		client, stop, err := redisstore.Embedded()
 		if err != nil {
 			return nil, fmt.Errorf("starting the embedded Redis: %w", err)
 		}
 		a.closers = append(a.closers, stop)
-		a.log.Warn().Msg("REDIS_URL is not set: sessions live in an embedded in-process Redis and are lost on exit")
+		a.log.Warn().Msg("REDIS_URL is not set and COACH_DATA_DIR is off: sessions live in an embedded in-process Redis and are lost on exit")
 		return client, nil
 	}
 	client, err := redisstore.Open(a.cfg.RedisURL)
@@ -159,6 +163,66 @@ func budget(cfg config.Config) func(string) int64 {
 		return nil
 	}
 	return cfg.TokenBudget
+}
+
+// savedRedis starts the embedded Redis kept in COACH_DATA_DIR: loaded now, saved every
+// COACH_SAVE_INTERVAL and once more when the App closes, after the server has stopped. A saved
+// file that cannot be read is reported and set aside, never fatal.
+func (a *App) savedRedis() (redis.UniversalClient, error) {
+	path := filepath.Join(a.cfg.DataDir, redisstore.SnapshotFile)
+	saved, client, rep, err := redisstore.StartSaved(path)
+	if err != nil {
+		return nil, fmt.Errorf("starting the embedded Redis: %w", err)
+	}
+	log := a.log.With().Str("path", path).Logger()
+	switch {
+	case rep.Problem != nil && rep.SetAside != "":
+		log.Error().Err(rep.Problem).Str("set_aside", rep.SetAside).
+			Msg("the saved embedded Redis could not be read: it was renamed and kept, and the gateway starts without the sessions it held")
+	case rep.Problem != nil:
+		log.Error().Err(rep.Problem).
+			Msg("the saved embedded Redis could not be read nor renamed: it is left as it is, and this run's sessions will not be saved over it")
+	case rep.Found:
+		log.Info().Int("keys", rep.Keys).Int("expired", rep.Expired).Int("skipped", rep.Skipped).Time("saved_at", rep.SavedAt).
+			Msg("loaded the saved embedded Redis")
+	}
+	log.Warn().Dur("save_interval", a.cfg.SaveInterval).
+		Msgf("REDIS_URL is not set: sessions live in an embedded in-process Redis, saved to %s every %s and at shutdown (COACH_DATA_DIR, COACH_SAVE_INTERVAL)", path, a.cfg.SaveInterval)
+
+	save := func(what string, done zerolog.Level) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		n, unsaved, err := saved.Save(ctx)
+		switch {
+		case err != nil:
+			log.Error().Err(err).Msg(what + ": saving the embedded Redis failed")
+		case unsaved > 0:
+			log.Warn().Int("keys", n).Int("unsaved", unsaved).Msg(what + ": saved the embedded Redis, leaving out keys of a type it cannot save")
+		default:
+			log.WithLevel(done).Int("keys", n).Msg(what + ": saved the embedded Redis")
+		}
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(a.cfg.SaveInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				save("periodic save", zerolog.DebugLevel)
+			}
+		}
+	}()
+	a.closers = append(a.closers, func() {
+		close(stop)
+		<-done
+		save("shutdown", zerolog.InfoLevel)
+		saved.Close()
+	})
+	return client, nil
 }
 
 // upstream is a configured model endpoint: the engine's view of it and where it listens.

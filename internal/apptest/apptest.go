@@ -107,6 +107,9 @@ func StartWith(t *testing.T, o Options) *Gateway {
 	if cfg.RedisPrefix == "" {
 		cfg.RedisPrefix = redistest.Prefix(t, cfg.RedisURL)
 	}
+	// Without a reachable Redis the gateway embeds one and saves it: in the test's own
+	// directory, never the user's cache.
+	cfg.DataDir = t.TempDir()
 	cfg.FirstByteTimeout, cfg.IdleTimeout, cfg.TurnTimeout = 2*time.Second, 2*time.Second, 10*time.Second
 	cfg.ShutdownTimeout = 5 * time.Second
 	if o.Config != nil {

@@ -167,6 +167,40 @@ func TestMessageLength(t *testing.T) {
 	}
 }
 
+// TestToulminMessageLimit checks what the README says of the two limits: a toulmin message may
+// have at most 4000 characters (the contract's own limit) however high COACH_MAX_MESSAGE_CHARS
+// is, and at most COACH_MAX_MESSAGE_CHARS when that is lower.
+func TestToulminMessageLimit(t *testing.T) {
+	tests := []struct {
+		name     string
+		setting  int
+		message  int
+		want     int
+		mentions string
+	}{
+		{"4000 under a higher setting", 20_000, 4000, http.StatusOK, ""},
+		{"4001 under a higher setting", 20_000, 4001, http.StatusUnprocessableEntity, "4000"},
+		{"the setting when lower", 100, 101, http.StatusUnprocessableEntity, "100"},
+		{"at the lower setting", 100, 100, http.StatusOK, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := startServer(t, func(d *Deps) { d.MaxMessageChars = tt.setting; d.MaxBodyBytes = 1 << 20 })
+			id := ts.create("toulmin")
+			r := ts.do("POST", "/v1/sessions/"+id+"/turns", msgBody(strings.Repeat("é", tt.message)))
+			if r.Status != tt.want {
+				t.Fatalf("status %d %s, want %d", r.Status, clip(r.Body), tt.want)
+			}
+			if tt.want != http.StatusOK {
+				var b errorBody
+				if err := json.Unmarshal([]byte(r.Body), &b); err != nil || b.Field != "message" || !strings.Contains(b.Message, tt.mentions) {
+					t.Errorf("body %s, want invalid_input on message mentioning %s", r.Body, tt.mentions)
+				}
+			}
+		})
+	}
+}
+
 // TestHostileSessionIDs sends ids that are not session ids, among them attempts at Redis key
 // and protocol injection, to every route that takes one: each is "no such session" and none
 // reaches the store.

@@ -86,6 +86,7 @@ func startGateway(t *testing.T) string {
 	}
 	cfg := config.Default()
 	cfg.Addr = ln.Addr().String()
+	cfg.DataDir = t.TempDir() // the embedded Redis is saved here, never in the user's cache
 	cfg.ReplayDelayMin, cfg.ReplayDelayMax = 0, time.Millisecond
 	cfg.ShutdownTimeout = 5 * time.Second
 	logs := &apptest.SyncBuffer{}

@@ -147,6 +147,87 @@ func (c *Client) DecideProposal(ctx context.Context, id, action string) (*Sessio
 	return &s, nil
 }
 
+// Roles of a TranscriptEntry.
+const (
+	RoleLearner = "learner"
+	RoleCoach   = "coach"
+)
+
+// TranscriptEntry is one entry of a session's transcript, the conversation as the learner saw
+// it. A learner entry has Input: the turn's body as it was sent ({"message":…}, {"selected":…},
+// {"form":…}, {"continue":true}) or a proposal decision ({"action":"accept"}). A coach entry has
+// either Result (a turn's result as its result line sent it) with Fallback, or Card (a card sent
+// before the result, such as an injected level_up card).
+type TranscriptEntry struct {
+	Seq      int64           `json:"seq"`
+	At       time.Time       `json:"at"`
+	Role     string          `json:"role"`
+	Input    json.RawMessage `json:"input,omitempty"`
+	Result   json.RawMessage `json:"result,omitempty"`
+	Fallback bool            `json:"fallback,omitempty"`
+	Card     json.RawMessage `json:"card,omitempty"`
+}
+
+// MessagesPage is one page of a transcript, oldest entry first.
+type MessagesPage struct {
+	Messages []TranscriptEntry `json:"messages"`
+	// Next is the Before of the page of older entries; nil on the oldest page.
+	Next *int64 `json:"next"`
+}
+
+// MessagesOptions selects a page of a transcript: up to Limit entries (1 to 200; 0 is the
+// gateway's default, 50) whose Seq is below Before (0: the newest).
+type MessagesOptions struct {
+	Limit  int
+	Before int64
+}
+
+// Messages reads one page of the transcript of session id: the newest page unless opts.Before
+// says otherwise. Follow Next for older pages, or use Transcript for all of it.
+func (c *Client) Messages(ctx context.Context, id string, opts MessagesOptions) (*MessagesPage, error) {
+	q := url.Values{}
+	if opts.Limit != 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	if opts.Before != 0 {
+		q.Set("before", strconv.FormatInt(opts.Before, 10))
+	}
+	path := sessionPath(id) + "/messages"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var p MessagesPage
+	if err := c.call(ctx, http.MethodGet, path, nil, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Transcript reads the whole transcript of session id, oldest entry first, a page of pageSize
+// entries at a time (0: the gateway's default).
+func (c *Client) Transcript(ctx context.Context, id string, pageSize int) ([]TranscriptEntry, error) {
+	var pages [][]TranscriptEntry
+	opts := MessagesOptions{Limit: pageSize}
+	for {
+		p, err := c.Messages(ctx, id, opts)
+		if err != nil {
+			return nil, err
+		}
+		pages = append(pages, p.Messages)
+		// A page must reach further back than the last, or a misbehaving server would keep the
+		// loop going for ever.
+		if p.Next == nil || (opts.Before != 0 && *p.Next >= opts.Before) {
+			break
+		}
+		opts.Before = *p.Next
+	}
+	var all []TranscriptEntry
+	for i := len(pages) - 1; i >= 0; i-- {
+		all = append(all, pages[i]...)
+	}
+	return all, nil
+}
+
 func sessionPath(id string) string { return "/v1/sessions/" + url.PathEscape(id) }
 
 // call sends a JSON request and decodes a JSON answer into out (when out is not nil).
@@ -270,11 +351,15 @@ func retryAfter(v string, now time.Time) time.Duration {
 }
 
 // TurnRequest is a learner's turn. Which fields a session takes depends on its contract:
-// toulmin a Message and optionally the Step the UI believes is current; cards a Message or a
-// Selected option; module a Message or a Form answer. Message, Selected and FormAnswer build
-// the common ones.
+// toulmin a Message (or Continue) and optionally the Step the UI believes is current; cards a
+// Message or a Selected option; module a Message or a Form answer. Message, Continue, Selected
+// and FormAnswer build the common ones.
 type TurnRequest struct {
-	Message  *string `json:"message,omitempty"`
+	Message *string `json:"message,omitempty"`
+	// Continue, on a toulmin session and instead of a Message, asks the coach to open the
+	// current step: it is not a learner message, so the learner's next message is still the
+	// step's first turn.
+	Continue bool    `json:"continue,omitempty"`
 	Step     string  `json:"step,omitempty"`
 	Selected *string `json:"selected,omitempty"`
 	Form     *Form   `json:"form,omitempty"`
@@ -288,6 +373,10 @@ type Form struct {
 
 // Message returns a turn that says text.
 func Message(text string) TurnRequest { return TurnRequest{Message: &text} }
+
+// Continue returns a toulmin turn without a learner message, in which the coach opens the
+// current step (what a client sends after a proposal was accepted).
+func Continue() TurnRequest { return TurnRequest{Continue: true} }
 
 // Selected returns a cards turn that picks option id of the last card.
 func Selected(id string) TurnRequest { return TurnRequest{Selected: &id} }

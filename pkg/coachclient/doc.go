@@ -42,4 +42,8 @@
 //
 // Collect does that loop for callers that only want the final text and event. The program in
 // example/proxy passes a turn's stream on to its own client line by line, without buffering.
+//
+// Messages reads the learner's transcript back a page at a time (newest page first, each page
+// oldest first), and Transcript reads all of it; Continue builds the toulmin turn that opens the
+// current step without a learner message.
 package coachclient

@@ -1,0 +1,437 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// Saving the embedded Redis. miniredis has no persistence of its own (no RDB, no AOF), so a
+// gateway run with nothing configured would lose every session on restart. SavedEmbedded keeps
+// the embedded server's keys in a file of its own format: a JSON document of every key with its
+// type, value and absolute expiry time, written atomically (a temporary file in the same
+// directory, synced, then renamed over the old one), so that a crash during a save leaves the
+// previous file whole.
+
+// SnapshotFormat and SnapshotVersion identify a saved file. A file of another format or a newer
+// version is not read (it is set aside, as a corrupt one is).
+const (
+	SnapshotFormat  = "coachgw-embedded-redis"
+	SnapshotVersion = 1
+)
+
+// SnapshotFile is the name of the saved file in its directory.
+const SnapshotFile = "embedded-redis.json"
+
+// snapshot is the saved file.
+type snapshot struct {
+	Format  string        `json:"format"`
+	Version int           `json:"version"`
+	SavedAt time.Time     `json:"savedAt"`
+	Keys    []snapshotKey `json:"keys"`
+}
+
+// snapshotKey is one key. Exactly the member of its type is set: Value (string), Items (list,
+// in order), Fields (hash), Members (set) or Scores (sorted set). Base64 says every string of
+// the key (name excluded) is base64, which is how a key with a value that is not UTF-8 is kept
+// whole. ExpiresAt is absent for a key without a TTL; time passes while the gateway is stopped,
+// as with Redis's own files.
+type snapshotKey struct {
+	Key       string             `json:"key"`
+	Type      string             `json:"type"`
+	ExpiresAt *time.Time         `json:"expiresAt,omitempty"`
+	Base64    bool               `json:"base64,omitempty"`
+	Value     *string            `json:"value,omitempty"`
+	Items     []string           `json:"items,omitempty"`
+	Fields    map[string]string  `json:"fields,omitempty"`
+	Members   []string           `json:"members,omitempty"`
+	Scores    map[string]float64 `json:"scores,omitempty"`
+}
+
+// snapshotScript reads every key of the server in one atomic step, as a flat array: for each key
+// its name, type, PTTL (ms, negative without one), the number of values and the values (a
+// string; a list's items; a hash's fields and values; a set's members; a sorted set's members
+// and scores). A type it cannot read (a stream) has no values and is reported by Save.
+var snapshotScript = redis.NewScript(`
+local out = {}
+for _, k in ipairs(redis.call('KEYS', '*')) do
+  local t = redis.call('TYPE', k)
+  if type(t) == 'table' then t = t['ok'] end
+  local v = {}
+  if t == 'string' then v = {redis.call('GET', k)}
+  elseif t == 'list' then v = redis.call('LRANGE', k, 0, -1)
+  elseif t == 'hash' then v = redis.call('HGETALL', k)
+  elseif t == 'set' then v = redis.call('SMEMBERS', k)
+  elseif t == 'zset' then v = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
+  end
+  out[#out + 1] = k
+  out[#out + 1] = t
+  out[#out + 1] = redis.call('PTTL', k)
+  out[#out + 1] = #v
+  for _, x in ipairs(v) do out[#out + 1] = x end
+end
+return out
+`)
+
+// SavedEmbedded is an embedded Redis (see Embedded) whose keys are loaded from a file at start
+// and saved to it by Save. It is safe for concurrent use.
+type SavedEmbedded struct {
+	m      *miniredis.Miniredis
+	client *redis.Client
+	path   string
+
+	// mu makes saves take turns, so that an older snapshot never replaces a newer one.
+	mu     sync.Mutex
+	closed bool
+	// refuse, when set, is why Save must not write: the file there could not be set aside.
+	refuse error
+}
+
+// LoadReport says what StartSaved found in its file.
+type LoadReport struct {
+	// Path is the file.
+	Path string
+	// Found says the file existed; Keys is how many keys were loaded from it, Expired how many
+	// had expired while the gateway was stopped, and Skipped how many had a type this version
+	// cannot restore.
+	Found                  bool
+	Keys, Expired, Skipped int
+	// SavedAt is when the file was written.
+	SavedAt time.Time
+	// Problem, when set, is why the file could not be read; it was renamed to SetAside (or, if
+	// even that failed, left in place, and Save refuses to overwrite it). The server starts
+	// empty either way.
+	Problem  error
+	SetAside string
+}
+
+// StartSaved starts an embedded Redis that keeps its state in path: the keys saved there are
+// loaded before it serves. A file that cannot be read or parsed is not fatal: it is renamed to
+// path.corrupt-<UTC time> (reported in the LoadReport, never deleted) and the server starts
+// empty. The directory is created (0700) when missing. Only an embedded server that cannot start
+// is an error.
+func StartSaved(path string) (*SavedEmbedded, redis.UniversalClient, LoadReport, error) {
+	m, c, err := startEmbedded()
+	if err != nil {
+		return nil, nil, LoadReport{}, err
+	}
+	s := &SavedEmbedded{m: m, client: c, path: path}
+	rep := s.load(time.Now())
+	if rep.Problem != nil && rep.SetAside == "" {
+		s.refuse = fmt.Errorf("redisstore: %s could not be read nor set aside; not overwriting it", path)
+	}
+	return s, c, rep, nil
+}
+
+// Path returns the file the server is saved to.
+func (s *SavedEmbedded) Path() string { return s.path }
+
+// load restores the keys of the file into the (empty) server.
+func (s *SavedEmbedded) load(now time.Time) LoadReport {
+	rep := LoadReport{Path: s.path}
+	raw, err := os.ReadFile(s.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return rep
+	}
+	rep.Found = true
+	var snap snapshot
+	if err == nil {
+		err = decodeSnapshot(raw, &snap)
+	}
+	if err != nil {
+		rep.Problem = err
+		rep.SetAside = s.path + ".corrupt-" + now.UTC().Format("20060102T150405.000000000Z")
+		if rerr := os.Rename(s.path, rep.SetAside); rerr != nil {
+			rep.Problem = errors.Join(err, fmt.Errorf("setting it aside: %w", rerr))
+			rep.SetAside = ""
+		}
+		return rep
+	}
+	rep.SavedAt = snap.SavedAt
+	for _, k := range snap.Keys {
+		var ttl time.Duration
+		if k.ExpiresAt != nil {
+			if ttl = k.ExpiresAt.Sub(now); ttl <= 0 {
+				rep.Expired++
+				continue
+			}
+		}
+		if !s.restore(k) {
+			rep.Skipped++
+			continue
+		}
+		if ttl > 0 {
+			s.m.SetTTL(k.Key, ttl)
+		}
+		rep.Keys++
+	}
+	return rep
+}
+
+// decodeSnapshot parses a saved file, checking its format, version and every key's strings.
+func decodeSnapshot(raw []byte, snap *snapshot) error {
+	if err := json.Unmarshal(raw, snap); err != nil {
+		return fmt.Errorf("not a saved embedded Redis: %w", err)
+	}
+	if snap.Format != SnapshotFormat {
+		return fmt.Errorf("not a saved embedded Redis (format %q, want %q)", snap.Format, SnapshotFormat)
+	}
+	if snap.Version != SnapshotVersion {
+		return fmt.Errorf("saved by another version of coachgw (file version %d, this one reads %d)", snap.Version, SnapshotVersion)
+	}
+	for i := range snap.Keys {
+		if err := snap.Keys[i].decodeStrings(); err != nil {
+			return fmt.Errorf("key %q: %w", snap.Keys[i].Key, err)
+		}
+	}
+	return nil
+}
+
+// restore writes one key into the server; it reports false for a type it does not know.
+func (s *SavedEmbedded) restore(k snapshotKey) bool {
+	switch k.Type {
+	case "string":
+		if k.Value == nil {
+			return false
+		}
+		_ = s.m.Set(k.Key, *k.Value)
+	case "list":
+		_, _ = s.m.Push(k.Key, k.Items...)
+	case "hash":
+		for f, v := range k.Fields {
+			s.m.HSet(k.Key, f, v)
+		}
+	case "set":
+		_, _ = s.m.SetAdd(k.Key, k.Members...)
+	case "zset":
+		for member, score := range k.Scores {
+			_, _ = s.m.ZAdd(k.Key, score, member)
+		}
+	default:
+		return false
+	}
+	return s.m.Exists(k.Key)
+}
+
+// Save writes every key of the server to the file, atomically: the keys are read in one step
+// (a script), written to a temporary file next to the file, synced and renamed over it. It
+// returns how many keys were saved and how many of them have a type that cannot be saved
+// (they are left out).
+func (s *SavedEmbedded) Save(ctx context.Context) (saved, unsaved int, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refuse != nil {
+		return 0, 0, s.refuse
+	}
+	if s.closed {
+		return 0, 0, errors.New("redisstore: the embedded Redis is closed")
+	}
+	snap, unsaved, err := s.read(ctx, time.Now())
+	if err != nil {
+		return 0, 0, err
+	}
+	data, err := json.MarshalIndent(snap, "", " ")
+	if err != nil {
+		return 0, 0, fmt.Errorf("redisstore: encoding the saved state: %w", err)
+	}
+	if err := writeAtomic(s.path, data); err != nil {
+		return 0, 0, err
+	}
+	return len(snap.Keys), unsaved, nil
+}
+
+// read takes the snapshot of the server.
+func (s *SavedEmbedded) read(ctx context.Context, now time.Time) (*snapshot, int, error) {
+	res, err := snapshotScript.Run(ctx, s.client, nil).Slice()
+	if err != nil {
+		return nil, 0, fmt.Errorf("redisstore: reading the embedded Redis: %w", err)
+	}
+	snap := &snapshot{Format: SnapshotFormat, Version: SnapshotVersion, SavedAt: now.UTC(), Keys: []snapshotKey{}}
+	unsaved := 0
+	str := func(i int) string { v, _ := res[i].(string); return v }
+	num := func(i int) int64 { v, _ := res[i].(int64); return v }
+	for i := 0; i+3 < len(res); {
+		k := snapshotKey{Key: str(i), Type: str(i + 1)}
+		pttl, n := num(i+2), int(num(i+3))
+		i += 4
+		if i+n > len(res) {
+			return nil, 0, errors.New("redisstore: a malformed snapshot of the embedded Redis")
+		}
+		vals := make([]string, n)
+		for j := range vals {
+			vals[j] = str(i + j)
+		}
+		i += n
+		if pttl > 0 {
+			at := now.Add(time.Duration(pttl) * time.Millisecond).UTC()
+			k.ExpiresAt = &at
+		}
+		if !k.set(vals) {
+			unsaved++
+			continue
+		}
+		k.encodeStrings()
+		snap.Keys = append(snap.Keys, k)
+	}
+	sort.Slice(snap.Keys, func(a, b int) bool { return snap.Keys[a].Key < snap.Keys[b].Key })
+	return snap, unsaved, nil
+}
+
+// set fills the member of k's type from the values the script read; false for a type that
+// cannot be saved.
+func (k *snapshotKey) set(vals []string) bool {
+	switch k.Type {
+	case "string":
+		if len(vals) != 1 {
+			return false
+		}
+		k.Value = &vals[0]
+	case "list":
+		k.Items = vals
+	case "hash":
+		k.Fields = make(map[string]string, len(vals)/2)
+		for j := 0; j+1 < len(vals); j += 2 {
+			k.Fields[vals[j]] = vals[j+1]
+		}
+	case "set":
+		k.Members = vals
+	case "zset":
+		k.Scores = make(map[string]float64, len(vals)/2)
+		for j := 0; j+1 < len(vals); j += 2 {
+			f, err := strconv.ParseFloat(vals[j+1], 64)
+			if err != nil {
+				return false
+			}
+			k.Scores[vals[j]] = f
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// strings calls f on every string of k but its name, replacing each with f's result.
+func (k *snapshotKey) strings(f func(string) (string, error)) error {
+	var err error
+	apply := func(s string) string {
+		out, e := f(s)
+		if e != nil && err == nil {
+			err = e
+		}
+		return out
+	}
+	if k.Value != nil {
+		v := apply(*k.Value)
+		k.Value = &v
+	}
+	for i := range k.Items {
+		k.Items[i] = apply(k.Items[i])
+	}
+	for i := range k.Members {
+		k.Members[i] = apply(k.Members[i])
+	}
+	if k.Fields != nil {
+		fields := make(map[string]string, len(k.Fields))
+		for f, v := range k.Fields {
+			fields[apply(f)] = apply(v)
+		}
+		k.Fields = fields
+	}
+	if k.Scores != nil {
+		scores := make(map[string]float64, len(k.Scores))
+		for m, sc := range k.Scores {
+			scores[apply(m)] = sc
+		}
+		k.Scores = scores
+	}
+	return err
+}
+
+// encodeStrings base64-encodes k's strings when any of them is not UTF-8, which JSON cannot
+// carry unchanged.
+func (k *snapshotKey) encodeStrings() {
+	binary := false
+	_ = k.strings(func(s string) (string, error) {
+		binary = binary || !utf8.ValidString(s)
+		return s, nil
+	})
+	if binary {
+		k.Base64 = true
+		_ = k.strings(func(s string) (string, error) { return base64.StdEncoding.EncodeToString([]byte(s)), nil })
+	}
+}
+
+// decodeStrings undoes encodeStrings.
+func (k *snapshotKey) decodeStrings() error {
+	if !k.Base64 {
+		return nil
+	}
+	return k.strings(func(s string) (string, error) {
+		b, err := base64.StdEncoding.DecodeString(s)
+		return string(b), err
+	})
+}
+
+// writeAtomic replaces path with data: a temporary file in the same directory (created 0700 when
+// missing) is written, synced and renamed over path, and the directory synced, so that a reader
+// or a crash sees either the old file or the new one, never a part.
+func writeAtomic(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("redisstore: creating %s: %w", dir, err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("redisstore: saving the embedded Redis: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("redisstore: writing %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Sync(); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("redisstore: syncing %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("redisstore: writing %s: %w", tmp.Name(), err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("redisstore: replacing %s: %w", path, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync() // the rename survives a crash once the directory is synced
+		_ = d.Close()
+	}
+	return nil
+}
+
+// Close stops the server and closes its client without saving: call Save first to keep what
+// changed since the last save. It is safe to call more than once.
+func (s *SavedEmbedded) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	_ = s.client.Close()
+	s.m.Close()
+}
