@@ -125,7 +125,7 @@ export class CoachClient {
     const q = new URLSearchParams();
     if (options.limit !== undefined) q.set('limit', String(options.limit));
     if (options.before !== undefined) q.set('before', String(options.before));
-    const query = q.size > 0 ? `?${q}` : '';
+    const query = q.toString() ? `?${q}` : '';
     return this.call('GET', `${sessionPath(id)}/messages${query}`, undefined, options);
   }
 
