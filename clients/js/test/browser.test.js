@@ -9,21 +9,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { BASE, skip } from './gateway.js';
+import { BASE, optional, skip } from './gateway.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 
-/** Chromium and playwright-core are needed; without them the tests skip (not on CI). */
-async function load() {
-  try {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing`);
-    return await import('playwright-core');
-  } catch (err) {
-    if (process.env.CI === 'true') throw err;
-    return null;
-  }
-}
-const playwright = skip ? null : await load();
+// Chromium and playwright-core are needed: without them the tests skip (not on CI).
+const playwright = skip ? null : await optional(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing`);
+  return import('playwright-core');
+});
 
 describe('in Chromium', { skip: skip || (!playwright && `needs ${CHROMIUM} and playwright-core (npm ci in clients/js)`) }, () => {
   let context;

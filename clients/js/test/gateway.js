@@ -81,3 +81,36 @@ export async function eventually(fn) {
 export function toulminChunks(pieces, step = 'claim') {
   return ['{"assistantText":"', ...pieces, `","step":"${step}","confidence":0.3,"shouldAdvance":false}`];
 }
+
+/**
+ * optional imports what a group of tests needs beyond node (dev dependencies, a browser) and
+ * returns it, or null when it cannot: those tests then skip, except under CI, where it throws.
+ * @template T
+ * @param {() => Promise<T>} load
+ * @returns {Promise<T | null>}
+ */
+export async function optional(load) {
+  try {
+    return await load();
+  } catch (err) {
+    if (process.env.CI === 'true') throw err;
+    return null;
+  }
+}
+
+/**
+ * sendWhenFree calls send (which takes a turn and resolves null when it failed) again while the
+ * turn fails with busy() true (409 session_busy: the gateway may hold the session a moment after
+ * an abort), for up to 2 s. It returns { done }, the promise of the turn that went through, once
+ * that turn has run for 50 ms.
+ * @param {() => Promise<unknown>} send
+ * @param {() => boolean} busy
+ */
+export async function sendWhenFree(send, busy) {
+  const deadline = Date.now() + 2000;
+  for (;;) {
+    const done = send();
+    const first = await Promise.race([done, new Promise((r) => setTimeout(() => r('running'), 50))]);
+    if (first === 'running' || first !== null || !busy() || Date.now() > deadline) return { done };
+  }
+}
