@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/coachgw/coachgw/internal/breaker"
 	"github.com/coachgw/coachgw/internal/cards"
@@ -28,6 +29,7 @@ import (
 	"github.com/coachgw/coachgw/internal/redisstore"
 	"github.com/coachgw/coachgw/internal/replay"
 	"github.com/coachgw/coachgw/internal/toulmin"
+	"github.com/coachgw/coachgw/internal/tracing"
 	"github.com/coachgw/coachgw/internal/web"
 )
 
@@ -92,6 +94,10 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (_ *App, er
 			log.Warn().Str("upstream", name).Str("state", string(to)).Msg("model endpoint circuit")
 		},
 	})
+	tracer, err := a.tracer(ctx)
+	if err != nil {
+		return nil, err
+	}
 	syncCtx, stopSync := context.WithCancel(context.Background())
 	a.closers = append(a.closers, stopSync)
 	go a.breaker.Run(syncCtx, min(time.Second, cfg.BreakerCooldown/4))
@@ -100,6 +106,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (_ *App, er
 		Upstreams: ups,
 		Breaker:   a.breaker,
 		Budget:    budget(cfg),
+		Tracer:    tracer,
 		Contracts: contracts,
 		Options: coach.Options{
 			HistoryLimit:        cfg.HistoryLimit,
@@ -154,6 +161,28 @@ func (a *App) redis() (redis.UniversalClient, error) {
 	}
 	a.closers = append(a.closers, func() { _ = client.Close() })
 	return client, nil
+}
+
+// tracer returns the tracer of the engine's spans when OpenTelemetry's variables ask for traces,
+// else nil; Close flushes the spans still buffered.
+func (a *App) tracer(ctx context.Context) (trace.Tracer, error) {
+	tracer, shutdown, err := tracing.New(ctx, tracing.Settings{
+		Exporter: a.cfg.TracesExporter, Endpoint: a.cfg.OTLPEndpoint, Protocol: a.cfg.OTLPProtocol,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if tracer != nil {
+		a.log.Info().Str("endpoint", config.MaskURL(a.cfg.OTLPEndpoint)).Msg("tracing turns to OTLP")
+	}
+	a.closers = append(a.closers, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := shutdown(ctx); err != nil {
+			a.log.Warn().Err(err).Msg("flushing the last spans")
+		}
+	})
+	return tracer, nil
 }
 
 // budget returns the engine's token budget per tenant, or nil when no tenant has one, so that

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Options tunes the Service. Zero fields take the defaults of DefaultOptions.
@@ -110,6 +112,7 @@ type Service struct {
 	upstreams []Upstream
 	breaker   Breaker
 	budget    func(tenant string) int64
+	tracer    trace.Tracer
 	contracts map[string]Contract
 	opts      Options
 	obs       Observer
@@ -136,8 +139,11 @@ func New(d Deps) *Service {
 	if d.Breaker == nil {
 		d.Breaker = NoBreaker{}
 	}
+	if d.Tracer == nil {
+		d.Tracer = noopTracer
+	}
 	return &Service{
-		store: d.Store, upstreams: d.Upstreams, breaker: d.Breaker, budget: d.Budget, contracts: m,
+		store: d.Store, upstreams: d.Upstreams, breaker: d.Breaker, budget: d.Budget, tracer: d.Tracer, contracts: m,
 		opts: d.Options.withDefaults(), obs: d.Observer, now: time.Now,
 	}
 }

@@ -8,6 +8,9 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // TurnRun is a turn whose session is claimed and whose input was accepted: nothing has been sent
@@ -20,7 +23,11 @@ type TurnRun struct {
 	contract string
 	start    time.Time
 	// usage sums the usage reports of the current attempt; nil when the endpoint sent none.
-	usage *Usage
+	// finish is the attempt's finish reason, when the endpoint gave one.
+	usage  *Usage
+	finish string
+	// span is the turn's trace span, ended when the turn is.
+	span trace.Span
 	// input is the turn's body as the transcript keeps it.
 	input json.RawMessage
 }
@@ -32,7 +39,22 @@ func (s *Service) StartTurn(ctx context.Context, tenant, id string, in TurnInput
 	if !ValidID(id) {
 		return nil, ErrNotFound
 	}
-	sess, token, err := s.claim(ctx, tenant, id, start)
+	ctx, span := s.tracer.Start(ctx, "coach.turn", trace.WithAttributes(
+		attribute.String(attrTenant, tenant), attribute.String(attrSession, id)))
+	r, err := s.startTurn(ctx, tenant, id, in, start)
+	if err != nil {
+		endSpan(span, err)
+		return nil, err
+	}
+	span.SetAttributes(attribute.String(attrContract, r.contract))
+	r.span = span
+	return r, nil
+}
+
+func (s *Service) startTurn(ctx context.Context, tenant, id string, in TurnInput, start time.Time) (*TurnRun, error) {
+	cctx, claimSpan := s.tracer.Start(ctx, "coach.claim")
+	sess, token, err := s.claim(cctx, tenant, id, start)
+	endSpan(claimSpan, err)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +80,10 @@ func (s *Service) StartTurn(ctx context.Context, tenant, id string, in TurnInput
 func (r *TurnRun) Session() *Session { return r.sess }
 
 // Abort releases the session without calling the model.
-func (r *TurnRun) Abort() { r.svc.release(r.sess.ID, r.token) }
+func (r *TurnRun) Abort() {
+	r.svc.release(r.sess.ID, r.token)
+	r.span.End()
+}
 
 // Run streams the turn to out and stores it when it succeeds. The stream always ends with
 // exactly one result or error event (unless out fails, which means the client is gone and the
@@ -75,6 +100,7 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 	}()
 
 	rep := Report{Contract: r.contract, Tenant: r.sess.Tenant}
+	ctx = trace.ContextWithSpan(ctx, r.span)
 	s.obs.TurnStarted(r.contract)
 	var clientErr error
 	held := false
@@ -108,6 +134,9 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 		flush()
 		rep.Outcome, rep.Err, rep.Duration = outcome, err, s.now().Sub(r.start)
 		s.obs.TurnEnded(rep)
+		r.span.SetAttributes(attribute.String(attrOutcome, outcome), attribute.String(attrUpstream, rep.Upstream),
+			attribute.Int(attrAttempts, rep.Attempts), attribute.Int(attrResets, rep.Resets))
+		endSpan(r.span, err)
 		return rep
 	}
 	fail := func(err error) Report {
@@ -146,7 +175,10 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 	if rep.Usage != nil {
 		extra.Usage = &TenantUsage{Tenant: r.sess.Tenant, Day: next.UpdatedAt, Usage: *rep.Usage}
 	}
-	if err := s.store.Commit(ctx, &next, r.token, extra); err != nil {
+	cctx, commitSpan := s.tracer.Start(ctx, "coach.commit")
+	err = s.store.Commit(cctx, &next, r.token, extra)
+	endSpan(commitSpan, err)
+	if err != nil {
 		return fail(err)
 	}
 	committed = true
@@ -186,7 +218,9 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 		if fix != "" {
 			req.Messages = append(req.Messages, Message{Role: RoleUser, Content: fix})
 		}
+		span := s.startAttempt(ctx, up)
 		out, err := r.attempt(ctx, up.Model, req, send, flush)
+		endAttempt(span, r.usage, r.finish, err)
 		if err == nil {
 			s.breaker.Report(up.Name, Healthy)
 			rep.Model, rep.Usage = up.ModelName, r.usage
@@ -346,7 +380,7 @@ func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, se
 		return err
 	}
 
-	r.usage = nil
+	r.usage, r.finish = nil, ""
 	st, err := model.Stream(actx, req, StreamHooks{Activity: alive, Wait: flush})
 	if err != nil {
 		return nil, timeout(err)
@@ -368,6 +402,9 @@ func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, se
 		alive()
 		if f.Usage != nil {
 			r.usage = r.usage.Add(*f.Usage)
+		}
+		if f.FinishReason != "" {
+			r.finish = f.FinishReason
 		}
 		if f.Content == "" && f.ToolArgs == "" && f.ToolCallID == "" {
 			continue

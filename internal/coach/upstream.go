@@ -1,5 +1,7 @@
 package coach
 
+import "go.opentelemetry.io/otel/trace"
+
 // Upstream is one model endpoint a turn may use. A Service holds its upstreams in order of
 // preference: every turn starts at the first whose circuit is not open and moves down the list
 // on failures another endpoint may not have (see TurnRun.Run).
@@ -63,4 +65,6 @@ type Deps struct {
 	// Budget, when set, returns a tenant's token budget per UTC day (0: none). It is enforced
 	// when the Store is a UsageStore.
 	Budget func(tenant string) int64
+	// Tracer, when set, traces every turn (see trace.go); nil traces nothing.
+	Tracer trace.Tracer
 }

@@ -57,6 +57,14 @@ type Config struct {
 	TokenBudgetDaily int64
 	TokenBudgets     map[string]int64
 
+	// TracesExporter (OTEL_TRACES_EXPORTER), OTLPEndpoint (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+	// else OTEL_EXPORTER_OTLP_ENDPOINT) and OTLPProtocol (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL,
+	// else OTEL_EXPORTER_OTLP_PROTOCOL) are OpenTelemetry's standard variables: tracing is off
+	// unless the exporter or an endpoint is set (see internal/tracing).
+	TracesExporter string
+	OTLPEndpoint   string
+	OTLPProtocol   string
+
 	ConnectTimeout   time.Duration // COACH_CONNECT_TIMEOUT
 	FirstByteTimeout time.Duration // COACH_FIRST_BYTE_TIMEOUT
 	IdleTimeout      time.Duration // COACH_IDLE_TIMEOUT
@@ -238,6 +246,12 @@ func Load(getenv func(string) string) (Config, error) {
 	num("COACH_TOKEN_BUDGET_DAILY", &budget)
 	c.TokenBudgetDaily = int64(budget)
 	c.TokenBudgets, errs = parseBudgets(getenv("COACH_TOKEN_BUDGETS"), errs)
+	str("OTEL_TRACES_EXPORTER", &c.TracesExporter)
+	c.TracesExporter = strings.ToLower(c.TracesExporter)
+	str("OTEL_EXPORTER_OTLP_ENDPOINT", &c.OTLPEndpoint)
+	str("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", &c.OTLPEndpoint)
+	str("OTEL_EXPORTER_OTLP_PROTOCOL", &c.OTLPProtocol)
+	str("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", &c.OTLPProtocol)
 	c.CORSOrigins, errs = parseOrigins(getenv("COACH_CORS_ORIGINS"), errs)
 
 	switch c.ResponseFormat {
@@ -295,6 +309,8 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 		Array("upstreams", upstreamsLog(c.Upstreams)).
 		Int64("tokenBudgetDaily", c.TokenBudgetDaily).
 		Int("tokenBudgets", len(c.TokenBudgets)).
+		Str("tracesExporter", c.TracesExporter).
+		Str("otlpEndpoint", MaskURL(c.OTLPEndpoint)).
 		Int("breakerFailures", c.BreakerFailures).
 		Dur("breakerCooldown", c.BreakerCooldown).
 		Dur("shutdownTimeout", c.ShutdownTimeout).
