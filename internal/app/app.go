@@ -111,6 +111,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (_ *App, er
 		Options: coach.Options{
 			HistoryLimit:        cfg.HistoryLimit,
 			HistoryBytes:        cfg.HistoryBytes,
+			LockTTL:             cfg.LockTTL,
 			MaxOutputBytes:      cfg.MaxOutputBytes,
 			ContractOutputBytes: cfg.ContractOutputBytes,
 			FirstByteTimeout:    cfg.FirstByteTimeout,

@@ -18,6 +18,7 @@ type memStore struct {
 	// transcripts holds each session's transcript, whose entries are numbered from 1.
 	transcripts map[string][]TranscriptEntry
 	commits     int
+	renews      int
 	down        bool
 	n           int
 }
@@ -115,6 +116,25 @@ func (m *memStore) Release(_ context.Context, id, token string) error {
 	return nil
 }
 
+func (m *memStore) Renew(_ context.Context, id, token string, _ time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down {
+		return ErrUnavailable
+	}
+	m.renews++
+	if m.locks[id] != token {
+		return ErrConflict
+	}
+	return nil
+}
+
+func (m *memStore) renewals() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.renews
+}
+
 func (m *memStore) Ping(context.Context) error { return nil }
 
 func (m *memStore) locked(id string) bool {
@@ -133,6 +153,8 @@ type script struct {
 	err     error
 	block   bool
 	batch   int
+	// pause is a wait before every fragment: a model that takes its time.
+	pause time.Duration
 }
 
 // fakeModel plays scripts in order and records the requests.
@@ -178,6 +200,13 @@ func (f *fakeStream) Next() (Fragment, error) {
 		f.wait()
 	}
 	if f.i < len(f.s.frags) {
+		if f.s.pause > 0 {
+			select {
+			case <-f.ctx.Done():
+				return Fragment{}, f.ctx.Err()
+			case <-time.After(f.s.pause):
+			}
+		}
 		f.i++
 		return Fragment{Content: f.s.frags[f.i-1]}, nil
 	}

@@ -27,6 +27,9 @@ type Store interface {
 	// Transcript returns up to limit entries of the transcript of session id of tenant whose
 	// Seq is below before (0: from the newest), oldest first, or ErrNotFound as Get does.
 	Transcript(ctx context.Context, tenant, id string, before int64, limit int) (TranscriptPage, error)
+	// Renew extends the lock held with token to ttl from now. It returns ErrConflict when the
+	// lock is no longer token's (it expired or was taken over); then the holder must not commit.
+	Renew(ctx context.Context, id, token string, ttl time.Duration) error
 	// Release drops the lock held with token without writing anything.
 	Release(ctx context.Context, id, token string) error
 	// Ping reports whether the store answers.

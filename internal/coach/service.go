@@ -13,8 +13,9 @@ import (
 
 // Options tunes the Service. Zero fields take the defaults of DefaultOptions.
 type Options struct {
-	// LockTTL bounds how long a crashed gateway can keep a session locked. It must exceed
-	// TurnTimeout so that a live turn never loses its lock.
+	// LockTTL bounds how long a crashed gateway can keep a session locked: a running turn
+	// renews its lock every LockTTL/3, so the lock outlives any turn while its gateway lives,
+	// and expires LockTTL after a crash.
 	LockTTL time.Duration
 	// HistoryLimit is how many messages a session keeps, and HistoryBytes how many bytes of
 	// message text (contents and tool-call arguments) they may hold together.
@@ -52,7 +53,7 @@ const (
 // DefaultOptions returns the defaults.
 func DefaultOptions() Options {
 	return Options{
-		LockTTL:          150 * time.Second,
+		LockTTL:          15 * time.Second,
 		HistoryLimit:     200,
 		HistoryBytes:     DefaultHistoryBytes,
 		MaxOutputBytes:   DefaultMaxOutputBytes,
@@ -98,9 +99,6 @@ func (o Options) withDefaults() Options {
 		o.Recoveries = d.Recoveries
 	case o.Recoveries < 0:
 		o.Recoveries = 0
-	}
-	if o.LockTTL <= o.TurnTimeout {
-		o.LockTTL = o.TurnTimeout + 30*time.Second
 	}
 	return o
 }

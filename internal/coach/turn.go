@@ -6,7 +6,7 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -90,8 +90,12 @@ func (r *TurnRun) Abort() {
 // turn is cancelled). A failed or cancelled turn writes nothing.
 func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 	s := r.svc
+	ctx, lose := context.WithCancelCause(ctx)
+	defer lose(nil)
 	ctx, cancel := context.WithTimeout(ctx, s.opts.TurnTimeout)
 	defer cancel()
+	stopRenewing := r.renew(ctx, lose)
+	defer stopRenewing()
 	committed := false
 	defer func() {
 		if !committed {
@@ -161,6 +165,9 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 	if err != nil {
 		return fail(err)
 	}
+	// From here on the lock is only checked, by Commit: a renewal racing the commit could
+	// otherwise report the lock that Commit just released as lost.
+	stopRenewing()
 	if clientErr != nil || ctx.Err() != nil {
 		return fail(context.Cause(ctx))
 	}
@@ -188,6 +195,46 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 		return finish("fallback", nil)
 	}
 	return finish("ok", nil)
+}
+
+// renew keeps the turn's lock alive while the turn runs: every third of the lock's TTL it asks
+// the store to extend the lock, so that the lock can be short (a crashed gateway blocks its
+// sessions for seconds) and still outlive any turn. A store that says the lock is no longer
+// this turn's (it expired, say, while the store was unreachable, and someone else may hold it
+// now) ends the turn through lose with ErrConflict; it then writes nothing. A renewal that
+// fails otherwise is tried again at the next tick. The returned function stops the renewals
+// and waits for one in flight; it may be called more than once.
+func (r *TurnRun) renew(ctx context.Context, lose context.CancelCauseFunc) (stop func()) {
+	s := r.svc
+	every := max(s.opts.LockTTL/3, time.Millisecond)
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			rctx, cancel := context.WithTimeout(ctx, every)
+			err := s.store.Renew(rctx, r.sess.ID, r.token, s.opts.LockTTL)
+			cancel()
+			if errors.Is(err, ErrConflict) {
+				lose(ErrConflict)
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(done) })
+		<-stopped
+	}
 }
 
 // attempts calls the model until the turn has a usable outcome or no retry is left. It starts at
@@ -360,19 +407,19 @@ func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, se
 	flush() // the prelude, or a reset line: the client sees it before the model is asked
 	actx, acancel := context.WithCancelCause(ctx)
 	defer acancel(nil)
-	var started atomic.Bool
-	watchdog := time.AfterFunc(s.opts.FirstByteTimeout, func() {
-		if started.Load() {
+	wd := newWatchdog(s.opts.FirstByteTimeout, s.opts.IdleTimeout, func(started bool) {
+		if started {
 			acancel(errIdle)
 		} else {
 			acancel(errFirstByte)
 		}
 	})
-	defer watchdog.Stop()
-	alive := func() {
-		started.Store(true)
-		watchdog.Reset(s.opts.IdleTimeout)
-	}
+	defer wd.stop()
+	// Time spent writing to the client is the client's, not the model's: a client that reads
+	// slowly must not make a healthy model look stalled.
+	send = wd.pausing(send)
+	flush = wd.pausingFlush(flush)
+	alive := wd.alive
 	timeout := func(err error) error {
 		if cause := context.Cause(actx); cause == errFirstByte || cause == errIdle {
 			return &ModelError{Class: "timeout", Retryable: true, Err: cause}
@@ -423,8 +470,93 @@ func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, se
 			return nil, err
 		}
 	}
-	watchdog.Stop()
+	wd.stop()
 	return r.turn.Finish()
+}
+
+// watchdog enforces an attempt's first-byte deadline and then, re-armed by every sign of life
+// of the model, its idle deadline. It is paused while the engine writes to the client, so that
+// a slow client is never taken for a stalled model; the deadline starts over when the write
+// is done.
+type watchdog struct {
+	mu          sync.Mutex
+	t           *time.Timer
+	first, idle time.Duration
+	started     bool // the model has sent something
+	paused      bool // a write to the client is in progress, or the watchdog is stopped
+	stopped     bool
+}
+
+// newWatchdog starts a watchdog that calls fire, with whether the model had started, when a
+// deadline passes.
+func newWatchdog(first, idle time.Duration, fire func(started bool)) *watchdog {
+	w := &watchdog{first: first, idle: idle}
+	w.t = time.AfterFunc(first, func() {
+		w.mu.Lock()
+		started, paused := w.started, w.paused
+		w.mu.Unlock()
+		if !paused { // a write that began as the timer fired has the benefit of the doubt
+			fire(started)
+		}
+	})
+	return w
+}
+
+// alive records a sign of life of the model and re-arms the idle deadline.
+func (w *watchdog) alive() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.started = true
+	if !w.paused {
+		w.t.Reset(w.idle)
+	}
+}
+
+func (w *watchdog) pause() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.paused = true
+	w.t.Stop()
+}
+
+func (w *watchdog) resume() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return
+	}
+	w.paused = false
+	if w.started {
+		w.t.Reset(w.idle)
+	} else {
+		w.t.Reset(w.first)
+	}
+}
+
+// stop stops the watchdog for good.
+func (w *watchdog) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopped, w.paused = true, true
+	w.t.Stop()
+}
+
+// pausing returns send with the watchdog paused while it runs.
+func (w *watchdog) pausing(send func(Event)) func(Event) {
+	return func(e Event) {
+		w.pause()
+		defer w.resume()
+		send(e)
+	}
+}
+
+// pausingFlush returns flush with the watchdog paused while it runs.
+func (w *watchdog) pausingFlush(flush func()) func() {
+	return func() {
+		w.pause()
+		defer w.resume()
+		flush()
+	}
 }
 
 // backoff returns the wait before retry n (1-based): exponential with full jitter, but never

@@ -78,6 +78,7 @@ type Config struct {
 	MaxMessageChars int           // COACH_MAX_MESSAGE_CHARS
 	HistoryLimit    int           // COACH_HISTORY_LIMIT: messages kept per session
 	HistoryBytes    int           // COACH_HISTORY_BYTES: bytes of message text kept per session
+	LockTTL         time.Duration // COACH_LOCK_TTL: a session lock's life without renewal
 	// MaxOutputBytes and ContractOutputBytes are COACH_MAX_OUTPUT_BYTES: the bound on the model's
 	// raw output in one attempt, for every contract and for the contracts named (e.g.
 	// "262144,module=524288").
@@ -151,6 +152,7 @@ func Default() Config {
 		HistoryLimit:         200,
 		HistoryBytes:         512 << 10,
 		MaxOutputBytes:       256 << 10,
+		LockTTL:              15 * time.Second,
 		CardsCyclesPerLevel:  2,
 		CardsMaxLevel:        5,
 		ReplayDelayMin:       10 * time.Millisecond,
@@ -231,6 +233,7 @@ func Load(getenv func(string) string) (Config, error) {
 	num("COACH_MAX_MESSAGE_CHARS", &c.MaxMessageChars)
 	num("COACH_HISTORY_LIMIT", &c.HistoryLimit)
 	num("COACH_HISTORY_BYTES", &c.HistoryBytes)
+	dur("COACH_LOCK_TTL", &c.LockTTL)
 	errs = parseOutputBytes(getenv("COACH_MAX_OUTPUT_BYTES"), &c, errs)
 	str("COACH_MODULES_DIR", &c.ModulesDir)
 	num("COACH_CARDS_CYCLES_PER_LEVEL", &c.CardsCyclesPerLevel)
@@ -318,6 +321,7 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 		Dur("bodyReadTimeout", c.BodyReadTimeout).
 		Int("maxOutputBytes", c.MaxOutputBytes).
 		Int("historyBytes", c.HistoryBytes).
+		Dur("lockTTL", c.LockTTL).
 		Str("modulesDir", c.ModulesDir).
 		Int("apiKeys", len(c.APIKeys)).
 		Int("rateLimit", c.RateLimit).

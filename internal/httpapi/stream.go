@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -61,6 +62,13 @@ func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open ope
 	stop := context.AfterFunc(s.drain, func() { cancel(coach.ErrShuttingDown) })
 	defer stop()
 
+	// A client that stops reading must not hold the turn, and its session's lock, longer than
+	// the turn may last: the stream's writes share the turn's deadline, plus a grace for the
+	// last line. A write that cannot finish by then fails, which ends the turn as cancelled.
+	rc := http.NewResponseController(c.Response().Writer)
+	if rc.SetWriteDeadline(time.Now().Add(s.deps.Service.Options().TurnTimeout+writeGrace)) == nil {
+		defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
+	}
 	w, err := open(c)
 	if err != nil {
 		run.Abort()
@@ -85,6 +93,10 @@ func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open ope
 		Int("attempts", rep.Attempts).Int("resets", rep.Resets).Strs("rules", rep.Rules).Msg("turn")
 	return nil
 }
+
+// writeGrace is how long after its turn's deadline a stream may still take to write its last
+// line.
+const writeGrace = 5 * time.Second
 
 // writeHeader starts an NDJSON stream and pushes the header out at once, so proxies and clients
 // see the stream begin before the model's first token.

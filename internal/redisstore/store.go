@@ -33,6 +33,7 @@
 //	Get      GET               {prefix}:{<id>}:s
 //	Claim       script         {prefix}:{<id>}:s, :lock, :t and :tm
 //	Commit      script         {prefix}:{<id>}:s, :lock, :t and :tm
+//	Renew       script         {prefix}:{<id>}:lock
 //	Release     script         {prefix}:{<id>}:lock
 //	Delete      script         {prefix}:{<id>}:s, :lock, :t and :tm
 //	Transcript  script         {prefix}:{<id>}:s and :t
@@ -283,6 +284,17 @@ end
 return 0
 `)
 
+// renewScript extends the lock only while it holds the token. A resent Renew just extends
+// it again.
+//
+// KEYS: lock. ARGV: token, lock ttl (ms).
+var renewScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+`)
+
 // deleteScript removes a session of the tenant, lock included.
 //
 // KEYS: document, lock, transcript, transcript counters. ARGV: tenant header.
@@ -293,7 +305,7 @@ end
 return 0
 `)
 
-var scripts = []*redis.Script{claimScript, commitScript, transcriptScript, releaseScript, deleteScript, allowScript}
+var scripts = []*redis.Script{claimScript, commitScript, transcriptScript, renewScript, releaseScript, deleteScript, allowScript}
 
 // Create stores a new session. An id that is already taken is an error.
 func (s *Store) Create(ctx context.Context, sess *coach.Session) error {
@@ -488,6 +500,20 @@ func entryBody(e coach.TranscriptEntry) (string, error) {
 		return "", coach.Wrap(err, coach.KindInternal, coach.CodeInternal, "cannot encode a transcript entry")
 	}
 	return strings.TrimPrefix(string(b), entryPrefix), nil
+}
+
+// Renew extends the lock on session id to ttl from now (rounded up to whole milliseconds) if it
+// is still held with token, in one round trip; otherwise it returns coach.ErrConflict: the lock
+// expired or was taken over, and the holder must not commit.
+func (s *Store) Renew(ctx context.Context, id, token string, ttl time.Duration) error {
+	n, err := renewScript.Run(ctx, s.client, []string{s.lockKey(id)}, token, millis(ttl)).Int64()
+	if err != nil {
+		return failure("renew", err)
+	}
+	if n != 1 {
+		return coach.ErrConflict
+	}
+	return nil
 }
 
 // Release drops the lock on session id if it is still held with token; otherwise it does nothing.

@@ -161,6 +161,18 @@ func (m *MemStore) Transcript(_ context.Context, tenant, id string, before int64
 	return coach.PageOf(m.transcripts[id], before, limit), nil
 }
 
+// Renew reports whether the lock on session id is still held with token: coach.ErrConflict when
+// it is not. The lock never expires, so there is nothing to extend.
+func (m *MemStore) Renew(_ context.Context, id, token string, _ time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.asked = append(m.asked, id)
+	if held, locked := m.locks[id]; !locked || held != token {
+		return coach.ErrConflict
+	}
+	return nil
+}
+
 // Release drops the lock on session id if it is held with token; otherwise it does nothing.
 func (m *MemStore) Release(_ context.Context, id, token string) error {
 	m.mu.Lock()

@@ -315,6 +315,41 @@ var contract = []struct {
 		WantErr(t, "Commit as another tenant", f.Store.Commit(ctx, n, token, coach.CommitExtra{}), coach.ErrConflict)
 		SameSession(t, f.Get(t, "acme", s.ID), s)
 	}},
+	{"renew extends only the holder's lock", func(t *testing.T, f *Fixture) {
+		ctx := context.Background()
+		s := f.Create(t, "acme")
+		_, token := f.Claim(t, "acme", s.ID, time.Second)
+		if err := f.Store.Renew(ctx, s.ID, token, time.Hour); err != nil {
+			t.Fatalf("Renew by the holder: %v", err)
+		}
+		if ttl := f.Client.PTTL(ctx, f.LockKey(s.ID)).Val(); ttl < 59*time.Minute {
+			t.Errorf("lock PTTL after Renew = %v, want about 1h", ttl)
+		}
+		WantErr(t, "Renew with a wrong token", f.Store.Renew(ctx, s.ID, "not-"+token, 2*time.Hour), coach.ErrConflict)
+		if ttl := f.Client.PTTL(ctx, f.LockKey(s.ID)).Val(); ttl > time.Hour {
+			t.Errorf("lock PTTL after a wrong Renew = %v, want it unchanged", ttl)
+		}
+		if err := f.Store.Release(ctx, s.ID, token); err != nil {
+			t.Fatal(err)
+		}
+		WantErr(t, "Renew after Release", f.Store.Renew(ctx, s.ID, token, time.Hour), coach.ErrConflict)
+		if f.LockHeld(t, s.ID) {
+			t.Errorf("Renew after Release took the lock again")
+		}
+	}},
+	{"an expired lock cannot be renewed", func(t *testing.T, f *Fixture) {
+		ctx := context.Background()
+		s := f.Create(t, "acme")
+		const ttl = 50 * time.Millisecond
+		_, token := f.Claim(t, "acme", s.ID, ttl)
+		f.WaitLockExpired(t, s.ID, ttl)
+		WantErr(t, "Renew of an expired lock", f.Store.Renew(ctx, s.ID, token, time.Hour), coach.ErrConflict)
+		_, other := f.Claim(t, "acme", s.ID, LongTTL)
+		WantErr(t, "Renew of a lock taken over", f.Store.Renew(ctx, s.ID, token, time.Hour), coach.ErrConflict)
+		if err := f.Store.Renew(ctx, s.ID, other, time.Hour); err != nil {
+			t.Errorf("Renew by the new holder: %v", err)
+		}
+	}},
 	{"lock expiry lets another writer in", func(t *testing.T, f *Fixture) {
 		ctx := context.Background()
 		s := f.Create(t, "acme")

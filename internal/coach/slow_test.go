@@ -1,0 +1,106 @@
+package coach
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSlowClientIsNotAModelStall writes to a client that takes three idle timeouts to accept
+// each line, while the model answers at once: waiting for the client is not a model stall, so
+// the turn has no reset and makes one model call.
+func TestSlowClientIsNotAModelStall(t *testing.T) {
+	m := &fakeModel{scripts: []script{{frags: []string{"Hel", "lo", "."}}}}
+	opts := testOptions()
+	opts.FirstByteTimeout, opts.IdleTimeout = 100*time.Millisecond, 100*time.Millisecond
+	svc, st, sess := newTestService(t, m, opts, nil)
+	run, err := svc.StartTurn(context.Background(), "", sess.ID, TurnInput{Message: ptr("hi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Event
+	rep := run.Run(context.Background(), EmitFunc(func(e Event) error {
+		time.Sleep(3 * opts.IdleTimeout)
+		got = append(got, e)
+		return nil
+	}))
+	if g := lines(got); g != "delta:Hel delta:lo delta:. result" {
+		t.Errorf("lines = %q, want the three deltas and the result, no reset", g)
+	}
+	if rep.Resets != 0 || m.calls() != 1 || rep.Outcome != "ok" {
+		t.Errorf("resets %d, model calls %d, outcome %q; want 0, 1, ok", rep.Resets, m.calls(), rep.Outcome)
+	}
+	if stored, _ := st.Get(context.Background(), "", sess.ID); stored.Version != 2 {
+		t.Errorf("stored version %d, want 2", stored.Version)
+	}
+}
+
+// TestStalledModelStillTimesOut checks that pausing the watchdog for writes leaves it working:
+// a model that goes silent after its first fragment is given up on after the idle timeout.
+func TestStalledModelStillTimesOut(t *testing.T) {
+	m := &fakeModel{scripts: []script{{frags: []string{"Hel"}, block: true}, {frags: []string{"Hello."}}}}
+	opts := testOptions()
+	opts.IdleTimeout = 50 * time.Millisecond
+	svc, _, sess := newTestService(t, m, opts, nil)
+	start := time.Now()
+	got, rep := runTurn(t, svc, sess.ID)
+	if g := lines(got); g != "delta:Hel reset:stalled delta:Hello. result" {
+		t.Errorf("lines = %q, want a stall reset and the retry's answer", g)
+	}
+	if took := time.Since(start); took > 5*time.Second || rep.Outcome != "ok" {
+		t.Errorf("took %v, outcome %q", took, rep.Outcome)
+	}
+}
+
+// TestLockRenewedDuringLongTurn runs a turn that lasts several lock TTLs: the engine renews the
+// lock all along, and the turn commits.
+func TestLockRenewedDuringLongTurn(t *testing.T) {
+	m := &fakeModel{scripts: []script{{frags: strings.Split("a b c d e f g h.", " "), pause: 30 * time.Millisecond}}}
+	opts := testOptions()
+	opts.LockTTL = 60 * time.Millisecond
+	svc, st, sess := newTestService(t, m, opts, nil)
+	got, rep := runTurn(t, svc, sess.ID)
+	if rep.Outcome != "ok" || !strings.HasSuffix(lines(got), "result") {
+		t.Fatalf("outcome %q, lines %q; want the turn stored", rep.Outcome, lines(got))
+	}
+	// The turn takes 8 × 30 ms = 240 ms, four lock TTLs: a renewal every 20 ms.
+	if n := st.renewals(); n < 6 {
+		t.Errorf("%d renewals during a turn of four lock TTLs, want at least 6", n)
+	}
+	if st.locked(sess.ID) {
+		t.Errorf("the lock is still held after the commit")
+	}
+}
+
+// TestLostLockEndsTheTurn takes the lock over while a turn runs (as after it expired): the next
+// renewal finds it gone, the turn ends with version_conflict and writes nothing.
+func TestLostLockEndsTheTurn(t *testing.T) {
+	m := &fakeModel{scripts: []script{{frags: []string{"Hel"}, block: true}}}
+	opts := testOptions()
+	opts.LockTTL = 60 * time.Millisecond
+	opts.FirstByteTimeout, opts.IdleTimeout = 10*time.Second, 10*time.Second
+	svc, st, sess := newTestService(t, m, opts, nil)
+	run, err := svc.StartTurn(context.Background(), "", sess.ID, TurnInput{Message: ptr("hi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.mu.Lock()
+	st.locks[sess.ID] = "another writer"
+	st.mu.Unlock()
+	start := time.Now()
+	var got []Event
+	rep := run.Run(context.Background(), EmitFunc(func(e Event) error { got = append(got, e); return nil }))
+	if g := lines(got); g != "delta:Hel error:"+CodeVersionConflict {
+		t.Errorf("lines = %q, want the error line %s", g, CodeVersionConflict)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("the turn took %v to notice its lost lock, want about a third of the lock TTL", took)
+	}
+	if stored, _ := st.Get(context.Background(), "", sess.ID); stored.Version != 1 || rep.Outcome != CodeVersionConflict {
+		t.Errorf("stored version %d, outcome %q; want 1 (nothing written), %s", stored.Version, rep.Outcome, CodeVersionConflict)
+	}
+	if st.locks[sess.ID] != "another writer" {
+		t.Errorf("the lock of the other writer was touched")
+	}
+}

@@ -1,0 +1,98 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/coach/coachtest"
+)
+
+// floodModel opens a toulmin result's assistantText and then streams text without end: far
+// more than a client that does not read can buffer.
+type floodModel struct{}
+
+func (floodModel) Stream(ctx context.Context, _ coach.ModelRequest, _ coach.StreamHooks) (coach.Stream, error) {
+	return &floodStream{ctx: ctx, piece: strings.Repeat("la ", 100_000)}, nil
+}
+
+type floodStream struct {
+	ctx    context.Context
+	piece  string
+	opened bool
+}
+
+func (s *floodStream) Next() (coach.Fragment, error) {
+	if err := s.ctx.Err(); err != nil {
+		return coach.Fragment{}, err
+	}
+	if !s.opened {
+		s.opened = true
+		return coach.Fragment{Content: `{"step":"claim","assistantText":"`}, nil
+	}
+	return coach.Fragment{Content: s.piece}, nil
+}
+
+func (s *floodStream) Close() error { return nil }
+
+// TestClientThatNeverReads starts a turn whose client sends the request and then reads
+// nothing. The stream's writes share the turn's deadline (plus writeGrace), so the blocked
+// write fails, the turn ends as cancelled and the session's lock is released, instead of the
+// handler waiting on the client for ever with the session locked.
+func TestClientThatNeverReads(t *testing.T) {
+	const turnTimeout = time.Second
+	store := coachtest.NewMemStore()
+	ts := startServer(t, func(d *Deps) {
+		d.Service = coach.NewService(store, floodModel{}, contracts(t), coach.Options{
+			TurnTimeout: turnTimeout, MaxOutputBytes: 1 << 30,
+		}, nil)
+	})
+	id := ts.create("toulmin")
+	// A receive buffer set before connecting keeps the client's window small.
+	dialer := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	conn, err := dialer.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := msgBody("Cities should ban cars.")
+	if _, err := fmt.Fprintf(conn, "POST /v1/sessions/%s/turns HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", id, len(body), body); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	within := turnTimeout + writeGrace + 5*time.Second
+	for !store.Locked(id) {
+		if time.Since(start) > within {
+			t.Fatal("the turn never took the lock")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for store.Locked(id) {
+		if time.Since(start) > within {
+			t.Fatalf("the session is still locked %v after the turn started, with a turn timeout of %v", within, turnTimeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	took := time.Since(start)
+	t.Logf("lock released %v after the turn started", took.Round(time.Millisecond))
+	if took < turnTimeout {
+		t.Errorf("lock released after %v, before the turn's deadline: the client did read", took)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(ts.log.String(), `"outcome":"cancelled"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no turn log line with outcome cancelled:\n%s", ts.log.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s, _ := store.Session(id); s.Version != 1 {
+		t.Errorf("stored version %d, want 1: a cancelled turn writes nothing", s.Version)
+	}
+}
