@@ -42,7 +42,7 @@ var fuzzStates = map[string][]string{
 }
 
 // FuzzDecodeTurn feeds raw request bodies through what a turn request goes through before the
-// stream starts: the handler's decode, its text checks and the contract's Begin against each
+// stream starts: the handler's decode, its one check of learner text (cleanTurn) and the contract's Begin against each
 // state of fuzzStates, then the model request Begin prepared. Nothing may panic; every refusal
 // must be a client error (4xx), except coach_step_mismatch, which the seed sends as the stream's
 // one error line; and no input may add or change a line of the prompt's session facts.
@@ -67,13 +67,9 @@ func FuzzDecodeTurn(f *testing.F) {
 			wantClientError(t, s, "decode", err)
 			return
 		}
-		for field, text := range map[string]*string{"message": in.Message, "selected": in.Selected} {
-			if text != nil {
-				if err := s.checkText(field, *text); err != nil {
-					wantClientError(t, s, "checkText", err)
-					return
-				}
-			}
+		if err := s.cleanTurn(&in); err != nil {
+			wantClientError(t, s, "cleanTurn", err)
+			return
 		}
 		for _, state := range fuzzStates[c.Name()] {
 			sess := &coach.Session{ID: coach.NewID(), Contract: c.Name(), Locale: "en", Version: 3,
