@@ -1,8 +1,15 @@
+// @ts-check
 // The gateway's API on the same origin (see api/openapi.yaml). A turn's stream is read by the
 // JavaScript client (clients/js, @coachgw/client), whose modules the gateway serves at /client/:
 // one implementation of the NDJSON reading for the panel and every other front end.
 
-import { CoachError, streamTurn as clientStreamTurn } from '../../client/stream.js';
+// @ts-ignore -- the path is the gateway's (/client/), not the repository's; the type below is read
+// from the client's source.
+import * as served from '../../client/stream.js';
+
+/** @type {typeof import('../../../../clients/js/src/stream.js')} */
+const client = served;
+const { CoachError, streamTurn: clientStreamTurn } = client;
 
 // The API key, for gateways configured with COACH_API_KEYS. It lives in sessionStorage: it
 // survives a reload of the tab (the session belongs to the key's tenant) but not the browser.
@@ -17,7 +24,10 @@ export function apiKey() {
   }
 }
 
-/** setApiKey sets the API key sent as "Authorization: Bearer"; "" sends none. */
+/**
+ * setApiKey sets the API key sent as "Authorization: Bearer"; "" sends none.
+ * @param {string} key
+ */
 export function setApiKey(key) {
   try {
     if (key) sessionStorage.setItem(KEY_STORAGE, key);
@@ -27,6 +37,10 @@ export function setApiKey(key) {
   }
 }
 
+/**
+ * @param {Record<string, string>} extra
+ * @returns {Record<string, string>}
+ */
 function headers(extra) {
   const key = apiKey();
   return key ? { ...extra, Authorization: `Bearer ${key}` } : extra;
@@ -38,6 +52,11 @@ const FINAL = ['no_pending_proposal', 'session_complete', 'budget_exceeded'];
 
 /** ApiError is a failed request: an HTTP error body {"error","message","field"}, a stream's error line, or a transport problem. */
 export class ApiError extends Error {
+  /**
+   * @param {string} code
+   * @param {string} message
+   * @param {{status?: number, field?: string, stream?: boolean}} [details]
+   */
   constructor(code, message, { status = 0, field = '', stream = false } = {}) {
     super(message || code);
     this.name = 'ApiError';
@@ -56,6 +75,10 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * @param {Response} res
+ * @returns {Promise<ApiError>}
+ */
 async function errorFrom(res) {
   let body = null;
   try {
@@ -68,12 +91,23 @@ async function errorFrom(res) {
   return new ApiError(code, message, { status: res.status, field: (body && body.field) || '' });
 }
 
+/**
+ * transportError returns err as an ApiError, unless it is one or an abort (passed on as it is).
+ * @param {unknown} err
+ */
 function transportError(err) {
-  if (err instanceof ApiError || err.name === 'AbortError') return err;
-  return new ApiError('network_error', err.message || 'network error', { status: 0 });
+  if (err instanceof ApiError || (err instanceof Error && err.name === 'AbortError')) return err;
+  return new ApiError('network_error', (err instanceof Error && err.message) || 'network error', { status: 0 });
 }
 
-/** request sends a JSON request and returns the parsed JSON answer (null for 204). */
+/**
+ * request sends a JSON request and returns the parsed JSON answer (null for 204).
+ * @param {string} method
+ * @param {string} path
+ * @param {unknown} [body]
+ * @param {{signal?: AbortSignal}} [options]
+ * @returns {Promise<any>}
+ */
 export async function request(method, path, body, { signal } = {}) {
   let res;
   try {
@@ -92,10 +126,15 @@ export async function request(method, path, body, { signal } = {}) {
 }
 
 export const listModules = () => request('GET', '/v1/modules');
+/** @param {string} id */
 export const getModule = (id) => request('GET', `/v1/modules/${encodeURIComponent(id)}`);
+/** @param {{contract: string, locale?: string, module?: string}} body */
 export const createSession = (body) => request('POST', '/v1/sessions', body);
+/** @param {string} id */
 export const getSession = (id) => request('GET', `/v1/sessions/${encodeURIComponent(id)}`);
+/** @param {string} id @param {string} field @param {string} value */
 export const putDraft = (id, field, value) => request('PUT', `/v1/sessions/${encodeURIComponent(id)}/draft`, { field, value });
+/** @param {string} id @param {{limit?: number, before?: number}} [page] */
 export const getTranscriptPage = (id, { limit = 200, before = 0 } = {}) => request('GET',
   `/v1/sessions/${encodeURIComponent(id)}/messages?limit=${limit}${before ? `&before=${before}` : ''}`);
 
@@ -107,7 +146,12 @@ const TRANSCRIPT_MAX = 5000;
  * getTranscript reads session id's transcript, paging back from the newest page until there is
  * none older, and returns its entries oldest first.
  */
+/**
+ * @param {string} id
+ * @returns {Promise<any[]>}
+ */
 export async function getTranscript(id) {
+  /** @type {any[][]} */
   const pages = [];
   let count = 0;
   let before = 0;
@@ -121,12 +165,20 @@ export async function getTranscript(id) {
   }
   return pages.flat();
 }
+/** @param {string} id @param {'accept' | 'reject'} action */
 export const decideProposal = (id, action) => request('POST', `/v1/sessions/${encodeURIComponent(id)}/proposal`, { action });
 
 /**
  * streamTurn posts a turn and calls onLine with every line of the NDJSON answer as it arrives.
  * It resolves with the result line, and rejects with an ApiError for an HTTP error, the stream's
  * error line, or a stream that ended without either (or that could not be read).
+ */
+/**
+ * @param {string} sessionId
+ * @param {object} body
+ * @param {(line: any) => void} onLine
+ * @param {{signal?: AbortSignal}} [options]
+ * @returns {Promise<any>}
  */
 export async function streamTurn(sessionId, body, onLine, { signal } = {}) {
   try {

@@ -1,9 +1,12 @@
+// @ts-check
 // The ChatPanel's entry point: the start screen (with the sessions this browser can return to),
 // and the panel of the session's contract. The session id is kept in the URL (#/s/<id>) so that a
 // reload picks the session up again: its state and its transcript come from the gateway.
 
 import * as api from './api.js';
-import { clear, h } from './dom.js';
+
+/** @typedef {import('./api.js').ApiError} ApiError */
+import { append, clear, h } from './dom.js';
 import { LOCALES, translator } from './i18n.js';
 import { errorBox, forgetDrafts, loadDraft, storeDraft } from './turn.js';
 import { forgetSession, listSessions, rememberSession, touchSession } from './sessions.js';
@@ -11,16 +14,20 @@ import { mountToulmin } from './toulmin.js';
 import { mountCards } from './cards.js';
 import { mountModule } from './module.js';
 
-const main = document.getElementById('main');
-const info = document.querySelector('[data-testid="session-info"]');
-const newButton = document.querySelector('[data-testid="new-session"]');
-const toasts = document.querySelector('.toast-region');
+// The page's fixed elements (index.html).
+const main = /** @type {HTMLElement} */ (document.getElementById('main'));
+const info = /** @type {HTMLElement} */ (document.querySelector('[data-testid="session-info"]'));
+const newButton = /** @type {HTMLButtonElement} */ (document.querySelector('[data-testid="new-session"]'));
+const toasts = /** @type {HTMLElement} */ (document.querySelector('.toast-region'));
 
+/** @type {Record<string, (args: import('./turn.js').PanelArgs) => {unmount(): void}>} */
 const PANELS = { toulmin: mountToulmin, cards: mountCards, module: mountModule };
 const SESSION_HASH = /^#\/s\/([0-9a-f]{32})$/;
 
-let panel = null; // the mounted panel: {unmount()}
+/** @type {{unmount(): void} | null} */
+let panel = null; // the mounted panel
 const choice = { contract: 'toulmin', module: '', locale: preferredLocale() };
+/** @type {{id: string, title: string, sections: number, topics: number}[] | null} */
 let modules = null; // GET /v1/modules, once
 
 function preferredLocale() {
@@ -30,6 +37,8 @@ function preferredLocale() {
 /**
  * toast shows a short message at the top of the page, away from the message box and its Send
  * button; it goes away by itself after a few seconds or when dismissed.
+ * @param {string} text
+ * @param {{kind?: string}} [options]
  */
 function toast(text, { kind = 'info' } = {}) {
   const close = h('button', { type: 'button', class: 'toast-close', testid: 'toast-close', 'aria-label': translator(document.documentElement.lang)('dismiss') }, '×');
@@ -63,12 +72,16 @@ async function boot() {
   showStart();
 }
 
-/** openById opens session id, or says that it is gone and offers a new one. */
+/**
+ * openById opens session id, or says that it is gone and offers a new one.
+ * @param {string} id
+ */
 async function openById(id) {
   let session;
   try {
     session = await api.getSession(id);
-  } catch (err) {
+  } catch (thrown) {
+    const err = /** @type {ApiError} */ (thrown);
     if (err.code === 'session_not_found') {
       showGone(id);
       return;
@@ -83,6 +96,7 @@ async function openById(id) {
  * showGone tells the learner that session id no longer exists (expired, deleted, or lost with a
  * gateway's in-memory store) and offers to start a new one of the same kind, keeping any text
  * the learner had not sent yet.
+ * @param {string} id
  */
 function showGone(id) {
   unmount();
@@ -105,8 +119,10 @@ function showGone(id) {
 /**
  * startNew creates a session like one that is gone and opens it; draft is the text the learner
  * had not sent, put back in the new session's box.
+ * @param {{contract: string, locale: string, module?: string, draft?: string}} like
  */
 async function startNew({ contract, locale, module = '', draft = '' }) {
+  /** @type {{contract: string, locale: string, module?: string}} */
   const body = { contract, locale };
   if (contract === 'module') {
     try {
@@ -121,7 +137,7 @@ async function startNew({ contract, locale, module = '', draft = '' }) {
     if (draft) storeDraft(session.id, draft);
     open(session, false);
   } catch (err) {
-    showStart(err);
+    showStart(/** @type {ApiError} */ (err));
   }
 }
 
@@ -130,6 +146,10 @@ function unmount() {
   panel = null;
 }
 
+/**
+ * showStart shows the start page: the sessions to return to, and a new session's choices.
+ * @param {ApiError | null} [startError] why the page is shown instead of a session
+ */
 async function showStart(startError = null) {
   unmount();
   info.hidden = true;
@@ -138,6 +158,7 @@ async function showStart(startError = null) {
   document.documentElement.lang = t.locale;
   document.title = 'coachgw · ChatPanel';
 
+  /** @param {string} name */
   const contractOption = (name) => h('label', { class: 'choice' },
     h('input', {
       type: 'radio', name: 'contract', value: name, testid: `contract-${name}`, checked: choice.contract === name,
@@ -147,21 +168,21 @@ async function showStart(startError = null) {
       h('span', { class: 'choice-title' }, t(name)),
       h('span', { class: 'choice-desc' }, t(`${name}Desc`))));
 
-  const moduleSelect = h('select', { id: 'module-select', testid: 'module-select', onchange: (e) => { choice.module = e.target.value; } });
+  const moduleSelect = h('select', { id: 'module-select', testid: 'module-select', onchange: () => { choice.module = moduleSelect.value; } });
   const moduleNote = h('p', { class: 'field-note', testid: 'module-note' });
   const moduleRow = h('div', { class: 'field', hidden: choice.contract !== 'module' },
     h('label', { for: 'module-select' }, t('moduleLabel')), moduleSelect, moduleNote);
 
   const localeSelect = h('select', {
     id: 'locale-select', testid: 'locale-select',
-    onchange: (e) => { choice.locale = e.target.value; showStart(); },
+    onchange: () => { choice.locale = localeSelect.value; showStart(); },
   }, LOCALES.map(([code, name]) => h('option', { value: code, selected: code === choice.locale }, name)));
 
   const keyInput = h('input', {
     type: 'password', id: 'api-key', testid: 'api-key', autocomplete: 'off', spellcheck: 'false', value: api.apiKey(),
     'aria-describedby': 'api-key-help',
-    onchange: (e) => {
-      api.setApiKey(e.target.value.trim());
+    onchange: () => {
+      api.setApiKey(keyInput.value.trim());
       // The module list may have been refused for want of a key.
       if (!modules) showStart();
     },
@@ -176,17 +197,19 @@ async function showStart(startError = null) {
   const startButton = h('button', { type: 'submit', class: 'btn btn-primary btn-large', testid: 'start-button' }, t('start'));
 
   const form = h('form', {
-    class: 'start-form', onsubmit: async (e) => {
+    class: 'start-form', onsubmit: async (/** @type {Event} */ e) => {
       e.preventDefault();
       clear(errorArea);
       startButton.disabled = true;
       startButton.textContent = t('starting');
+      /** @type {{contract: string, locale: string, module?: string}} */
       const body = { contract: choice.contract, locale: choice.locale };
       if (choice.contract === 'module') body.module = moduleSelect.value;
       api.setApiKey(keyInput.value.trim());
       try {
         open(await api.createSession(body), false);
-      } catch (err) {
+      } catch (thrown) {
+        const err = /** @type {ApiError} */ (thrown);
         if (err.status === 401) {
           access.open = true;
           keyInput.focus();
@@ -204,24 +227,30 @@ async function showStart(startError = null) {
   errorArea,
   startButton);
 
-  clear(main).append(sessionList(t), h('section', { class: 'start', testid: 'start-screen', 'aria-labelledby': 'start-title' },
+  append(clear(main), [sessionList(t), h('section', { class: 'start', testid: 'start-screen', 'aria-labelledby': 'start-title' },
     h('h2', { id: 'start-title' }, t('startTitle')),
     h('p', { class: 'lead' }, t('startLead')),
-    form));
+    form)]);
 
+  let list;
   try {
-    modules ||= await api.listModules();
-  } catch (err) {
+    list = modules ||= await api.listModules();
+  } catch (thrown) {
+    const err = /** @type {ApiError} */ (thrown);
     if (err.status === 401) access.open = true;
     moduleNote.append(errorBox(t, err, null, null));
     return;
   }
-  if (!modules.length) moduleNote.textContent = t('noModules');
-  for (const m of modules) moduleSelect.append(h('option', { value: m.id, selected: m.id === choice.module }, `${m.title} (${m.topics})`));
+  if (!list.length) moduleNote.textContent = t('noModules');
+  for (const m of list) moduleSelect.append(h('option', { value: m.id, selected: m.id === choice.module }, `${m.title} (${m.topics})`));
   choice.module = moduleSelect.value;
 }
 
-/** sessionList renders the sessions this browser can return to, each with Open and Remove. */
+/**
+ * sessionList renders the sessions this browser can return to, each with Open and Remove; null
+ * when there are none.
+ * @param {import('./i18n.js').Translator} t
+ */
 function sessionList(t) {
   const list = listSessions();
   if (!list.length) return null;
@@ -249,6 +278,11 @@ function sessionList(t) {
   return section;
 }
 
+/**
+ * open mounts the panel of session's contract.
+ * @param {any} session the session as the gateway answered it
+ * @param {boolean} resumed whether it existed before this page
+ */
 function open(session, resumed) {
   unmount();
   const t = translator(session.locale);

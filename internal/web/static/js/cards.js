@@ -1,3 +1,4 @@
+// @ts-check
 // The cards panel: a drill of training cards (card-types.md). Each card type has its accent,
 // icon and input as the seed's visual table says; the card being generated streams its content
 // into a pending card, which the result card then replaces. A level_up card arrives before the
@@ -12,27 +13,61 @@ import { Turns, loadDraft, storeDraft, uid } from './turn.js';
 
 const CONTINUE = '[Continue]';
 
+/**
+ * Card is a frontend card (api/schemas/card.json): its type and the members of that type.
+ * @typedef {{type: string} & Record<string, any>} Card
+ */
+
+/**
+ * CardView is a card on screen.
+ * @typedef {object} CardView
+ * @property {HTMLElement} el
+ * @property {Card} card
+ * @property {(on: boolean) => void} lock turns its controls off while its answer is sent
+ * @property {(summary: string | null) => void} answered closes it, with summary under it
+ * @property {() => void} focus
+ */
+
+/**
+ * CardActions are what a card's controls do.
+ * @typedef {object} CardActions
+ * @property {() => void} [continue]
+ * @property {(text: string) => void} [submit]
+ * @property {(option: {id: string, label: string}) => void} [select]
+ * @property {() => void} [continueTraining]
+ */
+
 // The seed's visual differentiation table.
+/** @type {Record<string, string>} */
 const ICONS = { scenario: '', prompt: '✏️', multiple_choice: '◉', insight: '💡', reflection: '🪞', level_up: '⬆️', pending: '' };
 
 // The seed's frontend validators.
+/** @type {Record<string, (c: any) => boolean>} */
 const VALIDATORS = {
   scenario: (c) => typeof c.content === 'string' && c.content.length > 0,
   prompt: (c) => typeof c.content === 'string' && c.content.length > 0 && typeof c.input?.max_length === 'number',
-  multiple_choice: (c) => typeof c.content === 'string' && c.content.length > 0 && Array.isArray(c.options) && c.options.length > 0 && c.options.every((o) => o && o.id && o.label),
+  multiple_choice: (c) => typeof c.content === 'string' && c.content.length > 0 && Array.isArray(c.options) && c.options.length > 0 && c.options.every((/** @type {any} */ o) => o && o.id && o.label),
   insight: (c) => typeof c.content === 'string' && c.content.length > 0,
   reflection: (c) => typeof c.content === 'string' && c.content.length > 0 && typeof c.input?.max_length === 'number',
   level_up: (c) => typeof c.new_level === 'number' && c.new_level > 0,
 };
 
-/** validateCard applies the seed's validator of the card's type. */
+/**
+ * validateCard applies the seed's validator of the card's type.
+ * @param {any} card
+ */
 export function validateCard(card) {
   const v = card && VALIDATORS[card.type];
   return Boolean(v && v(card));
 }
 
+/**
+ * mountCards mounts the cards panel of session in root.
+ * @param {import('./turn.js').PanelArgs} args
+ */
 export function mountCards({ root, session, t, resumed, touched = () => {}, newSession }) {
   let sess = session;
+  /** @type {CardView | null} */
   let active = null; // the card the learner answers next
 
   const levelEl = h('span', { class: 'level-badge', testid: 'cards-level' });
@@ -46,24 +81,34 @@ export function mountCards({ root, session, t, resumed, touched = () => {}, newS
   // The text typed into the active card survives a reload under this key.
   const draftKey = `${sess.id}.card`;
 
+  /** @param {number} level */
   function showLevel(level) {
     levelEl.textContent = t('level', level);
     levelEl.dataset.level = String(level);
   }
 
+  /** @param {Card | null} card */
   function showPhase(card) {
     if (card && card.drill_phase) phaseEl.textContent = card.drill_phase;
   }
 
   // act sends the learner's answer to prev (null for the first turn); summary describes the
   // answer under prev once the next card is there.
+  /**
+   * @param {object} body
+   * @param {CardView | null} prev
+   * @param {string | null} summary
+   */
   async function act(body, prev, summary) {
-    let pending = null;
-    let content = null;
+    // The card that shows the streamed content, made by begin() before anything else uses it.
+    let pending = /** @type {HTMLElement} */ (/** @type {unknown} */ (null));
+    let content = pending;
     let text = '';
     let live = false;
+    /** @type {CardView | null} */
     let levelCard = null;
     let acknowledged = true; // false while a level_up card waits for "Continue Training"
+    /** @type {CardView | null} */
     let next = null;
     const render = frame(() => {
       if (!live) return;
@@ -100,12 +145,13 @@ export function mountCards({ root, session, t, resumed, touched = () => {}, newS
       card(line) {
         if (!line.card || line.card.type !== 'level_up') return;
         acknowledged = false;
-        levelCard = renderCard(line.card, t, { continueTraining: () => { levelCard.answered(null); revealNext(); } });
-        feed.insertBefore(levelCard.el, pending);
+        const view = renderCard(line.card, t, { continueTraining: () => { view.answered(null); revealNext(); } });
+        levelCard = view;
+        feed.insertBefore(view.el, pending);
         pending.hidden = true;
         showLevel(line.card.new_level);
-        reveal(levelCard.el);
-        levelCard.focus();
+        reveal(view.el);
+        view.focus();
       },
       result(line) {
         live = false;
@@ -131,6 +177,12 @@ export function mountCards({ root, session, t, resumed, touched = () => {}, newS
 
   // show renders card as the active card; withDraft gives it the text kept for the active card
   // (a restored card that was answered already must not take it).
+  /**
+   * @param {Card} card
+   * @param {boolean} hidden
+   * @param {boolean} [withDraft]
+   * @returns {CardView}
+   */
   function show(card, hidden, withDraft = true) {
     let c = card;
     if (!validateCard(c)) {
@@ -187,9 +239,14 @@ export function mountCards({ root, session, t, resumed, touched = () => {}, newS
   }
 
   // answerSummary says under card what the learner answered with input.
+  /**
+   * @param {Card} card
+   * @param {{selected?: unknown, message?: unknown}} input
+   * @returns {string | null}
+   */
   function answerSummary(card, input) {
     if (typeof input.selected === 'string') {
-      const option = (card.options || []).find((o) => o.id === input.selected);
+      const option = (card.options || []).find((/** @type {{id: string}} */ o) => o.id === input.selected);
       return t('youSelected', option ? option.label : input.selected);
     }
     if (input.message === CONTINUE) return t('youContinued');
@@ -210,11 +267,18 @@ export function mountCards({ root, session, t, resumed, touched = () => {}, newS
   };
 }
 
+/** @param {import('./i18n.js').Translator} t */
 function typing(t) {
   return h('p', { class: 'typing' }, h('span', { class: 'dots', 'aria-hidden': 'true' }, h('i'), h('i'), h('i')), ' ', t('thinking'));
 }
 
-// cardFrame is the outer card: accent, icon and kind label, then body.
+/**
+ * cardFrame is the outer card: accent, icon and kind label, then body.
+ * @param {string} type
+ * @param {import('./i18n.js').Translator} t
+ * @param {import('./dom.js').Child} body
+ * @param {{testid?: string, phase?: string, badge?: HTMLElement | null}} [options]
+ */
 function cardFrame(type, t, body, { testid = 'card', phase = '', badge = null } = {}) {
   const icon = ICONS[type] || '';
   return h('article', { class: `card card-${type}`, testid, dataset: { cardType: type }, 'aria-label': t(`cardTypes.${type}`) },
@@ -229,11 +293,17 @@ function cardFrame(type, t, body, { testid = 'card', phase = '', badge = null } 
 /**
  * renderCard renders a frontend card with its controls. actions: continue(), submit(text),
  * select(option), continueTraining(). draftKey, when given, keeps the text typed into a prompt or
- * reflection until it is sent. It returns {el, card, lock(on), answered(summary), focus()}.
+ * reflection until it is sent.
+ * @param {Card} card
+ * @param {import('./i18n.js').Translator} t
+ * @param {CardActions} actions
+ * @param {{draftKey?: string}} [options]
+ * @returns {CardView}
  */
 function renderCard(card, t, actions, { draftKey = '' } = {}) {
   const type = card.type;
   const controls = h('fieldset', { class: 'card-controls' });
+  /** @type {HTMLElement | null} */
   let focusEl = null;
   let body;
 
@@ -254,7 +324,7 @@ function renderCard(card, t, actions, { draftKey = '' } = {}) {
         id, class: `card-input card-input-${type}`, testid: 'card-input', rows: type === 'prompt' ? 4 : 2,
         placeholder: card.input?.placeholder || '',
         oninput: () => storeDraft(draftKey, input.value),
-        onkeydown: (e) => {
+        onkeydown: (/** @type {KeyboardEvent} */ e) => {
           if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
             e.preventDefault();
             if (!submit.disabled) actions.submit?.(input.value.trim());
@@ -276,7 +346,7 @@ function renderCard(card, t, actions, { draftKey = '' } = {}) {
         count.update();
       }
       focusEl = input;
-      controls.append(h('form', { class: 'card-form', onsubmit: (e) => { e.preventDefault(); if (!submit.disabled) actions.submit?.(input.value.trim()); } },
+      controls.append(h('form', { class: 'card-form', onsubmit: (/** @type {Event} */ e) => { e.preventDefault(); if (!submit.disabled) actions.submit?.(input.value.trim()); } },
         h('label', { class: 'sr-only', for: id }, t('answerLabel')),
         input,
         count.note,
@@ -291,6 +361,10 @@ function renderCard(card, t, actions, { draftKey = '' } = {}) {
       const list = h('div', { class: 'options', role: 'radiogroup', 'aria-label': card.content, 'aria-describedby': hintId });
       /** @type {HTMLButtonElement[]} */
       const buttons = [];
+      /**
+       * @param {number} k
+       * @param {boolean} focus
+       */
       const choose = (k, focus) => {
         buttons.forEach((b, i) => {
           b.tabIndex = i === k ? 0 : -1;
@@ -334,10 +408,12 @@ function renderCard(card, t, actions, { draftKey = '' } = {}) {
   return {
     el,
     card,
+    /** @param {boolean} on */
     lock(on) {
       controls.disabled = on;
       if (!on) el.querySelectorAll('.option-selected').forEach((b) => b.classList.remove('option-selected'));
     },
+    /** @param {string | null} summary */
     answered(summary) {
       storeDraft(draftKey, '');
       controls.remove();

@@ -1,5 +1,10 @@
+// @ts-check
 // The panel's own words in English and Spanish. Model text arrives already in the session's language.
 
+/**
+ * The strings of each locale: text, or functions of their arguments, nested by topic.
+ * @type {Record<string, Record<string, string | ((...args: any[]) => string) | Record<string, string>>>}
+ */
 const STRINGS = {
   en: {
     startTitle: 'Start a coaching session',
@@ -275,15 +280,28 @@ const STRINGS = {
   },
 };
 
-/** translator returns t(key, ...args) for locale ("en" or "es"), falling back to English. */
+/**
+ * Translator is t(key, ...args): the string of key ("errors.session_busy" walks the nesting) in
+ * the locale, with args passed to the strings that are functions; locale names the locale.
+ * @typedef {((key: string, ...args: any[]) => string) & {locale: string}} Translator
+ */
+
+/**
+ * translator returns t(key, ...args) for locale ("en" or "es"), falling back to English, and to
+ * the key itself for a key no locale knows.
+ * @param {string | undefined} locale
+ * @returns {Translator}
+ */
 export function translator(locale) {
-  const dict = STRINGS[locale] || STRINGS.en;
+  const dict = (locale && STRINGS[locale]) || STRINGS.en;
+  /** @param {Record<string, any>} d @param {string} key @returns {any} */
+  const lookup = (d, key) => key.split('.').reduce((/** @type {any} */ o, k) => (o == null ? undefined : o[k]), d);
+  /** @param {string} key @param {...any} args */
   const t = (key, ...args) => {
-    const v = key.split('.').reduce((o, k) => (o == null ? undefined : o[k]), dict) ?? key.split('.').reduce((o, k) => (o == null ? undefined : o[k]), STRINGS.en);
+    const v = lookup(dict, key) ?? lookup(STRINGS.en, key);
     return typeof v === 'function' ? v(...args) : v ?? key;
   };
-  t.locale = STRINGS[locale] ? locale : 'en';
-  return t;
+  return Object.assign(t, { locale: locale && STRINGS[locale] ? locale : 'en' });
 }
 
 export const LOCALES = [

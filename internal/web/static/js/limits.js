@@ -1,3 +1,4 @@
+// @ts-check
 // Length limits of what the learner types, and the counter that shows them.
 //
 // The gateway refuses a message over its limit with 422 invalid_input. The panel counts as the

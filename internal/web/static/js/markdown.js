@@ -1,3 +1,4 @@
+// @ts-check
 // A tiny markdown renderer for model text: paragraphs with line breaks, headings, bulleted and
 // numbered lists (nested by indentation), block quotes, fenced code, rules, **bold**, *italic*,
 // `code` and http(s) links.
@@ -15,12 +16,25 @@ const QUOTE = /^\s{0,3}>\s?(.*)$/;
 const RULE = /^\s{0,3}([-*_])(\s*\1){2,}\s*$/;
 const FENCE = /^\s{0,3}(```|~~~)/;
 
-/** parseBlocks parses markdown source into a list of block nodes. */
+/**
+ * MdNode is a node of the parsed tree: its type, and the members of that type (children, text,
+ * items, level, start, href, lists).
+ * @typedef {{type: string} & Record<string, any>} MdNode
+ */
+
+/**
+ * parseBlocks parses markdown source into a list of block nodes.
+ * @param {unknown} src
+ * @returns {MdNode[]}
+ */
 export function parseBlocks(src) {
   const lines = String(src ?? '').replace(/\r\n?/g, '\n').split('\n');
+  /** @type {MdNode[]} */
   const blocks = [];
+  /** @type {string[] | null} */
   let para = null; // lines of the open paragraph
-  let lists = []; // open lists, outermost first: {node, indent}
+  /** @type {{node: MdNode, indent: number}[]} */
+  let lists = []; // open lists, outermost first
 
   const closePara = () => {
     if (para) blocks.push({ type: 'paragraph', children: parseInline(para.join('\n')) });
@@ -73,9 +87,10 @@ export function parseBlocks(src) {
     const ordered = bullet ? null : ORDERED.exec(line);
     if (bullet || ordered) {
       closePara();
-      const indent = (bullet || ordered)[1].replace(/\t/g, '    ').length;
+      const match = /** @type {RegExpExecArray} */ (bullet || ordered);
+      const indent = match[1].replace(/\t/g, '    ').length;
       const kind = bullet ? 'bullets' : 'numbers';
-      const text = bullet ? bullet[2] : ordered[3];
+      const text = bullet ? bullet[2] : match[3];
       // Close lists indented deeper than this item; open a nested or new list when needed.
       while (lists.length && lists[lists.length - 1].indent > indent) lists.pop();
       let top = lists[lists.length - 1];
@@ -84,8 +99,9 @@ export function parseBlocks(src) {
         top = lists[lists.length - 1];
       }
       if (!top || top.indent < indent) {
+        /** @type {MdNode} */
         const node = { type: kind, items: [] };
-        if (kind === 'numbers') node.start = Number(ordered[2]);
+        if (kind === 'numbers') node.start = Number(match[2]);
         if (top && top.node.items.length) top.node.items[top.node.items.length - 1].lists.push(node);
         else blocks.push(node);
         lists.push({ node, indent });
@@ -108,9 +124,14 @@ export function parseBlocks(src) {
   return blocks;
 }
 
-/** parseInline parses the inline markup of one block into text, strong, em, code, link and break nodes. */
+/**
+ * parseInline parses the inline markup of one block into text, strong, em, code, link and break nodes.
+ * @param {unknown} src
+ * @returns {MdNode[]}
+ */
 export function parseInline(src) {
   const s = String(src ?? '');
+  /** @type {MdNode[]} */
   const out = [];
   let text = '';
   const flush = () => {
@@ -175,6 +196,11 @@ export function parseInline(src) {
 
 // closing returns the index of the delimiter that closes an emphasis opened just before from, or
 // -1. The opener must touch text (no space after it) and so must the closer (no space before).
+/**
+ * @param {string} s
+ * @param {number} from
+ * @param {string} delim
+ */
 function closing(s, from, delim) {
   if (from >= s.length || /\s/.test(s[from])) return -1;
   for (let j = from + 1; j <= s.length - delim.length; j++) {
@@ -188,7 +214,13 @@ function closing(s, from, delim) {
 }
 
 // wordBoundary says whether "_" emphasis stands outside words, so snake_case stays as written.
+/**
+ * @param {string} s
+ * @param {number} before
+ * @param {number} after
+ */
 function wordBoundary(s, before, after) {
+  /** @param {string | undefined} ch */
   const isWord = (ch) => ch !== undefined && /[\p{L}\p{N}]/u.test(ch);
   return !isWord(s[before]) && !isWord(s[after]);
 }
@@ -196,6 +228,9 @@ function wordBoundary(s, before, after) {
 /**
  * renderMarkdown renders markdown source as a DocumentFragment. headingBase is the HTML heading
  * level of a "#" heading (default 3: headings inside a message sit below the page's own).
+ * @param {unknown} src
+ * @param {{headingBase?: number}} [options]
+ * @returns {DocumentFragment}
  */
 export function renderMarkdown(src, { headingBase = 3 } = {}) {
   const frag = document.createDocumentFragment();
@@ -203,13 +238,22 @@ export function renderMarkdown(src, { headingBase = 3 } = {}) {
   return frag;
 }
 
-/** renderInline renders the inline markup of src (no blocks) as a DocumentFragment. */
+/**
+ * renderInline renders the inline markup of src (no blocks) as a DocumentFragment.
+ * @param {unknown} src
+ * @returns {DocumentFragment}
+ */
 export function renderInline(src) {
   const frag = document.createDocumentFragment();
   appendInline(frag, parseInline(src));
   return frag;
 }
 
+/**
+ * @param {MdNode} b
+ * @param {number} headingBase
+ * @returns {HTMLElement}
+ */
 function renderBlock(b, headingBase) {
   switch (b.type) {
     case 'heading': {
@@ -219,8 +263,8 @@ function renderBlock(b, headingBase) {
     }
     case 'bullets':
     case 'numbers': {
-      const el = document.createElement(b.type === 'bullets' ? 'ul' : 'ol');
-      if (b.type === 'numbers' && b.start !== 1) el.start = b.start;
+      const el = b.type === 'bullets' ? document.createElement('ul') : document.createElement('ol');
+      if (el instanceof HTMLOListElement && b.start !== 1) el.start = b.start;
       for (const item of b.items) {
         const li = document.createElement('li');
         appendInline(li, item.children);
@@ -251,6 +295,10 @@ function renderBlock(b, headingBase) {
   }
 }
 
+/**
+ * @param {ParentNode} parent
+ * @param {MdNode[]} nodes
+ */
 function appendInline(parent, nodes) {
   for (const n of nodes) {
     switch (n.type) {

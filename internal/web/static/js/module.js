@@ -1,3 +1,4 @@
+// @ts-check
 // The module panel: structured responses (structured-response-schema.md) rendered block by block
 // as they stream, optional forms, next-step suggestions as quick replies, and the module's
 // progress with a toast for every milestone. Forms are optional guidance: the free-text box is
@@ -5,17 +6,37 @@
 // forms already answered filled in and closed, the quick replies of the last answer.
 
 import * as api from './api.js';
-import { clear, frame, h, reveal } from './dom.js';
+import { append, clear, frame, h, reveal } from './dom.js';
 import { renderInline, renderMarkdown } from './markdown.js';
 import { Turns, bubble, composer, uid } from './turn.js';
 import { messageLimit } from './limits.js';
 
+/**
+ * Field is a form field of a structured response (structured-response-schema.md).
+ * @typedef {{id: string, type: string, label: string, required?: boolean, options?: {value: string, label: string}[], placeholder?: string, help_text?: string, min?: number, max?: number}} Field
+ */
+/**
+ * Form is a form of a structured response.
+ * @typedef {{id: string, title?: string, description?: string, fields?: Field[], submit_label?: string, optional?: boolean}} Form
+ */
+/**
+ * FieldView is a field on screen: its node, read() (its value, undefined when empty) and write(v).
+ * @typedef {{node: HTMLElement, read: () => any, write: (v: any) => void}} FieldView
+ */
+
+/** @type {Record<string, string>} */
 const CALLOUT_ICONS = { info: 'ℹ️', warning: '⚠️', success: '✅', tip: '💡' };
 const BLOCK_TYPES = new Set(['paragraph', 'heading', 'list', 'quote', 'info', 'warning', 'success', 'tip']);
 
+/**
+ * mountModule mounts the module panel of session in root.
+ * @param {import('./turn.js').PanelArgs} args
+ */
 export function mountModule({ root, session, t, resumed, toast, touched = () => {}, newSession }) {
   let sess = session;
+  /** @type {any} */
   let def = null; // the module definition, for titles and topic names
+  /** @type {any} */
   let lastProgress = null;
 
   const title = h('h2', { class: 'module-title', testid: 'module-title' }, sess.state.module);
@@ -40,10 +61,11 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
     newSession: newSession && (() => newSession(box.input.value)),
     onBusy: (busy) => {
       box.setLocked(busy);
-      transcript.querySelectorAll('.suggestions button').forEach((b) => { b.disabled = busy; });
+      transcript.querySelectorAll('.suggestions button').forEach((b) => { /** @type {HTMLButtonElement} */ (b).disabled = busy; });
     },
   });
 
+  /** @param {string} id */
   const topicName = (id) => {
     for (const s of def?.sections || []) {
       for (const tp of s.topics || []) {
@@ -52,9 +74,10 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
     }
     return id;
   };
-  const topicTotal = () => (def?.sections || []).reduce((n, s) => n + (s.topics || []).length, 0);
+  const topicTotal = () => (def?.sections || []).reduce((/** @type {number} */ n, /** @type {any} */ s) => n + (s.topics || []).length, 0);
 
   // showProgress draws meta.progress, or the session state's figures when p is null.
+  /** @param {any} p */
   function showProgress(p) {
     const st = sess.state;
     const pct = Math.max(0, Math.min(100, Math.round(Number(p?.percentage ?? st.percentage ?? 0))));
@@ -64,7 +87,7 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
     meter.dataset.percentage = String(pct);
     meterFill.style.width = `${pct}%`;
     progressText.textContent = [`${pct}%`, t('covered', covered.length), remaining === null ? null : t('remaining', remaining)].filter(Boolean).join(' · ');
-    clear(topicList).append(covered.map((id) => h('li', null, topicName(id))));
+    append(clear(topicList), covered.map((/** @type {string} */ id) => h('li', null, topicName(id))));
     topics.hidden = covered.length === 0;
   }
 
@@ -79,6 +102,12 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
   // send runs one turn; shown is what the learner's bubble says. fromBox marks a message typed in
   // the box: when its turn fails it goes back there (to edit, or to send again with Retry);
   // other inputs (a form, a quick reply) stay in the transcript marked as failed, with Retry.
+  /**
+   * @param {Record<string, any>} body
+   * @param {string} shown
+   * @param {boolean} [fromBox]
+   * @returns {Promise<boolean>}
+   */
   async function send(body, shown, fromBox = false) {
     if (turns.busy) return false;
     const userMsg = bubble('user', t('you'), shown, body.auto ? { class: 'msg-auto', testid: 'msg-auto' } : {});
@@ -89,8 +118,9 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
     // Older quick replies answer an older question.
     transcript.querySelectorAll('.suggestions').forEach((s) => s.remove());
 
-    let resp = null;
-    let blocksEl = null;
+    // The coach's message and its blocks, made by begin() before anything else uses them.
+    let resp = /** @type {HTMLElement} */ (/** @type {unknown} */ (null));
+    let blocksEl = resp;
     let streamed = new Map(); // block index → {type, text, el}
     let live = false;
     const render = frame(() => {
@@ -126,7 +156,7 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
           b.el.dataset.index = String(index);
           streamed.set(index, b);
           // Keep blocks in index order whatever order they start in.
-          const after = [...blocksEl.children].find((c) => Number(c.dataset.index) > index);
+          const after = [...blocksEl.children].find((c) => Number(/** @type {HTMLElement} */ (c).dataset.index) > index);
           blocksEl.insertBefore(b.el, after || null);
         }
         if (line.blockType) b.type = line.blockType;
@@ -168,6 +198,10 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
   }
 
   // responseEl renders a finished response as the coach's message.
+  /**
+   * @param {any} r
+   * @param {boolean} fallback
+   */
   function responseEl(r, fallback) {
     return h('article', {
       class: 'msg msg-assistant module-response', testid: 'module-response',
@@ -176,6 +210,11 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
   }
 
   // renderResponse renders a structured response: blocks, media, forms, next step.
+  /**
+   * @param {any} r
+   * @param {boolean} fallback
+   * @returns {DocumentFragment}
+   */
   function renderResponse(r, fallback) {
     const frag = document.createDocumentFragment();
     const content = r.content || {};
@@ -195,15 +234,16 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
     if (forms.length) {
       // The gateway accepts only the forms of the latest response that offered any.
       transcript.querySelectorAll('form.module-form:not([data-sent])').forEach((f) => {
-        f.dataset.superseded = 'true';
-        f.querySelector('fieldset').disabled = true;
+        /** @type {HTMLFormElement} */ (f).dataset.superseded = 'true';
+        /** @type {HTMLFieldSetElement} */ (f.querySelector('fieldset')).disabled = true;
       });
       for (const f of forms) frag.append(renderForm(f));
     }
     const next = content.next_step;
     if (next && (next.prompt || (next.suggestions || []).length)) {
       if (next.prompt) frag.append(h('p', { class: 'next-prompt', testid: 'next-prompt' }, renderInline(next.prompt)));
-      const suggestions = (next.suggestions || []).filter((s) => typeof s === 'string' && s.trim());
+      /** @type {string[]} */
+      const suggestions = (next.suggestions || []).filter((/** @type {unknown} */ s) => typeof s === 'string' && s.trim());
       if (suggestions.length) {
         frag.append(h('div', { class: 'suggestions', role: 'group', 'aria-label': t('suggestions') },
           suggestions.map((s) => h('button', { type: 'button', class: 'chip', testid: 'suggestion', onclick: () => send({ message: s }, s) }, s))));
@@ -212,15 +252,20 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
     return frag;
   }
 
+  /**
+   * @param {Form} form
+   * @returns {HTMLFormElement}
+   */
   function renderForm(form) {
     const fields = h('fieldset', { class: 'form-fields' });
     const formTitle = form.title || form.id;
     const el = h('form', { class: 'module-form', testid: 'module-form', dataset: { formId: form.id } }, fields);
     const hintId = uid('form-hint');
-    fields.append(
+    append(fields, [
       h('legend', { class: 'form-title' }, formTitle),
       form.description ? h('p', { class: 'form-desc' }, renderInline(form.description)) : null,
-      form.optional === false ? null : h('p', { class: 'form-optional', testid: 'form-optional-note' }, t('formOptional')));
+      form.optional === false ? null : h('p', { class: 'form-optional', testid: 'form-optional-note' }, t('formOptional'))]);
+    /** @type {(FieldView & {field: Field})[]} */
     const readers = [];
     for (const field of form.fields || []) {
       const view = renderField(field, form.id, hintId);
@@ -244,10 +289,12 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
         // A required checkbox group has no native check; the first box carries the message.
         if (field.type === 'checkbox' && field.required) {
           const first = el.querySelector(`input[name="${CSS.escape(field.id)}"]`);
-          first?.setCustomValidity(read() === undefined ? t('formRequiredMark') : '');
+          if (!(first instanceof HTMLInputElement)) continue;
+          first.setCustomValidity(read() === undefined ? t('formRequiredMark') : '');
         }
       }
       if (!el.reportValidity()) return;
+      /** @type {Record<string, any>} */
       const values = {};
       for (const { field, read } of readers) {
         const v = read();
@@ -266,6 +313,7 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
       form,
       title: formTitle,
       // answered shows the form as the learner sent it: filled in, closed.
+      /** @param {Record<string, any>} values */
       answered(values) {
         for (const { field, write } of readers) write(values[field.id]);
         fields.disabled = true;
@@ -277,6 +325,10 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
 
   // describeAnswer is what the learner's bubble says for a form answer: the form's title, then
   // each answered field with its option labels.
+  /**
+   * @param {Form} form
+   * @param {Record<string, any>} values
+   */
   function describeAnswer(form, values) {
     const lines = [];
     for (const field of form.fields || []) {
@@ -285,7 +337,13 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
     return `${t('formSent', form.title || form.id)}\n${lines.join('\n')}`;
   }
 
-  // renderField returns a field's node, read() (its value, undefined when empty) and write(v).
+  /**
+   * renderField renders a form field.
+   * @param {Field} field
+   * @param {string} formId
+   * @param {string} hintId the id of the form's Ctrl+Enter hint, for its text areas
+   * @returns {FieldView}
+   */
   function renderField(field, formId, hintId) {
     const id = `f-${formId}-${field.id}`.replace(/[^A-Za-z0-9_-]/g, '_');
     const label = [field.label, field.required ? h('span', { class: 'req', title: t('formRequiredMark') }, ' *') : null];
@@ -297,8 +355,8 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
       case 'checkbox': {
         const inputs = options.map((o, i) => h('input', {
           type: field.type, name: field.id, value: o.value, id: `${id}-${i}`, required: field.type === 'radio' && field.required,
-          onchange: (e) => e.target.setCustomValidity(''),
         }));
+        inputs.forEach((x) => x.addEventListener('change', () => x.setCustomValidity('')));
         const node = h('fieldset', { class: `field field-${field.type}`, testid: 'form-field', dataset: { fieldId: field.id }, 'aria-describedby': describedBy },
           h('legend', null, label),
           options.map((o, i) => h('label', { class: 'check', for: `${id}-${i}` }, inputs[i], h('span', null, o.label))),
@@ -309,7 +367,7 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
             const vs = inputs.filter((x) => x.checked).map((x) => x.value);
             return vs.length ? vs : undefined;
           };
-        const write = (v) => inputs.forEach((x) => { x.checked = Array.isArray(v) ? v.includes(x.value) : x.value === v; });
+        const write = (/** @type {any} */ v) => inputs.forEach((x) => { x.checked = Array.isArray(v) ? v.includes(x.value) : x.value === v; });
         return { node, read, write };
       }
       case 'select': {
@@ -318,7 +376,7 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
         return {
           node: h('div', { class: 'field', testid: 'form-field', dataset: { fieldId: field.id } }, h('label', { for: id }, label), select, help),
           read: () => select.value || undefined,
-          write: (v) => { select.value = v === undefined ? '' : String(v); },
+          write: (/** @type {any} */ v) => { select.value = v === undefined ? '' : String(v); },
         };
       }
       case 'number': {
@@ -394,25 +452,35 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
   };
 }
 
-// describe shows a form answer as the learner's bubble says it: option labels, not values.
+/**
+ * describe shows a form answer as the learner's bubble says it: option labels, not values.
+ * @param {Field} field
+ * @param {unknown} v
+ * @returns {string}
+ */
 function describe(field, v) {
-  const label = (x) => (field.options || []).find((o) => o.value === x)?.label || x;
+  const label = (/** @type {unknown} */ x) => (field.options || []).find((o) => o.value === x)?.label || String(x);
   if (Array.isArray(v)) return v.map(label).join(', ');
   return typeof v === 'string' ? label(v) : String(v);
 }
 
+/** @param {import('./i18n.js').Translator} t */
 function typingLine(t) {
   return h('p', { class: 'typing' }, h('span', { class: 'dots', 'aria-hidden': 'true' }, h('i'), h('i'), h('i')), ' ', t('thinking'));
 }
 
-/** renderBlock renders one text block by its type; the content is markdown. */
+/**
+ * renderBlock renders one text block by its type; the content is markdown.
+ * @param {{type?: unknown, content?: unknown, level?: unknown}} b
+ * @returns {HTMLElement}
+ */
 export function renderBlock(b) {
-  const type = BLOCK_TYPES.has(b.type) ? b.type : 'paragraph';
+  const type = typeof b.type === 'string' && BLOCK_TYPES.has(b.type) ? b.type : 'paragraph';
   const content = typeof b.content === 'string' ? b.content : '';
   let el;
   if (type === 'heading') {
-    const level = Math.max(2, Math.min(6, Number.isInteger(b.level) ? b.level : 2));
-    el = h(`h${level}`, { class: 'block block-heading' }, renderInline(content));
+    const level = Math.max(2, Math.min(6, typeof b.level === 'number' && Number.isInteger(b.level) ? b.level : 2));
+    el = h(/** @type {'h2'} */ (`h${level}`), { class: 'block block-heading' }, renderInline(content));
   } else if (type === 'quote') {
     el = h('blockquote', { class: 'block block-quote' }, renderMarkdown(content));
   } else if (CALLOUT_ICONS[type]) {
@@ -427,7 +495,11 @@ export function renderBlock(b) {
   return el;
 }
 
-// renderMedia renders an image, video or audio item whose source is an http(s) URL or a path on this origin.
+/**
+ * renderMedia renders an image, video or audio item whose source is an http(s) URL or a path on this origin.
+ * @param {any} m
+ * @returns {HTMLElement | null}
+ */
 function renderMedia(m) {
   if (!m || typeof m.src !== 'string') return null;
   let url;

@@ -1,3 +1,4 @@
+// @ts-check
 // The sessions this browser has opened, to return to: kept in localStorage (the gateway knows
 // sessions only by id, and an id is all it takes to read one back), newest first.
 

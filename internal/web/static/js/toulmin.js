@@ -1,3 +1,4 @@
+// @ts-check
 // The Toulmin panel: the seven steps as a progress bar, the chat with the coach's streamed text,
 // the ProposedUpdateCard, the draft of every step (editable) and the completion banner.
 //
@@ -16,13 +17,27 @@ import { renderMarkdown } from './markdown.js';
 import { Turns, bubble, composer } from './turn.js';
 import { messageLimit } from './limits.js';
 
+/** @typedef {import('./api.js').ApiError} ApiError */
+/**
+ * Proposal is a CoachAIResult's proposedUpdate.
+ * @typedef {{field: string, value: string, rationale?: string}} Proposal
+ */
+
 export const STEPS = ['claim', 'grounds', 'warrant', 'groundsBacking', 'warrantBacking', 'qualifier', 'rebuttal'];
 
+/**
+ * mountToulmin mounts the Toulmin panel of session in root.
+ * @param {import('./turn.js').PanelArgs} args
+ */
 export function mountToulmin({ root, session, t, resumed, touched = () => {}, newSession }) {
   let sess = session;
+  /** @type {Proposal | null} */
   let proposal = null; // the proposedUpdate on screen
-  let editing = null; // {step, text} of the draft being edited
+  /** @type {{step: string, text: string} | null} */
+  let editing = null; // the draft being edited
+  /** @returns {any} */
   const state = () => sess.state;
+  /** @param {string} step */
   const stepName = (step) => t(`steps.${step}`);
 
   // Progress: one item per step, and a meter of completed steps.
@@ -62,6 +77,10 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
 
   transcript.append(bubble('assistant', t('coach'), renderMarkdown(t('toulminIntro')), { testid: 'msg-intro' }));
 
+  /**
+   * @param {string} text
+   * @param {string} testid
+   */
   function note(text, testid) {
     const el = h('p', { class: 'msg-note', testid }, text);
     transcript.append(el);
@@ -69,6 +88,7 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
   }
 
   // applySession takes the session the gateway answered with and redraws what depends on it.
+  /** @param {any} s */
   function applySession(s) {
     sess = s;
     const st = state();
@@ -107,9 +127,10 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
         }, t('edit')));
       item.append(head);
       if (editing?.step === step) {
-        const area = h('textarea', { class: 'draft-input', testid: `draft-input-${step}`, rows: 3, value: editing.text, 'aria-label': stepName(step), oninput: (e) => { editing.text = e.target.value; } });
+        const edit = editing;
+        const area = h('textarea', { class: 'draft-input', testid: `draft-input-${step}`, rows: 3, value: edit.text, 'aria-label': stepName(step), oninput: () => { edit.text = area.value; } });
         item.append(area, h('div', { class: 'draft-actions' },
-          h('button', { type: 'button', class: 'btn btn-small btn-primary', testid: `draft-save-${step}`, onclick: () => saveDraft(step, editing.text) }, t('save')),
+          h('button', { type: 'button', class: 'btn btn-small btn-primary', testid: `draft-save-${step}`, onclick: () => saveDraft(step, edit.text) }, t('save')),
           h('button', { type: 'button', class: 'btn btn-small btn-ghost', onclick: () => { editing = null; renderDraft(); } }, t('cancel'))));
       } else {
         item.append(h('p', { class: value ? 'draft-value' : 'draft-value draft-empty', testid: `draft-${step}` }, value || t('draftEmpty')));
@@ -118,12 +139,17 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
     }
   }
 
+  /**
+   * @param {string} step
+   * @param {string} value
+   */
   async function saveDraft(step, value) {
     try {
       const s = await api.putDraft(sess.id, step, value);
       editing = null;
       applySession(s);
-    } catch (err) {
+    } catch (thrown) {
+      const err = /** @type {ApiError} */ (thrown);
       turns.showError(err, err.retryable ? () => saveDraft(step, value) : null);
     }
   }
@@ -140,6 +166,7 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
   }
 
   // showProposal shows p when it is for the current step (the seed's rule), and nothing otherwise.
+  /** @param {Proposal | null | undefined} p */
   function showProposal(p) {
     const st = state();
     proposal = p && p.field === st.step && !st.isComplete && typeof p.value === 'string' && p.value.trim() ? p : null;
@@ -160,6 +187,7 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
 
   // rejectedNote keeps a rejected proposal's text in the transcript, with a way to take it into
   // the box and rework it.
+  /** @param {Proposal | null} p */
   function rejectedNote(p) {
     const el = h('div', { class: 'msg-note msg-rejected', testid: 'msg-rejected' },
       h('p', null, t('rejected')),
@@ -171,14 +199,16 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
     return el;
   }
 
+  /** @param {'accept' | 'reject'} action */
   async function decide(action) {
     const decided = proposal;
-    const field = proposal?.field;
+    const field = decided ? decided.field : state().step;
     proposalSlot.querySelectorAll('button').forEach((b) => { b.disabled = true; });
     turns.clearStatus();
     try {
       applySession(await api.decideProposal(sess.id, action));
-    } catch (err) {
+    } catch (thrown) {
+      const err = /** @type {ApiError} */ (thrown);
       if (err.code === 'no_pending_proposal') await refresh();
       else proposalSlot.querySelectorAll('button').forEach((b) => { b.disabled = false; });
       turns.showError(err, err.retryable ? () => decide(action) : null);
@@ -210,17 +240,22 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
 
   // send runs one coach turn with the learner's message, or a continue turn (the coach opens the
   // current step) when message is null.
+  /**
+   * @param {string | null} message
+   * @returns {Promise<boolean>}
+   */
   async function send(message) {
     if (state().isComplete || turns.busy) return false;
     const userMsg = message === null ? null : bubble('user', t('you'), message);
-    if (userMsg) {
+    if (userMsg && message !== null) {
       transcript.append(userMsg);
       reveal(userMsg);
       touched(message);
     }
     showProposal(null);
-    let reply = null;
-    let body = null;
+    // The coach's bubble and its body, made by begin() before anything else uses them.
+    let reply = /** @type {HTMLElement} */ (/** @type {unknown} */ (null));
+    let body = reply;
     let text = '';
     let live = false;
     const render = frame(() => {
@@ -235,7 +270,7 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
         live = true;
         reply = bubble('assistant', t('coach'), h('p', { class: 'typing' }, t('thinking')), { class: 'msg-streaming' });
         reply.dataset.streaming = 'true';
-        body = reply.querySelector('.msg-body');
+        body = /** @type {HTMLElement} */ (reply.querySelector('.msg-body'));
         transcript.append(reply);
         reveal(reply);
       },
@@ -275,6 +310,10 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
   }
 
   // assistantContent renders a result's assistantText, setting the appended nextQuestion apart.
+  /**
+   * @param {{assistantText?: unknown, nextQuestion?: unknown}} r
+   * @returns {DocumentFragment}
+   */
   function assistantContent(r) {
     const full = typeof r.assistantText === 'string' ? r.assistantText : '';
     const q = typeof r.nextQuestion === 'string' ? r.nextQuestion.trim() : '';

@@ -1,9 +1,36 @@
+// @ts-check
 // What the three panels share: running a streamed turn (busy state, the "retrying…" note of a
 // reset line, the error box with its Retry button) and the free-text composer.
 
 import { getTranscript, streamTurn } from './api.js';
 import { autosize, clear, h, reveal } from './dom.js';
 import { limitCounter } from './limits.js';
+
+/** @typedef {import('./i18n.js').Translator} Translator */
+/** @typedef {import('./api.js').ApiError} ApiError */
+
+/**
+ * PanelArgs is what app.js gives the panel of a session's contract when it mounts it.
+ * @typedef {object} PanelArgs
+ * @property {HTMLElement} root where the panel goes
+ * @property {any} session the session as the gateway answered it
+ * @property {Translator} t
+ * @property {boolean} resumed whether the session existed before this page (restore it)
+ * @property {(text: string, options?: {kind?: string}) => void} toast
+ * @property {(title: string) => void} [touched] the learner did something: date the session, name it by title
+ * @property {(draft?: string) => void} [newSession] start a session like this one, with draft in its box
+ */
+
+/**
+ * TurnView is what a panel shows of a turn as its stream arrives.
+ * @typedef {object} TurnView
+ * @property {() => void} [begin] before each attempt
+ * @property {(line: any) => void} [delta]
+ * @property {(line: any) => void} [card]
+ * @property {(line: any) => void} [reset]
+ * @property {(line: any) => void} [result]
+ * @property {(err: ApiError) => void} [fail]
+ */
 
 /**
  * Turns runs the turns of one session, one at a time. The panel's root element carries
@@ -14,21 +41,28 @@ export class Turns {
   /**
    * @param {object} o
    * @param {() => string} o.sessionId
-   * @param {Function} o.t translator
+   * @param {Translator} o.t
    * @param {HTMLElement} o.root the panel
    * @param {HTMLElement} o.status where the retry note and errors show
    * @param {(busy: boolean) => void} [o.onBusy]
-   * @param {() => void} [o.newSession] offered when the session is gone
+   * @param {(() => void) | null} [o.newSession] offered when the session is gone
    */
   constructor({ sessionId, t, root, status, onBusy, newSession }) {
-    Object.assign(this, { sessionId, t, root, status, onBusy, newSession });
+    this.sessionId = sessionId;
+    this.t = t;
+    this.root = root;
+    this.status = status;
+    this.onBusy = onBusy;
+    this.newSession = newSession || undefined;
     this.busy = false;
     this.count = 0;
+    /** @type {AbortController | null} */
     this.controller = null;
     root.dataset.busy = 'false';
     root.dataset.turns = '0';
   }
 
+  /** @param {boolean} busy */
   setBusy(busy) {
     this.busy = busy;
     this.root.dataset.busy = String(busy);
@@ -43,6 +77,10 @@ export class Turns {
    * retry, when given, is what the Retry button of a failure does instead of sending body again
    * (a message that went back into the box is sent from there). It resolves true when the turn
    * completed.
+   * @param {object | (() => object)} body
+   * @param {TurnView} view
+   * @param {{retry?: (() => unknown) | null}} [options]
+   * @returns {Promise<boolean>}
    */
   async send(body, view, { retry = null } = {}) {
     if (this.busy) return false;
@@ -70,8 +108,10 @@ export class Turns {
             // result and error end the stream and are handled below; unknown types are for newer clients.
         }
       }, { signal: controller.signal });
-    } catch (err) {
+    } catch (thrown) {
       if (controller.signal.aborted) return false;
+      // streamTurn rejects with ApiErrors only.
+      const err = /** @type {ApiError} */ (thrown);
       this.setBusy(false);
       this.hideNote();
       view.fail?.(err);
@@ -91,12 +131,13 @@ export class Turns {
    * transcript reads the session's transcript, oldest entry first, to restore the panel; when it
    * cannot be read it shows why (with "Start a new session" when the session is gone) and
    * returns no entries.
+   * @returns {Promise<any[]>}
    */
   async transcript() {
     try {
       return await getTranscript(this.sessionId());
     } catch (err) {
-      this.showError(err, null);
+      this.showError(/** @type {ApiError} */ (err), null);
       return [];
     }
   }
@@ -119,7 +160,11 @@ export class Turns {
     this.status.querySelector('[data-testid="retry-note"]')?.remove();
   }
 
-  /** showError shows err; retry, when given, is offered as a Retry button. */
+  /**
+   * showError shows err; retry, when given, is offered as a Retry button.
+   * @param {ApiError} err
+   * @param {(() => unknown) | null} retry
+   */
   showError(err, retry) {
     this.clearStatus();
     this.status.append(errorBox(this.t, err, retry, () => this.clearStatus(), { newSession: this.newSession }));
@@ -130,6 +175,9 @@ export class Turns {
 /**
  * friendlyError returns the sentence a learner reads for err: what happened and what to do, in
  * the session's language, without codes (those go to the details line).
+ * @param {Translator} t
+ * @param {ApiError} err
+ * @returns {string}
  */
 export function friendlyError(t, err) {
   const keys = err.field ? [`errors.${err.code}_${err.field}`, `errors.${err.code}`] : [`errors.${err.code}`];
@@ -146,6 +194,12 @@ export function friendlyError(t, err) {
  * with the code, HTTP status, field and the gateway's own message for whoever debugs it. retry,
  * when given, is offered as a Retry button; newSession as "Start a new session" when the session
  * is gone.
+ * @param {Translator} t
+ * @param {ApiError} err
+ * @param {(() => unknown) | null} retry
+ * @param {(() => void) | null} dismiss
+ * @param {{newSession?: () => void}} [actions]
+ * @returns {HTMLElement}
  */
 export function errorBox(t, err, retry, dismiss, { newSession } = {}) {
   const details = [
@@ -166,7 +220,10 @@ export function errorBox(t, err, retry, dismiss, { newSession } = {}) {
 
 let uidCount = 0;
 
-/** uid returns an element id unique in the page. */
+/**
+ * uid returns an element id unique in the page.
+ * @param {string} prefix
+ */
 export function uid(prefix) {
   uidCount += 1;
   return `${prefix}-${uidCount}`;
@@ -180,6 +237,9 @@ export function uid(prefix) {
  * gateway's message limit: a counter shows near it, and Send is off while the text is longer
  * (nothing is cut). draftKey, when given, keeps the unsent text in localStorage so that a reload
  * or a return to the session finds it again.
+ * @param {Translator} t
+ * @param {(text: string) => Promise<boolean>} onSend
+ * @param {{placeholder?: string, limit?: number, draftKey?: string}} [options]
  */
 export function composer(t, onSend, { placeholder = '', limit = 8000, draftKey = '' } = {}) {
   const hintId = uid('composer-hint');
@@ -194,6 +254,7 @@ export function composer(t, onSend, { placeholder = '', limit = 8000, draftKey =
   const count = limitCounter(t, input, limit, { onChange: sync });
   count.note.id = noteId;
   const saveDraft = () => storeDraft(draftKey, input.value);
+  /** @param {string} text */
   const setText = (text) => {
     input.value = text;
     fit();
@@ -219,7 +280,7 @@ export function composer(t, onSend, { placeholder = '', limit = 8000, draftKey =
       submit();
     }
   });
-  const el = h('form', { class: 'composer', testid: 'composer', dataset: { sticky: 'bottom' }, onsubmit: (e) => { e.preventDefault(); submit(); } },
+  const el = h('form', { class: 'composer', testid: 'composer', dataset: { sticky: 'bottom' }, onsubmit: (/** @type {Event} */ e) => { e.preventDefault(); submit(); } },
     input, button,
     h('div', { class: 'composer-meta' }, h('p', { class: 'composer-hint', id: hintId, testid: 'composer-hint' }, t('composerHint')), count.counter),
     count.note, count.live);
@@ -229,11 +290,13 @@ export function composer(t, onSend, { placeholder = '', limit = 8000, draftKey =
     el,
     input,
     /** setLocked blocks sending (while a turn streams) but lets the learner type ahead. */
+    /** @param {boolean} v */
     setLocked(v) {
       locked = v;
       sync();
     },
     /** setDisabled turns the box off altogether (a finished session). */
+    /** @param {boolean} v */
     setDisabled(v) {
       input.disabled = v;
       locked = v;
@@ -251,7 +314,10 @@ export function composer(t, onSend, { placeholder = '', limit = 8000, draftKey =
 
 const DRAFT_STORAGE = 'coachgw.draft.';
 
-/** loadDraft returns the unsent text kept under key, or "". */
+/**
+ * loadDraft returns the unsent text kept under key, or "".
+ * @param {string} key
+ */
 export function loadDraft(key) {
   if (!key) return '';
   try {
@@ -261,7 +327,11 @@ export function loadDraft(key) {
   }
 }
 
-/** storeDraft keeps text under key ("" forgets it). */
+/**
+ * storeDraft keeps text under key ("" forgets it).
+ * @param {string} key
+ * @param {string} text
+ */
 export function storeDraft(key, text) {
   if (!key) return;
   try {
@@ -272,7 +342,10 @@ export function storeDraft(key, text) {
   }
 }
 
-/** forgetDrafts drops every unsent text kept for session id. */
+/**
+ * forgetDrafts drops every unsent text kept for session id.
+ * @param {string} id
+ */
 export function forgetDrafts(id) {
   try {
     for (let i = localStorage.length - 1; i >= 0; i--) {
@@ -284,7 +357,13 @@ export function forgetDrafts(id) {
   }
 }
 
-/** bubble renders one chat message; content is a node or text. */
+/**
+ * bubble renders one chat message; content is a node or text.
+ * @param {string} role
+ * @param {string} label
+ * @param {import('./dom.js').Child} content
+ * @param {{class?: string, testid?: string}} [extra]
+ */
 export function bubble(role, label, content, extra = {}) {
   return h('article', { class: `msg msg-${role}${extra.class ? ` ${extra.class}` : ''}`, testid: extra.testid || `msg-${role}` },
     h('header', { class: 'msg-who' }, label),
