@@ -91,6 +91,7 @@ func TestRunRejectsBadStarts(t *testing.T) {
 	}{
 		{"arguments", []string{"serve"}, nil, "takes no arguments"},
 		{"bad setting", nil, map[string]string{"COACH_IDLE_TIMEOUT": "soon"}, "COACH_IDLE_TIMEOUT"},
+		{"output bound of an unknown contract", nil, map[string]string{"COACH_ADDR": "127.0.0.1:0", "COACH_MAX_OUTPUT_BYTES": "toulmn=65536", "COACH_DATA_DIR": t.TempDir()}, `no contract "toulmn"`},
 		{"bad modules dir", nil, map[string]string{"COACH_ADDR": "127.0.0.1:0", "COACH_MODULES_DIR": "/nonexistent-coachgw-modules", "COACH_DATA_DIR": t.TempDir()}, "module"},
 	}
 	for _, tt := range tests {

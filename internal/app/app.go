@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -80,6 +81,11 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (_ *App, er
 		toulmin.New(),
 		cards.New(cards.Config{CyclesPerLevel: cfg.CardsCyclesPerLevel, MaxLevel: cfg.CardsMaxLevel}),
 		module.New(modules),
+	}
+	for name := range cfg.ContractOutputBytes {
+		if !slices.ContainsFunc(contracts, func(c coach.Contract) bool { return c.Name() == name }) {
+			return nil, fmt.Errorf("COACH_MAX_OUTPUT_BYTES: there is no contract %q", name)
+		}
 	}
 	ups := make([]coach.Upstream, len(a.upstreams))
 	names := make([]string, len(a.upstreams))

@@ -285,6 +285,9 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.SaveInterval <= 0 {
 		errs = append(errs, fmt.Errorf("COACH_SAVE_INTERVAL must be positive"))
 	}
+	if c.LockTTL < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("COACH_LOCK_TTL=%v: want at least 100ms (a running turn renews its lock every third of it)", c.LockTTL))
+	}
 	if c.CardsMaxLevel < 1 {
 		errs = append(errs, fmt.Errorf("COACH_CARDS_MAX_LEVEL must be at least 1"))
 	}

@@ -42,6 +42,8 @@ func TestLoadErrors(t *testing.T) {
 		{"negative number", "COACH_MAX_ATTEMPTS", "-1"},
 		{"bad format", "COACH_RESPONSE_FORMAT", "xml"},
 		{"bad log level", "COACH_LOG_LEVEL", "loud"},
+		{"lock TTL too short to renew", "COACH_LOCK_TTL", "10ms"},
+		{"bad output bound", "COACH_MAX_OUTPUT_BYTES", "lots"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
