@@ -366,7 +366,9 @@ async function browserScenarios() {
     await start(page, 'toulmin');
     await page.getByTestId('draft-edit-claim').click();
     await page.getByTestId('draft-input-claim').fill('Schools should start classes at 9 a.m. or later.');
-    await page.getByTestId('draft-save-claim').click();
+    const draftHint = (await page.getByTestId('draft-input-claim').getAttribute('aria-describedby')).split(' ')[0];
+    assert((await page.locator(`[id="${draftHint}"]`).textContent()).includes('Ctrl+Enter'), 'the Ctrl+Enter hint describes the draft box');
+    await page.getByTestId('draft-input-claim').press('Control+Enter');
     await page.waitForFunction(() => document.querySelector('[data-testid="draft-claim"]')?.textContent.startsWith('Schools should start'));
     await say(page, 'Schools should start classes later because teenagers need more sleep.');
     await waitTurns(page, 'toulmin', 1);

@@ -14,14 +14,17 @@
 import * as api from './api.js';
 import { clear, frame, h, reveal } from './dom.js';
 import { renderMarkdown } from './markdown.js';
-import { Turns, bubble, composer } from './turn.js';
-import { messageLimit } from './limits.js';
+import { Turns, bubble, composer, uid } from './turn.js';
+import { limitCounter, messageLimit } from './limits.js';
 
 /** @typedef {import('./api.js').ApiError} ApiError */
 /**
  * Proposal is a CoachAIResult's proposedUpdate.
  * @typedef {{field: string, value: string, rationale?: string}} Proposal
  */
+
+// DRAFT_LIMIT is the longest draft text the gateway stores (internal/toulmin.MaxDraft).
+const DRAFT_LIMIT = 4000;
 
 export const STEPS = ['claim', 'grounds', 'warrant', 'groundsBacking', 'warrantBacking', 'qualifier', 'rebuttal'];
 
@@ -128,10 +131,25 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
       item.append(head);
       if (editing?.step === step) {
         const edit = editing;
-        const area = h('textarea', { class: 'draft-input', testid: `draft-input-${step}`, rows: 3, value: edit.text, 'aria-label': stepName(step), oninput: () => { edit.text = area.value; } });
-        item.append(area, h('div', { class: 'draft-actions' },
-          h('button', { type: 'button', class: 'btn btn-small btn-primary', testid: `draft-save-${step}`, onclick: () => saveDraft(step, edit.text) }, t('save')),
-          h('button', { type: 'button', class: 'btn btn-small btn-ghost', onclick: () => { editing = null; renderDraft(); } }, t('cancel'))));
+        const hintId = uid('draft-hint');
+        const save = h('button', { type: 'button', class: 'btn btn-small btn-primary', testid: `draft-save-${step}`, onclick: () => saveDraft(step, edit.text) }, t('save'));
+        // As in the cards: Enter breaks the line, Ctrl+Enter (Cmd+Enter) saves.
+        const area = h('textarea', {
+          class: 'draft-input', testid: `draft-input-${step}`, rows: 3, value: edit.text, 'aria-label': stepName(step), 'aria-describedby': hintId,
+          oninput: () => { edit.text = area.value; },
+          onkeydown: (/** @type {KeyboardEvent} */ e) => {
+            if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+              e.preventDefault();
+              if (!save.disabled) saveDraft(step, edit.text);
+            }
+          },
+        });
+        const count = limitCounter(t, area, DRAFT_LIMIT, { onChange: (over) => { save.disabled = over; } });
+        count.note.id = uid('draft-note');
+        area.setAttribute('aria-describedby', `${hintId} ${count.note.id}`);
+        item.append(area, count.note, h('div', { class: 'draft-actions' }, save,
+          h('button', { type: 'button', class: 'btn btn-small btn-ghost', onclick: () => { editing = null; renderDraft(); } }, t('cancel')),
+          h('span', { class: 'input-hint', id: hintId, testid: 'draft-hint' }, t('draftHint')), count.counter), count.live);
       } else {
         item.append(h('p', { class: value ? 'draft-value' : 'draft-value draft-empty', testid: `draft-${step}` }, value || t('draftEmpty')));
       }
