@@ -39,6 +39,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -73,6 +74,11 @@ type Config struct {
 	// RedisRelay also routes the gateway's Redis connections through a counting relay, a
 	// cross-check of the gateway's own count that costs a loopback hop per round trip.
 	RedisRelay bool
+	// Upstreams, when positive, configures the gateway with COACH_UPSTREAMS of that many
+	// endpoints instead of OPENAI_BASE_URL: fakellm first, then fallback endpoints on loopback
+	// ports where nothing listens. With a healthy first endpoint the others are never asked, so
+	// comparing 1 with 3 shows what configuring fallbacks costs a turn.
+	Upstreams int
 	// Hold opens this many streams at once to measure memory per open stream; 0 uses the
 	// level's concurrency, negative skips the measurement.
 	Hold int
@@ -168,7 +174,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res := &Result{
 		Command: cfg.Command, Date: time.Now().UTC(), Machine: readMachine(),
-		Shape: shapeJSON(cfg.Shape, r.scripts),
+		Shape: shapeJSON(cfg.Shape, r.scripts), Upstreams: cfg.Upstreams,
 	}
 
 	up, err := startUpstream(r.clk, cfg.Shape, cfg.Seed)
@@ -316,9 +322,14 @@ func measureHop(direct, relayed string) (float64, error) {
 }
 
 // gatewayEnv is the gateway's configuration: the usual environment variables.
-func (r *runner) gatewayEnv() []string {
+func (r *runner) gatewayEnv() ([]string, error) {
+	ups, err := r.upstreams()
+	if err != nil {
+		return nil, err
+	}
 	return childEnv(
 		"OPENAI_BASE_URL", r.up.base+"/v1",
+		"COACH_UPSTREAMS", ups,
 		"OPENAI_API_KEY", "bench",
 		"REDIS_URL", r.redisURL,
 		"COACH_REDIS_PREFIX", r.prefix,
@@ -334,7 +345,35 @@ func (r *runner) gatewayEnv() []string {
 		"COACH_RATE_LIMIT", "0",
 		"COACH_API_KEYS", "",
 		"COACH_API_KEYS_FILE", "",
-	)
+	), nil
+}
+
+// upstreams returns the gateway's COACH_UPSTREAMS for Config.Upstreams, or "" for none.
+func (r *runner) upstreams() (string, error) {
+	type entry struct {
+		Name      string `json:"name"`
+		BaseURL   string `json:"baseURL"`
+		APIKeyEnv string `json:"apiKeyEnv"`
+		Profile   string `json:"profile"`
+	}
+	var list []entry
+	for i := range r.cfg.Upstreams {
+		e := entry{Name: "primary", BaseURL: r.up.base + "/v1", APIKeyEnv: "OPENAI_API_KEY", Profile: "openai"}
+		if i > 0 {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return "", err
+			}
+			e.Name, e.BaseURL = fmt.Sprintf("fallback-%d", i), "http://"+ln.Addr().String()+"/v1"
+			ln.Close() // a port where nothing listens: the fallback is never needed
+		}
+		list = append(list, e)
+	}
+	if len(list) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(list)
+	return string(b), err
 }
 
 // modeAcc accumulates one mode's phases of a level.
@@ -360,7 +399,11 @@ type modeAcc struct {
 func (r *runner) level(ctx context.Context, c int) (Level, error) {
 	turns, rounds, perWorker := r.cfg.turnsFor(c)
 	lvl := Level{Concurrency: c, TurnsPerMode: turns, Rounds: rounds, TurnsPerWorker: perWorker}
-	gw, err := startChild(ctx, r.cfg.Self, roleGateway, r.gatewayEnv(), r.cfg.Stderr)
+	env, err := r.gatewayEnv()
+	if err != nil {
+		return lvl, err
+	}
+	gw, err := startChild(ctx, r.cfg.Self, roleGateway, env, r.cfg.Stderr)
 	if err != nil {
 		return lvl, err
 	}

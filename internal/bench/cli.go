@@ -34,6 +34,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	delayMax := fs.Duration("delay-max", DefaultShape.DelayMax, "longest pause between chunks")
 	seed := fs.Uint64("seed", 1, "seed of the scripts and pauses")
 	hold := fs.Int("hold", 0, "streams held open to measure memory (0: the level's concurrency, -1: skip)")
+	upstreams := fs.Int("upstreams", 0, "configure the gateway with this many model endpoints (COACH_UPSTREAMS: fakellm, then dead fallbacks); 0: OPENAI_BASE_URL alone")
 	relay := fs.Bool("redis-relay", false, "also count the gateway's Redis commands on the wire, through a relay (adds a loopback hop to each)")
 	profileDir := fs.String("profile-dir", "", "write gateway CPU and heap profiles here")
 	out := fs.String("out", "docs/bench/bench.json", "JSON results file ('' for none)")
@@ -82,7 +83,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		cfg := Config{
 			Levels: lv, Turns: *turns, Rounds: *rounds, Seed: *seed, Hold: *hold,
 			Shape:    Shape{Chunks: *chunks, ChunkMin: *chunkMin, ChunkMax: *chunkMax, DelayMin: *delayMin, DelayMax: *delayMax},
-			RedisURL: getenv("REDIS_URL"), RedisRelay: *relay, ProfileDir: *profileDir,
+			RedisURL: getenv("REDIS_URL"), RedisRelay: *relay, ProfileDir: *profileDir, Upstreams: *upstreams,
 			Progress: stderr, Stderr: stderr, Command: commandLine(args, getenv("REDIS_URL")),
 		}
 		if err := cfg.Shape.validate(); err != nil {

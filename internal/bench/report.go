@@ -48,6 +48,9 @@ func (r *Report) Markdown() string {
 		if run.RelayHopMs != nil {
 			w(" (the relay adds %.3f ms to each Redis round trip, median, included in coachgw's figures)", *run.RelayHopMs)
 		}
+		if run.Upstreams > 0 {
+			w(". The gateway has %d model endpoints (COACH_UPSTREAMS): fakellm first, the others on ports where nothing listens", run.Upstreams)
+		}
 		w(".\n\n")
 	}
 	w("%s\n", methodText)

@@ -18,7 +18,10 @@ type Result struct {
 	Redis string `json:"redis"`
 	// RelayHopMs is the median time the counting relay (when used) adds to a Redis round trip.
 	RelayHopMs *float64 `json:"relayHopMs,omitempty"`
-	Levels     []Level  `json:"levels"`
+	// Upstreams is how many model endpoints the gateway was configured with through
+	// COACH_UPSTREAMS; 0 for OPENAI_BASE_URL alone.
+	Upstreams int     `json:"upstreams,omitempty"`
+	Levels    []Level `json:"levels"`
 }
 
 // Machine is where the bench ran.
