@@ -106,7 +106,9 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (_ *App, er
 	}
 	syncCtx, stopSync := context.WithCancel(context.Background())
 	a.closers = append(a.closers, stopSync)
-	go a.breaker.Run(syncCtx, min(time.Second, cfg.BreakerCooldown/4))
+	// Other instances' open circuits are read every second, or four times a cooldown when that
+	// is shorter, so that they are seen well before they end.
+	go a.breaker.Run(syncCtx, max(10*time.Millisecond, min(time.Second, cfg.BreakerCooldown/4)))
 	svc := coach.New(coach.Deps{
 		Store:     a.store,
 		Upstreams: ups,

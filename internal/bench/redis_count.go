@@ -51,11 +51,14 @@ func scrapeRedis(ctx context.Context, hc *http.Client, base string) (map[string]
 	return counts, nil
 }
 
-// notRoundTrips are the labels that set connections up rather than serve a turn: the hook's
-// dial and handshake, and the commands of a handshake as the relay sees them.
+// notRoundTrips are the labels that do not serve a turn: the hook's dial and handshake, the
+// commands of a handshake as the relay sees them, and the circuit breaker's background reads of
+// the circuits other instances opened (a PTTL per model endpoint about once a second, whatever
+// the traffic; see redisstore.Store.OpenCircuits).
 var notRoundTrips = map[string]bool{
 	"dial": true, "handshake": true,
 	"HELLO": true, "AUTH": true, "CLIENT": true, "SELECT": true, "READONLY": true,
+	"pttl": true, "PTTL": true,
 }
 
 // roundTrips sums the counts that are a turn's round trips.

@@ -39,7 +39,7 @@
 //	Transcript  script         {prefix}:{<id>}:s and :t
 //	Allow    script            {prefix}:{rl:<tenant>}
 //	OpenCircuit   SET PX       {prefix}:{cb:<endpoint>}
-//	OpenCircuits  PTTL each    {prefix}:{cb:<endpoint>} (pipelined, one slot per key)
+//	OpenCircuits  PTTL each    {prefix}:{cb:<endpoint>} (one command per key)
 //
 // No operation reads or writes two sessions at once (no MGET, no SCAN, no transaction across
 // sessions), and the scripts touch only the keys passed to them in KEYS, never a key they build
