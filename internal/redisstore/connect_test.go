@@ -233,8 +233,8 @@ func TestEmbedded(t *testing.T) {
 	}
 }
 
-// TestEmbeddedClockTTL checks that the embedded server expires keys as its clock moves, without
-// FastForward, as a long-running gateway needs.
+// TestEmbeddedClockTTL checks that the embedded server expires keys as the wall clock moves,
+// without FastForward, as a long-running gateway needs: at most embeddedTick late.
 func TestEmbeddedClockTTL(t *testing.T) {
 	m, client, err := startEmbedded()
 	if err != nil {
@@ -243,11 +243,20 @@ func TestEmbeddedClockTTL(t *testing.T) {
 	defer m.Close()
 	defer client.Close()
 	ctx := context.Background()
-	if err := client.Set(ctx, "k", "v", time.Minute).Err(); err != nil {
+	if err := client.Set(ctx, "short", "v", 100*time.Millisecond).Err(); err != nil {
 		t.Fatalf("SET: %v", err)
 	}
-	m.SetTime(time.Now().Add(time.Hour))
-	if n := client.Exists(ctx, "k").Val(); n != 0 {
-		t.Errorf("EXISTS after the clock passed the TTL = %d, want 0", n)
+	if err := client.Set(ctx, "long", "v", time.Hour).Err(); err != nil {
+		t.Fatalf("SET: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for client.Exists(ctx, "short").Val() == 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("a key with a 100ms TTL still exists after 5s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if ttl := client.PTTL(ctx, "long").Val(); ttl <= 59*time.Minute || ttl >= time.Hour {
+		t.Errorf("PTTL of the 1h key = %v, want it running down from 1h", ttl)
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -65,8 +64,11 @@ type snapshotKey struct {
 // its name, type, PTTL (ms, negative without one), the number of values and the values (a
 // string; a list's items; a hash's fields and values; a set's members; a sorted set's members
 // and scores). A type it cannot read (a stream) has no values and is reported by Save.
+//
+// The array's length is counted in n rather than taken with #out, which the embedded server's
+// Lua computes anew each time (a save of thousands of keys would be quadratic).
 var snapshotScript = redis.NewScript(`
-local out = {}
+local out, n = {}, 0
 for _, k in ipairs(redis.call('KEYS', '*')) do
   local t = redis.call('TYPE', k)
   if type(t) == 'table' then t = t['ok'] end
@@ -77,11 +79,12 @@ for _, k in ipairs(redis.call('KEYS', '*')) do
   elseif t == 'set' then v = redis.call('SMEMBERS', k)
   elseif t == 'zset' then v = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
   end
-  out[#out + 1] = k
-  out[#out + 1] = t
-  out[#out + 1] = redis.call('PTTL', k)
-  out[#out + 1] = #v
-  for _, x in ipairs(v) do out[#out + 1] = x end
+  out[n + 1], out[n + 2], out[n + 3], out[n + 4] = k, t, redis.call('PTTL', k), #v
+  n = n + 4
+  for _, x in ipairs(v) do
+    n = n + 1
+    out[n] = x
+  end
 end
 return out
 `)
@@ -89,7 +92,7 @@ return out
 // SavedEmbedded is an embedded Redis (see Embedded) whose keys are loaded from a file at start
 // and saved to it by Save. It is safe for concurrent use.
 type SavedEmbedded struct {
-	m      *miniredis.Miniredis
+	m      *embeddedServer
 	client *redis.Client
 	path   string
 

@@ -265,3 +265,88 @@ func FuzzDecodeSnapshot(f *testing.F) {
 		m.FlushAll()
 	})
 }
+
+// BenchmarkSave measures one save of an embedded Redis holding 1000 sessions, each with a
+// 20-entry transcript: what the periodic save costs a gateway of that size.
+func BenchmarkSave(b *testing.B) {
+	s, c, _, err := StartSaved(filepath.Join(b.TempDir(), SnapshotFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	store := New(c, Options{TTL: time.Hour})
+	result := json.RawMessage(`{"assistantText":"` + strings.Repeat("Good start. ", 20) + `","step":"claim","confidence":0.5}`)
+	for range 1000 {
+		now := time.Now().UTC()
+		sess := &coach.Session{ID: coach.NewID(), Contract: "toulmin", Locale: "en", Version: 1, State: json.RawMessage(`{"step":"claim"}`), CreatedAt: now, UpdatedAt: now}
+		if err := store.Create(ctx, sess); err != nil {
+			b.Fatal(err)
+		}
+		for range 10 {
+			claimed, token, err := store.Claim(ctx, "", sess.ID, time.Minute)
+			if err != nil {
+				b.Fatal(err)
+			}
+			claimed.Version++
+			claimed.History = append(claimed.History, coach.Message{Role: coach.RoleUser, Content: "Cities should ban cars."}, coach.Message{Role: coach.RoleAssistant, Content: string(result)})
+			extra := coach.CommitExtra{Transcript: []coach.TranscriptEntry{
+				{At: now, Role: coach.TranscriptLearner, Input: json.RawMessage(`{"message":"Cities should ban cars."}`)},
+				{At: now, Role: coach.TranscriptCoach, Result: result},
+			}}
+			if err := store.Commit(ctx, claimed, token, extra); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, _, err := s.Save(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if st, err := os.Stat(s.Path()); err == nil {
+		b.ReportMetric(float64(st.Size())/(1<<20), "MiB/file")
+	}
+}
+
+// BenchmarkEmbeddedTurnWithManySessions measures a turn's two round trips (Claim and Commit with
+// two transcript entries) on the embedded server holding 1000 other sessions (3000 keys): the
+// cost of a command there grows with the number of keys the server must check for expiry.
+func BenchmarkEmbeddedTurnWithManySessions(b *testing.B) {
+	client, stop, err := Embedded()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stop()
+	ctx := context.Background()
+	store := New(client, Options{TTL: time.Hour})
+	newSession := func() *coach.Session {
+		now := time.Now().UTC()
+		s := &coach.Session{ID: coach.NewID(), Contract: "toulmin", Version: 1, State: json.RawMessage(`{}`), CreatedAt: now, UpdatedAt: now}
+		if err := store.Create(ctx, s); err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+	turn := func(id string) {
+		claimed, token, err := store.Claim(ctx, "", id, time.Minute)
+		if err != nil {
+			b.Fatal(err)
+		}
+		claimed.Version++
+		entry := coach.TranscriptEntry{Role: coach.TranscriptLearner, Input: json.RawMessage(`{"message":"hi"}`)}
+		if err := store.Commit(ctx, claimed, token, coach.CommitExtra{Transcript: []coach.TranscriptEntry{entry, entry}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range 1000 {
+		turn(newSession().ID)
+	}
+	s := newSession()
+	b.ResetTimer()
+	for b.Loop() {
+		turn(s.ID)
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/redis/go-redis/v9"
 )
@@ -20,7 +19,7 @@ type backend struct {
 	// dial returns a new client of the server, closed when t ends.
 	dial func(t *testing.T) redis.UniversalClient
 	// mini is the server when it is a miniredis, whose clock the suite can move; nil for a real one.
-	mini *miniredis.Miniredis
+	mini *embeddedServer
 }
 
 // backends returns the real Redis (REDIS_URL, else 127.0.0.1:6379) and the embedded miniredis.
