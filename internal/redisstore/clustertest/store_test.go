@@ -3,7 +3,6 @@ package clustertest_test
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -59,7 +58,8 @@ func TestClusterStore(t *testing.T) {
 
 // spreadSessions runs claim, busy, conflict, commit and release on many sessions, which land in
 // slots all over the cluster, and checks where their keys live while every session is locked:
-// both keys of a session in the same slot on the same master, and sessions on every master.
+// all keys of a session (document, lock, transcript and its counters) in the same slot on the
+// same master, and sessions on every master.
 func spreadSessions(t *testing.T, f *storetest.Fixture, cc *redis.ClusterClient) {
 	ctx := context.Background()
 	const n = 60
@@ -71,7 +71,8 @@ func spreadSessions(t *testing.T, f *storetest.Fixture, cc *redis.ClusterClient)
 		_, _, err := f.Store.Claim(ctx, "acme", s.ID, longTTL)
 		storetest.WantErr(t, "second Claim", err, coach.ErrBusy)
 		storetest.WantErr(t, "Commit with a wrong token", f.Store.Commit(ctx, storetest.Next(claimed, `{"note":"x"}`), "not-"+token, coach.CommitExtra{}), coach.ErrConflict)
-		if err := f.Store.Commit(ctx, storetest.Next(claimed, `{"note":"v2"}`), token, coach.CommitExtra{}); err != nil {
+		extra := coach.CommitExtra{Transcript: []coach.TranscriptEntry{storetest.Learner(`{"message":"v2"}`)}}
+		if err := f.Store.Commit(ctx, storetest.Next(claimed, `{"note":"v2"}`), token, extra); err != nil {
 			t.Fatalf("Commit: %v", err)
 		}
 		_, token = f.Claim(t, "acme", s.ID, longTTL)
@@ -85,7 +86,8 @@ func spreadSessions(t *testing.T, f *storetest.Fixture, cc *redis.ClusterClient)
 		wantVersion(t, f, s.ID, 2)
 	}
 
-	// Every session is now locked: each has both keys. Ask every master which it holds.
+	// Every session is now locked and has a transcript: each has all four keys. Ask every master
+	// which it holds.
 	var mu sync.Mutex
 	held := map[string]map[string]bool{} // master address → keys it holds
 	err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
@@ -107,22 +109,26 @@ func spreadSessions(t *testing.T, f *storetest.Fixture, cc *redis.ClusterClient)
 	}
 	perMaster := map[string]int{}
 	for _, id := range ids {
-		doc, lock := f.DocKey(id), f.LockKey(id)
-		docSlot, err1 := cc.ClusterKeySlot(ctx, doc).Result()
-		lockSlot, err2 := cc.ClusterKeySlot(ctx, lock).Result()
-		if err := errors.Join(err1, err2); err != nil {
+		doc := f.DocKey(id)
+		keys := []string{doc, f.LockKey(id), f.TranscriptKey(id), f.TranscriptKey(id) + "m"}
+		docSlot, err := cc.ClusterKeySlot(ctx, doc).Result()
+		if err != nil {
 			t.Fatalf("CLUSTER KEYSLOT: %v", err)
-		}
-		if docSlot != lockSlot {
-			t.Errorf("%s is in slot %d but %s in slot %d", doc, docSlot, lock, lockSlot)
 		}
 		owner, err := cc.MasterForKey(ctx, doc)
 		if err != nil {
 			t.Fatalf("MasterForKey(%s): %v", doc, err)
 		}
 		addr := owner.Options().Addr
-		if !held[addr][doc] || !held[addr][lock] {
-			t.Errorf("master %s, owner of slot %d, holds %s: %v, %s: %v; want both", addr, docSlot, doc, held[addr][doc], lock, held[addr][lock])
+		for _, k := range keys[1:] {
+			if slot, err := cc.ClusterKeySlot(ctx, k).Result(); err != nil || slot != docSlot {
+				t.Errorf("%s is in slot %d but %s in slot %d (%v)", doc, docSlot, k, slot, err)
+			}
+		}
+		for _, k := range keys {
+			if !held[addr][k] {
+				t.Errorf("master %s, owner of slot %d, does not hold %s", addr, docSlot, k)
+			}
 		}
 		perMaster[addr]++
 	}
