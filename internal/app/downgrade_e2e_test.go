@@ -6,12 +6,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/coachgw/coachgw/internal/apptest"
 	"github.com/coachgw/coachgw/internal/config"
+	"github.com/coachgw/coachgw/internal/openai"
 )
 
 // TestDowngradeRemembered points the gateway at an endpoint that rejects response_format
@@ -57,5 +59,30 @@ func TestDowngradeRemembered(t *testing.T) {
 	metrics, _ := io.ReadAll(resp.Body)
 	if want := `coachgw_upstream_downgrades_total{setting="response_format",to="prompt",upstream="studio"} 1`; !bytes.Contains(metrics, []byte(want)) {
 		t.Errorf("/metrics lacks %s", want)
+	}
+}
+
+// TestProfileNamesAgree checks that the configuration accepts exactly the profiles, tool
+// choices and response formats the model adapter knows.
+func TestProfileNamesAgree(t *testing.T) {
+	var names []string
+	for _, p := range openai.Profiles() {
+		names = append(names, p.Name)
+	}
+	if !slices.Equal(names, config.Profiles) {
+		t.Errorf("config.Profiles = %q, the adapter's profiles %q", config.Profiles, names)
+	}
+	for _, c := range config.ToolChoices {
+		if _, err := openai.ParseToolChoice(c); err != nil {
+			t.Errorf("config accepts tool choice %q: %v", c, err)
+		}
+	}
+	for _, f := range config.ResponseFormats {
+		if _, err := openai.ParseFormat(f); err != nil {
+			t.Errorf("config accepts response format %q: %v", f, err)
+		}
+	}
+	if len(config.ToolChoices) != 3 || len(config.ResponseFormats) != 3 {
+		t.Errorf("config knows tool choices %q and formats %q, want the adapter's three of each", config.ToolChoices, config.ResponseFormats)
 	}
 }
