@@ -1,6 +1,7 @@
 // Package redisstore keeps coach sessions in Redis: it is the go-redis v9 adapter behind
 // coach.Store, plus the client plumbing the gateway needs around it: Connect for standalone,
-// Sentinel and Cluster URLs, Embedded for an in-process server when no Redis is configured, and
+// Sentinel and Cluster URLs, Embedded for an in-process server when no Redis is configured
+// (StartSaved for one whose keys are kept in a file between runs, see persist.go), and
 // CountingHook, which proves how many round trips an operation costs.
 //
 // # Key layout
