@@ -157,6 +157,8 @@ func TestEchoedInputIsClipped(t *testing.T) {
 		{"module of a new session", "POST", "/v1/sessions", `{"contract":"module","module":"` + long + `"}`},
 		{"contract of a new session", "POST", "/v1/sessions", `{"contract":"` + long + `"}`},
 		{"step of a turn", "POST", "/v1/sessions/" + ts.create("toulmin") + "/turns", `{"message":"hi","step":"` + long + `"}`},
+		{"role in a chat", "POST", "/v1/sessions/" + ts.create("toulmin") + "/chat", `{"messages":[{"id":"m","role":"` + long + `","parts":[]}]}`},
+		{"part in a chat", "POST", "/v1/sessions/" + ts.create("toulmin") + "/chat", `{"messages":[{"id":"m","role":"user","parts":[{"type":"data-coach-` + long + `"}]}]}`},
 		{"form of a turn", "POST", "/v1/sessions/" + ts.create("module") + "/turns", `{"form":{"id":"` + long[:7000] + `","values":{}}}`},
 	}
 	for _, tt := range tests {

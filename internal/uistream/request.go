@@ -62,7 +62,7 @@ func (r *Request) TurnInput() (coach.TurnInput, error) {
 	}
 	last := r.Messages[len(r.Messages)-1]
 	if last.Role != coach.RoleUser {
-		return in, coach.FieldError("messages", "the last message must be the learner's (role \"user\"), not %q", last.Role)
+		return in, coach.FieldError("messages", "the last message must be the learner's (role \"user\"), not %q", coach.Clip(last.Role))
 	}
 	var text strings.Builder
 	texts, inputs := 0, 0
@@ -98,7 +98,7 @@ func (r *Request) TurnInput() (coach.TurnInput, error) {
 			}
 			in.Continue = true
 		case strings.HasPrefix(p.Type, "data-coach-"):
-			return in, coach.FieldError("messages", "unknown part %q", p.Type)
+			return in, coach.FieldError("messages", "unknown part %q", coach.Clip(p.Type))
 		}
 	}
 	switch {
