@@ -500,7 +500,12 @@ func entryBody(e coach.TranscriptEntry) (string, error) {
 	if err != nil {
 		return "", coach.Wrap(err, coach.KindInternal, coach.CodeInternal, "cannot encode a transcript entry")
 	}
-	return strings.TrimPrefix(string(b), entryPrefix), nil
+	body, ok := strings.CutPrefix(string(b), entryPrefix)
+	if !ok {
+		// The script would store {"seq":N,{"seq":0,… otherwise: Seq must stay the first member.
+		return "", coach.Errorf(coach.KindInternal, coach.CodeInternal, "a transcript entry encodes as %.20s…, not starting with %s", b, entryPrefix)
+	}
+	return body, nil
 }
 
 // Renew extends the lock on session id to ttl from now (rounded up to whole milliseconds) if it
