@@ -45,7 +45,7 @@ func (s *floodStream) Close() error { return nil }
 // write fails, the turn ends as cancelled and the session's lock is released, instead of the
 // handler waiting on the client for ever with the session locked.
 func TestClientThatNeverReads(t *testing.T) {
-	const turnTimeout = time.Second
+	const turnTimeout = 2 * time.Second
 	store := coachtest.NewMemStore()
 	ts := startServer(t, func(d *Deps) {
 		d.Service = coach.NewService(store, floodModel{}, contracts(t), coach.Options{

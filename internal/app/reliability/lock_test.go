@@ -26,8 +26,8 @@ func TestShortLock(t *testing.T) {
 
 	t.Run("renewed during a long turn", func(t *testing.T) {
 		s := g.Create("toulmin", nil)
-		// About 15 chunks 80 ms apart: a turn of some four lock TTLs.
-		g.LLM.Enqueue(fakellm.Reply{Content: answer("Tell me more, please.")})
+		// About 30 chunks 80 ms apart: a turn of some eight lock TTLs.
+		g.LLM.Enqueue(fakellm.Reply{Content: answer("Tell me more about the cities you mean, and why cars matter there.")})
 		st := g.OpenTurn(s.ID, apptest.Msg("Cities should ban cars."))
 		time.Sleep(3 * ttl)
 		if n, err := rdb.Exists(context.Background(), lockKey(g.Config.RedisPrefix, s.ID)).Result(); err != nil || n != 1 {
