@@ -95,7 +95,9 @@ func TestClientDisconnect(t *testing.T) {
 					}
 				}
 			}
-			waitFor(t, "the upstream request is open", 5*time.Second, func() bool { return g.LLM.Open() == 1 })
+			// Open counts a request from its first byte, Requests only once its body is read: a
+			// client that left in between would cancel a request the endpoint never recorded.
+			waitFor(t, "the upstream request is open", 5*time.Second, func() bool { return g.LLM.Open() == 1 && len(g.LLM.Requests()) == 1 })
 
 			st.Close()
 			took := waitFor(t, "the upstream request is cancelled", 5*time.Second, func() bool { return g.LLM.Open() == 0 })
