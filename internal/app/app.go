@@ -230,14 +230,14 @@ func (a *App) savedRedis() (redis.UniversalClient, error) {
 	save := func(what string, done zerolog.Level) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		n, unsaved, err := saved.Save(ctx)
+		rep, err := saved.Save(ctx)
 		switch {
 		case err != nil:
 			log.Error().Err(err).Msg(what + ": saving the embedded Redis failed")
-		case unsaved > 0:
-			log.Warn().Int("keys", n).Int("unsaved", unsaved).Msg(what + ": saved the embedded Redis, leaving out keys of a type it cannot save")
+		case rep.Unsaved > 0:
+			log.Warn().Int("keys", rep.Keys).Int("unsaved", rep.Unsaved).Msg(what + ": saved the embedded Redis, leaving out keys of a type it cannot save")
 		default:
-			log.WithLevel(done).Int("keys", n).Msg(what + ": saved the embedded Redis")
+			log.WithLevel(done).Int("keys", rep.Keys).Bool("unchanged", rep.Unchanged).Msg(what + ": saved the embedded Redis")
 		}
 	}
 	stop, done := make(chan struct{}), make(chan struct{})

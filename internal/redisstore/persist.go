@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -101,6 +102,9 @@ type SavedEmbedded struct {
 	closed bool
 	// refuse, when set, is why Save must not write: the file there could not be set aside.
 	refuse error
+	// lastSum is the SHA-256 of the keys this server last wrote, when saved is set.
+	saved   bool
+	lastSum [sha256.Size]byte
 }
 
 // LoadReport says what StartSaved found in its file.
@@ -229,31 +233,50 @@ func (s *SavedEmbedded) restore(k snapshotKey) bool {
 	return s.m.Exists(k.Key)
 }
 
+// SaveReport says what Save did.
+type SaveReport struct {
+	// Keys is how many keys the file holds; Unsaved how many keys were left out, having a type
+	// that cannot be saved.
+	Keys, Unsaved int
+	// Unchanged says the keys were exactly those this server saved last, so the file was left as
+	// it was: an idle gateway does not rewrite its file every interval.
+	Unchanged bool
+}
+
 // Save writes every key of the server to the file, atomically: the keys are read in one step
-// (a script), written to a temporary file next to the file, synced and renamed over it. It
-// returns how many keys were saved and how many of them have a type that cannot be saved
-// (they are left out).
-func (s *SavedEmbedded) Save(ctx context.Context) (saved, unsaved int, err error) {
+// (a script), written to a temporary file next to the file, synced and renamed over it.
+func (s *SavedEmbedded) Save(ctx context.Context) (SaveReport, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.refuse != nil {
-		return 0, 0, s.refuse
+		return SaveReport{}, s.refuse
 	}
 	if s.closed {
-		return 0, 0, errors.New("redisstore: the embedded Redis is closed")
+		return SaveReport{}, errors.New("redisstore: the embedded Redis is closed")
 	}
 	snap, unsaved, err := s.read(ctx, time.Now())
 	if err != nil {
-		return 0, 0, err
+		return SaveReport{}, err
+	}
+	rep := SaveReport{Keys: len(snap.Keys), Unsaved: unsaved}
+	keys, err := json.Marshal(snap.Keys)
+	if err != nil {
+		return SaveReport{}, fmt.Errorf("redisstore: encoding the saved state: %w", err)
+	}
+	sum := sha256.Sum256(keys)
+	if s.saved && sum == s.lastSum {
+		rep.Unchanged = true
+		return rep, nil
 	}
 	data, err := json.MarshalIndent(snap, "", " ")
 	if err != nil {
-		return 0, 0, fmt.Errorf("redisstore: encoding the saved state: %w", err)
+		return SaveReport{}, fmt.Errorf("redisstore: encoding the saved state: %w", err)
 	}
 	if err := writeAtomic(s.path, data); err != nil {
-		return 0, 0, err
+		return SaveReport{}, err
 	}
-	return len(snap.Keys), unsaved, nil
+	s.saved, s.lastSum = true, sum
+	return rep, nil
 }
 
 // read takes the snapshot of the server.
@@ -279,7 +302,12 @@ func (s *SavedEmbedded) read(ctx context.Context, now time.Time) (*snapshot, int
 		}
 		i += n
 		if pttl > 0 {
+			// Rounded up to the second: the server's TTLs move in steps of embeddedTick, and an
+			// expiry that wobbles by those steps would make every save look like a change.
 			at := now.Add(time.Duration(pttl) * time.Millisecond).UTC()
+			if r := at.Truncate(time.Second); r.Before(at) {
+				at = r.Add(time.Second)
+			}
 			k.ExpiresAt = &at
 		}
 		if !k.set(vals) {

@@ -73,9 +73,10 @@ func TestSavedRoundTrip(t *testing.T) {
 	}
 	sess := fillEveryType(t, c)
 	ctx := context.Background()
-	saved, unsaved, err := s.Save(ctx)
-	if err != nil || unsaved != 0 {
-		t.Fatalf("Save = %d, %d, %v", saved, unsaved, err)
+	first, err := s.Save(ctx)
+	saved := first.Keys
+	if err != nil || first.Unsaved != 0 || first.Unchanged {
+		t.Fatalf("Save = %+v, %v", first, err)
 	}
 	if want := 6 + 3; saved != want { // six plain keys; the session's document, transcript and counters
 		t.Errorf("saved %d keys, want %d", saved, want)
@@ -96,7 +97,8 @@ func TestSavedRoundTrip(t *testing.T) {
 	if got := c2.Get(ctx, "str").Val(); got != "plain ✓" {
 		t.Errorf("str = %q", got)
 	}
-	if ttl := c2.PTTL(ctx, "str").Val(); ttl < 9*time.Minute || ttl > 10*time.Minute {
+	// Saved expiry times are rounded up to the second.
+	if ttl := c2.PTTL(ctx, "str").Val(); ttl < 9*time.Minute || ttl > 10*time.Minute+time.Second {
 		t.Errorf("str PTTL = %v, want about 10m", ttl)
 	}
 	if got := c2.Get(ctx, "bin").Val(); got != "\xff\x00not utf-8" {
@@ -119,7 +121,7 @@ func TestSavedRoundTrip(t *testing.T) {
 	if got := c2.ZRangeWithScores(ctx, "zset", 0, -1).Val(); len(got) != 2 || got[0].Member != "m2" || got[0].Score != -2 || got[1].Score != 1.5 {
 		t.Errorf("zset = %+v", got)
 	}
-	if ttl := c2.PTTL(ctx, "zset").Val(); ttl < 59*time.Minute || ttl > time.Hour {
+	if ttl := c2.PTTL(ctx, "zset").Val(); ttl < 59*time.Minute || ttl > time.Hour+time.Second {
 		t.Errorf("zset PTTL = %v, want about 1h", ttl)
 	}
 
@@ -144,16 +146,48 @@ func TestSavedRoundTrip(t *testing.T) {
 	}
 }
 
+// TestSaveSkipsAnUnchangedServer checks that an idle gateway does not rewrite its file: a save
+// whose keys are those of the last one leaves the file alone, and a change is written.
+func TestSaveSkipsAnUnchangedServer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), SnapshotFile)
+	s, c, _ := startSaved(t, path)
+	ctx := context.Background()
+	fillEveryType(t, c)
+	if rep, err := s.Save(ctx); err != nil || rep.Unchanged {
+		t.Fatalf("first Save = %+v, %v; want it written", rep, err)
+	}
+	if err := os.WriteFile(path, []byte("marker"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * embeddedTick) // the TTLs move on; their saved expiry times must not
+	if rep, err := s.Save(ctx); err != nil || !rep.Unchanged {
+		t.Errorf("Save of an unchanged server = %+v, %v; want Unchanged", rep, err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "marker" {
+		t.Errorf("an unchanged save rewrote the file")
+	}
+	if err := c.Set(ctx, "new", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := s.Save(ctx); err != nil || rep.Unchanged {
+		t.Errorf("Save after a change = %+v, %v; want it written", rep, err)
+	}
+	if b, _ := os.ReadFile(path); !strings.Contains(string(b), `"new"`) {
+		t.Errorf("the change was not written")
+	}
+}
+
 // TestSavedKeysExpireWhileStopped checks that expiry times are absolute: a key whose time
 // passed while the gateway was stopped is not loaded.
 func TestSavedKeysExpireWhileStopped(t *testing.T) {
 	path := filepath.Join(t.TempDir(), SnapshotFile)
 	s, c, _ := startSaved(t, path)
 	fillEveryType(t, c)
-	saved, _, err := s.Save(context.Background())
+	rep, err := s.Save(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
+	saved := rep.Keys
 	s.Close()
 
 	m, c2, err := startEmbedded()
@@ -164,9 +198,9 @@ func TestSavedKeysExpireWhileStopped(t *testing.T) {
 	t.Cleanup(later.Close)
 	// Two hours later: the keys with a TTL (at most an hour) have expired; bin, list, hash and
 	// set have none.
-	rep := later.load(time.Now().Add(2 * time.Hour))
-	if rep.Keys != 4 || rep.Expired != saved-4 {
-		t.Errorf("report %+v, want 4 keys loaded and %d expired", rep, saved-4)
+	loaded := later.load(time.Now().Add(2 * time.Hour))
+	if loaded.Keys != 4 || loaded.Expired != saved-4 {
+		t.Errorf("report %+v, want 4 keys loaded and %d expired", loaded, saved-4)
 	}
 	if n := c2.Exists(context.Background(), "str", "zset").Val(); n != 0 {
 		t.Errorf("%d expired keys loaded", n)
@@ -211,8 +245,8 @@ func TestSavedCorruptFileSetAside(t *testing.T) {
 			if err := c.Set(context.Background(), "k", "v", 0).Err(); err != nil {
 				t.Fatal(err)
 			}
-			if n, _, err := s.Save(context.Background()); err != nil || n != 1 {
-				t.Errorf("Save after setting the file aside = %d, %v; want 1 key saved", n, err)
+			if rep, err := s.Save(context.Background()); err != nil || rep.Keys != 1 {
+				t.Errorf("Save after setting the file aside = %+v, %v; want 1 key saved", rep, err)
 			}
 		})
 	}
@@ -238,7 +272,7 @@ func TestSavedClose(t *testing.T) {
 	if err := c.Ping(context.Background()).Err(); err == nil {
 		t.Error("Ping after Close succeeded")
 	}
-	if _, _, err := s.Save(context.Background()); err == nil {
+	if _, err := s.Save(context.Background()); err == nil {
 		t.Error("Save after Close succeeded")
 	}
 }
@@ -301,7 +335,7 @@ func BenchmarkSave(b *testing.B) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		if _, _, err := s.Save(ctx); err != nil {
+		if _, err := s.Save(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}
