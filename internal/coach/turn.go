@@ -512,6 +512,7 @@ func (w *watchdog) alive() {
 	}
 }
 
+// pause stops the clock while the engine writes to the client.
 func (w *watchdog) pause() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -519,6 +520,7 @@ func (w *watchdog) pause() {
 	w.t.Stop()
 }
 
+// resume starts the current deadline over once the write is done, unless the watchdog stopped.
 func (w *watchdog) resume() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
