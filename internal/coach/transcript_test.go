@@ -65,6 +65,9 @@ func TestTranscript(t *testing.T) {
 	if got := transcriptLines(page); got != want || page.Next != 0 {
 		t.Errorf("transcript =\n%s\nnext %d, want\n%s\nnext 0", got, page.Next, want)
 	}
+	if learner, coach := page.Entries[0].At, page.Entries[2].At; learner.IsZero() || learner.After(coach) {
+		t.Errorf("learner entry at %v, coach entry at %v: want the learner's first", learner, coach)
+	}
 	page, _ = svc.Transcript(ctx, "", sess.ID, 7, 2)
 	if got := transcriptLines(page); got != "5 coach card {\"type\":\"level_up\"}\n6 coach result {\"text\":\"fallback\"} fallback=true" || page.Next != 5 {
 		t.Errorf("page before 7 of 2 =\n%s\nnext %d, want seqs 5 and 6, next 5", got, page.Next)

@@ -176,7 +176,8 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 	next.State = res.State
 	next.UpdatedAt = s.now().UTC()
 	next.History = appendHistory(r.sess.History, res.History, s.opts.HistoryLimit, s.opts.HistoryBytes)
-	transcript := append([]TranscriptEntry{learnerEntry(next.UpdatedAt, r.input)},
+	// The learner's entry is dated when the turn was asked for, the coach's when it was stored.
+	transcript := append([]TranscriptEntry{learnerEntry(r.start.UTC(), r.input)},
 		coachEntries(next.UpdatedAt, cards, res.Result, res.Fallback)...)
 	extra := CommitExtra{Transcript: transcript}
 	if rep.Usage != nil {
