@@ -359,9 +359,19 @@ func (a *App) ready(ctx context.Context) error {
 	if err := a.store.Ping(ctx); err != nil {
 		return errors.New("redis does not answer")
 	}
+	// The usable endpoints are dialled at once, so that one that swallows packets does not
+	// use up the deadline of those behind it.
 	states := a.breaker.States()
+	ok := make(chan bool, len(a.upstreams))
+	asked := 0
 	for i, u := range a.upstreams {
-		if states[i].State != breaker.Open && dial(ctx, u.baseURL) == nil {
+		if states[i].State != breaker.Open {
+			asked++
+			go func() { ok <- dial(ctx, u.baseURL) == nil }()
+		}
+	}
+	for range asked {
+		if <-ok {
 			return nil
 		}
 	}
