@@ -255,3 +255,17 @@ func TestRedisDown(t *testing.T) {
 		t.Errorf("warnings = %q, want one for the run of failures", warnings)
 	}
 }
+
+// BenchmarkAllowReport is what the breaker adds to a turn whose first endpoint answers: one
+// Allow and one healthy Report on a closed circuit, from many goroutines at once.
+func BenchmarkAllowReport(b *testing.B) {
+	br := breaker.New([]string{"primary", "second", "third"}, breaker.Options{Failures: 5, Cooldown: 30 * time.Second})
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if br.Allow("primary") {
+				br.Report("primary", coach.Healthy)
+			}
+		}
+	})
+}
