@@ -54,6 +54,48 @@ func TestClusterStore(t *testing.T) {
 		}
 		spreadSessions(t, f, cc)
 	})
+	t.Run("usage counters and circuits live on slots of their own", func(t *testing.T) {
+		usageAndCircuits(t, newFixture(t, c.url))
+	})
+}
+
+// usageAndCircuits runs turns of several tenants whose commits carry token usage, and opens the
+// circuits of several endpoints: each counter and circuit is a key of its own slot, so the
+// pipelines of claim and counters, and of commit and counters, reach two masters at once.
+func usageAndCircuits(t *testing.T, f *storetest.Fixture) {
+	ctx := context.Background()
+	store := f.Store
+	day := time.Now()
+	tenants := []string{"acme", "beta", "gamma", "delta", "epsilon", "zeta"}
+	for _, tenant := range tenants {
+		s := f.Create(t, tenant)
+		for turn := range 2 {
+			claimed, token, used, err := store.ClaimWithUsage(ctx, tenant, s.ID, longTTL, day)
+			if want := int64(turn * 15); err != nil || used != want {
+				t.Fatalf("%s: ClaimWithUsage = %d, %v; want %d", tenant, used, err, want)
+			}
+			extra := coach.CommitExtra{Usage: &coach.TenantUsage{Tenant: tenant, Day: day, Usage: coach.Usage{PromptTokens: 10, CompletionTokens: 5}}}
+			if err := store.Commit(ctx, storetest.Next(claimed, `{}`), token, extra); err != nil {
+				t.Fatalf("%s: Commit with usage: %v", tenant, err)
+			}
+		}
+		if got, err := store.TenantUsage(ctx, tenant, day); err != nil || got != (coach.Usage{PromptTokens: 20, CompletionTokens: 10}) {
+			t.Errorf("%s: TenantUsage = %+v, %v; want 20 and 10", tenant, got, err)
+		}
+		if got := f.Get(t, tenant, s.ID).Version; got != 3 {
+			t.Errorf("%s: stored version = %d, want 3", tenant, got)
+		}
+	}
+	names := []string{"primary", "second", "third", "fourth"}
+	for _, n := range names[:3] {
+		if err := store.OpenCircuit(ctx, n, time.Minute); err != nil {
+			t.Fatalf("OpenCircuit(%s): %v", n, err)
+		}
+	}
+	open, err := store.OpenCircuits(ctx, names)
+	if err != nil || len(open) != 3 || open["fourth"] != 0 {
+		t.Errorf("OpenCircuits = %v, %v; want the first three open", open, err)
+	}
 }
 
 // spreadSessions runs claim, busy, conflict, commit and release on many sessions, which land in
