@@ -354,8 +354,8 @@ func (k *snapshotKey) set(vals []string) bool {
 	return true
 }
 
-// strings calls f on every string of k but its name, replacing each with f's result.
-func (k *snapshotKey) strings(f func(string) (string, error)) error {
+// mapStrings calls f on every string of k but its name, replacing each with f's result.
+func (k *snapshotKey) mapStrings(f func(string) (string, error)) error {
 	var err error
 	apply := func(s string) string {
 		out, e := f(s)
@@ -395,13 +395,13 @@ func (k *snapshotKey) strings(f func(string) (string, error)) error {
 // carry unchanged.
 func (k *snapshotKey) encodeStrings() {
 	binary := false
-	_ = k.strings(func(s string) (string, error) {
+	_ = k.mapStrings(func(s string) (string, error) {
 		binary = binary || !utf8.ValidString(s)
 		return s, nil
 	})
 	if binary {
 		k.Base64 = true
-		_ = k.strings(func(s string) (string, error) { return base64.StdEncoding.EncodeToString([]byte(s)), nil })
+		_ = k.mapStrings(func(s string) (string, error) { return base64.StdEncoding.EncodeToString([]byte(s)), nil })
 	}
 }
 
@@ -410,7 +410,7 @@ func (k *snapshotKey) decodeStrings() error {
 	if !k.Base64 {
 		return nil
 	}
-	return k.strings(func(s string) (string, error) {
+	return k.mapStrings(func(s string) (string, error) {
 		b, err := base64.StdEncoding.DecodeString(s)
 		return string(b), err
 	})
