@@ -57,10 +57,12 @@ type Config struct {
 	TokenBudgetDaily int64
 	TokenBudgets     map[string]int64
 
-	// TracesExporter (OTEL_TRACES_EXPORTER), OTLPEndpoint (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
-	// else OTEL_EXPORTER_OTLP_ENDPOINT) and OTLPProtocol (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL,
-	// else OTEL_EXPORTER_OTLP_PROTOCOL) are OpenTelemetry's standard variables: tracing is off
-	// unless the exporter or an endpoint is set (see internal/tracing).
+	// TracesExporter (OTEL_TRACES_EXPORTER), OTLPEndpoint and OTLPProtocol
+	// (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL) come from
+	// OpenTelemetry's standard variables: tracing is off unless the exporter or an endpoint is
+	// set (see internal/tracing). OTLPEndpoint is the URL spans are posted to:
+	// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as it is, else OTEL_EXPORTER_OTLP_ENDPOINT (a base URL)
+	// with /v1/traces appended, as the specification says.
 	TracesExporter string
 	OTLPEndpoint   string
 	OTLPProtocol   string
@@ -251,7 +253,9 @@ func Load(getenv func(string) string) (Config, error) {
 	c.TokenBudgets, errs = parseBudgets(getenv("COACH_TOKEN_BUDGETS"), errs)
 	str("OTEL_TRACES_EXPORTER", &c.TracesExporter)
 	c.TracesExporter = strings.ToLower(c.TracesExporter)
-	str("OTEL_EXPORTER_OTLP_ENDPOINT", &c.OTLPEndpoint)
+	if base := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_ENDPOINT")); base != "" {
+		c.OTLPEndpoint = strings.TrimSuffix(base, "/") + "/v1/traces"
+	}
 	str("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", &c.OTLPEndpoint)
 	str("OTEL_EXPORTER_OTLP_PROTOCOL", &c.OTLPProtocol)
 	str("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", &c.OTLPProtocol)

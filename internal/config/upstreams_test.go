@@ -172,3 +172,20 @@ func TestLoadBudgets(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadTracing(t *testing.T) {
+	tests := []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/"}, "http://collector:4318/v1/traces"},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://traces:9999/in"}, "http://traces:9999/in"},
+		{nil, ""},
+	}
+	for _, tt := range tests {
+		c, err := Load(env(tt.env))
+		if err != nil || c.OTLPEndpoint != tt.want {
+			t.Errorf("Load(%v).OTLPEndpoint = %q, %v; want %q", tt.env, c.OTLPEndpoint, err, tt.want)
+		}
+	}
+}

@@ -24,7 +24,8 @@ const Name = "coachgw"
 type Settings struct {
 	// Exporter is OTEL_TRACES_EXPORTER: "otlp", "none", or empty.
 	Exporter string
-	// Endpoint is OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT.
+	// Endpoint is the URL spans are posted to (see config.Config.OTLPEndpoint); empty leaves it
+	// to the SDK's default, http://localhost:4318/v1/traces.
 	Endpoint string
 	// Protocol is OTEL_EXPORTER_OTLP_PROTOCOL (or its _TRACES_ variant); only http/protobuf,
 	// the SDK's default, is built in.
@@ -60,7 +61,12 @@ func New(ctx context.Context, s Settings) (trace.Tracer, func(context.Context) e
 	if !s.Enabled() {
 		return nil, func(context.Context) error { return nil }, nil
 	}
-	exp, err := otlptracehttp.New(ctx) // reads the OTEL_EXPORTER_OTLP_* variables itself
+	// The exporter reads the other OTEL_EXPORTER_OTLP_* variables (headers, timeout, TLS) itself.
+	var opts []otlptracehttp.Option
+	if s.Endpoint != "" {
+		opts = append(opts, otlptracehttp.WithEndpointURL(s.Endpoint))
+	}
+	exp, err := otlptracehttp.New(ctx, opts...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("OTLP trace exporter: %w", err)
 	}
