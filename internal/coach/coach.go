@@ -1,6 +1,8 @@
 // Package coach is the gateway's engine: sessions, the streaming turn pipeline shared by every
-// contract, and the small interfaces (Store, Model, Contract) it consumes. It knows nothing of
-// HTTP, Redis or any model vendor; adapters implement its interfaces.
+// contract (with its fallback from one model endpoint to the next), and the small interfaces
+// (Store, Model, Contract, Breaker) it consumes. It knows nothing of HTTP, Redis or any model
+// vendor; adapters implement its interfaces. It traces turns with the vendor-neutral
+// OpenTelemetry API, which does nothing unless a tracer is given (see trace.go for why).
 package coach
 
 import (
