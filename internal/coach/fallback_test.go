@@ -11,12 +11,14 @@ import (
 	"time"
 )
 
-// fakeBreaker allows every upstream but those in open, and records every verdict.
+// fakeBreaker allows every upstream but those in open, and records every verdict. With
+// failOpens, a failed attempt opens its upstream's circuit, as a failed half-open probe does.
 type fakeBreaker struct {
-	mu      sync.Mutex
-	open    map[string]bool
-	asked   []string
-	reports []string
+	mu        sync.Mutex
+	open      map[string]bool
+	failOpens bool
+	asked     []string
+	reports   []string
 }
 
 func (b *fakeBreaker) Allow(name string) bool {
@@ -30,6 +32,9 @@ func (b *fakeBreaker) Report(name string, v Verdict) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.reports = append(b.reports, name+":"+[...]string{"healthy", "failed", "inconclusive"}[v])
+	if b.failOpens && v == Failed {
+		b.open[name] = true
+	}
 }
 
 // fallbackObserver records fallbacks.
@@ -68,7 +73,9 @@ func TestFallback(t *testing.T) {
 		name    string
 		scripts map[string][]script
 		open    []string
-		opts    func(*Options)
+		// failOpens makes a failed attempt open its circuit (see fakeBreaker).
+		failOpens bool
+		opts      func(*Options)
 		// fallback uses the contract with a fallback answer.
 		fallback bool
 		want     string
@@ -128,6 +135,12 @@ func TestFallback(t *testing.T) {
 		{name: "the last endpoint keeps the retries",
 			scripts: map[string][]script{"a": {{openErr: server}}, "b": {{openErr: server}}, "c": {{openErr: server}, {openErr: server}, {frags: []string{"ok."}}}},
 			want:    "delta:ok. result", upstream: "c", calls: [3]int{1, 1, 3}, fallbacks: []string{"a>b:before", "b>c:before"}},
+		{name: "an endpoint whose circuit a failure opened gets no retry",
+			scripts: map[string][]script{"a": {{openErr: server}, {frags: []string{"ok."}}}}, open: []string{"b", "c"}, failOpens: true,
+			want: "error:coach_stream_failed", calls: [3]int{1, 0, 0}, reports: []string{"a:failed"}},
+		{name: "an endpoint whose circuit a cut opened gets no recovery",
+			scripts: map[string][]script{"a": {{frags: []string{"x"}, err: cut}, {frags: []string{"ok."}}}}, open: []string{"b", "c"}, failOpens: true,
+			want: "delta:x error:coach_stream_failed", calls: [3]int{1, 0, 0}, reports: []string{"a:failed"}},
 		{name: "all fail",
 			scripts: map[string][]script{"a": {{openErr: server}}, "b": {{openErr: server}}, "c": {{openErr: server}, {openErr: server}, {openErr: server}}},
 			want:    "error:coach_stream_failed", calls: [3]int{1, 1, 3}, fallbacks: []string{"a>b:before", "b>c:before"}},
@@ -145,7 +158,7 @@ func TestFallback(t *testing.T) {
 				models[i] = &fakeModel{scripts: tt.scripts[n]}
 				ups = append(ups, Upstream{Name: n, Model: models[i]})
 			}
-			br := &fakeBreaker{open: map[string]bool{}}
+			br := &fakeBreaker{open: map[string]bool{}, failOpens: tt.failOpens}
 			for _, n := range tt.open {
 				br.open[n] = true
 			}

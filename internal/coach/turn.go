@@ -304,7 +304,12 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 			}
 		}
 		s.breaker.Report(up.Name, verdict(me, invalid, exhausted))
-		if isModel && me.Retryable && !sent && retries+1 < s.opts.MaxAttempts {
+		// Every further attempt on this endpoint asks its breaker again, as the first did:
+		// the failure just reported may have opened its circuit (a failed half-open probe,
+		// or the last of a run of failures), and an open circuit gets nothing more, not even
+		// this turn's retries. Allow comes last, so it is asked only for an attempt that will
+		// be made.
+		if isModel && me.Retryable && !sent && retries+1 < s.opts.MaxAttempts && s.breaker.Allow(up.Name) {
 			retries++
 			s.obs.Retried(r.contract, me.Class)
 			// The failed call may have fed output that showed no text yet (e.g. the keys
@@ -329,7 +334,7 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 		}
 		// A failed call that sent nothing has had its retries above; recovery is for calls that
 		// failed after text went out, and for output that was unusable.
-		if recoveries >= s.opts.Recoveries || !(invalid || sent && isModel && me.Retryable) {
+		if recoveries >= s.opts.Recoveries || !(invalid || sent && isModel && me.Retryable) || !s.breaker.Allow(up.Name) {
 			return nil, err
 		}
 		recoveries++

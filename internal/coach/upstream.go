@@ -31,8 +31,8 @@ const (
 	Inconclusive
 )
 
-// Breaker keeps a circuit per endpoint. The engine asks it before every attempt on an endpoint it
-// moves to and reports how each attempt it was allowed ended. Implementations must be safe for
+// Breaker keeps a circuit per endpoint. The engine asks it before every attempt, a retry on the
+// same endpoint included, and reports how each attempt it was allowed ended. Implementations must be safe for
 // concurrent use and must never block a turn on anything remote.
 type Breaker interface {
 	// Allow reports whether an attempt may go to the endpoint now. A half-open circuit allows

@@ -206,6 +206,38 @@ func TestBreakerAllOpen(t *testing.T) {
 	}
 }
 
+// TestHalfOpenProbeIsOneRequest opens the circuit of a gateway's only endpoint in the middle of
+// a turn's retries, and lets its half-open probe fail: neither the retry after the opening
+// failure nor any retry after the failed probe reaches the endpoint. One probe is one request.
+func TestHalfOpenProbeIsOneRequest(t *testing.T) {
+	t.Parallel()
+	const cooldown = time.Second
+	// With nothing queued, fakellm answers every request with a 500.
+	g := apptest.StartWith(t, apptest.Options{Config: func(c *config.Config) {
+		c.MaxAttempts, c.BreakerFailures, c.BreakerCooldown = 3, 2, cooldown
+	}})
+	s := g.Create("toulmin", nil)
+	if tr := g.Turn(s.ID, apptest.Msg("hi")); tr.Last().Error != "coach_stream_failed" {
+		t.Fatalf("first turn = %s, want coach_stream_failed", tr.Body)
+	}
+	if got := len(g.LLM.Requests()); got != 2 {
+		t.Errorf("requests of the turn whose second failure opened the circuit = %d, want 2 (no retry once open)", got)
+	}
+	waitFor(t, "the circuit turns half-open", 4*cooldown, func() bool {
+		_, states := readyz(t, g.URL)
+		return slices.Equal(states, []string{"default:half-open"})
+	})
+	if tr := g.Turn(s.ID, apptest.Msg("hi")); tr.Last().Error != "coach_stream_failed" {
+		t.Fatalf("probing turn = %s, want coach_stream_failed", tr.Body)
+	}
+	if got := len(g.LLM.Requests()); got != 3 {
+		t.Errorf("requests after a failed probe = %d, want 3: the probe is one request", got)
+	}
+	if _, states := readyz(t, g.URL); !slices.Equal(states, []string{"default:open"}) {
+		t.Errorf("circuits after a failed probe = %q, want default:open", states)
+	}
+}
+
 // TestUsageAndBudget checks the usage an endpoint reports end to end: on the result line, in
 // the token metrics, in the tenant's daily counters, and against a daily budget that refuses
 // the next turn with 429 budget_exceeded before its stream starts.
