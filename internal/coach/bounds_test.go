@@ -5,13 +5,16 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // endlessModel streams fragments of size bytes without end, and counts the fragments read.
+// With toolCalls, each fragment opens a tool call whose id is those bytes, without arguments.
 type endlessModel struct {
-	size  int
-	reads atomic.Int64
-	calls atomic.Int64
+	size      int
+	toolCalls bool
+	reads     atomic.Int64
+	calls     atomic.Int64
 }
 
 func (m *endlessModel) Stream(ctx context.Context, _ ModelRequest, _ StreamHooks) (Stream, error) {
@@ -30,6 +33,9 @@ func (s *endlessStream) Next() (Fragment, error) {
 		return Fragment{}, err
 	}
 	s.m.reads.Add(1)
+	if s.m.toolCalls {
+		return Fragment{ToolCallID: s.piece}, nil
+	}
 	return Fragment{Content: s.piece}, nil
 }
 
@@ -47,14 +53,19 @@ func TestOutputBound(t *testing.T) {
 		limit    int
 		want     string
 		outcome  string
+		// toolCalls streams tool-call openings instead of text (endlessModel.toolCalls).
+		toolCalls bool
 	}{
-		{"error line", echoContract{}, func(o *Options) { o.MaxOutputBytes = limit }, limit, "reset:invalid_output error:coach_validation_failed", CodeValidationFailed},
-		{"fallback", fallbackContract{}, func(o *Options) { o.MaxOutputBytes = limit }, limit, "reset:invalid_output reset:invalid_output result", "fallback"},
-		{"bound of the contract", echoContract{}, func(o *Options) { o.ContractOutputBytes = map[string]int{"echo": limit / 2} }, limit / 2, "reset:invalid_output error:coach_validation_failed", CodeValidationFailed},
+		{"error line", echoContract{}, func(o *Options) { o.MaxOutputBytes = limit }, limit, "reset:invalid_output error:coach_validation_failed", CodeValidationFailed, false},
+		{"fallback", fallbackContract{}, func(o *Options) { o.MaxOutputBytes = limit }, limit, "reset:invalid_output reset:invalid_output result", "fallback", false},
+		{"bound of the contract", echoContract{}, func(o *Options) { o.ContractOutputBytes = map[string]int{"echo": limit / 2} }, limit / 2, "reset:invalid_output error:coach_validation_failed", CodeValidationFailed, false},
+		// Tool calls opened without end, without arguments: their ids are output too (a
+		// contract keeps them), so the bound ends the attempt rather than the turn's deadline.
+		{"tool-call ids", echoContract{}, func(o *Options) { o.MaxOutputBytes, o.TurnTimeout = limit, 5*time.Second }, limit, "reset:invalid_output error:coach_validation_failed", CodeValidationFailed, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := &endlessModel{size: piece}
+			m := &endlessModel{size: piece, toolCalls: tt.toolCalls}
 			opts := testOptions()
 			tt.opts(&opts)
 			st := newMemStore()

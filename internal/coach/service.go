@@ -22,7 +22,7 @@ type Options struct {
 	HistoryLimit int
 	HistoryBytes int
 	// MaxOutputBytes bounds the model's raw output in one attempt: the bytes of content and
-	// tool-call arguments it streams. Past it the attempt is unusable output (see
+	// of tool calls (arguments, ids and names) it streams. Past it the attempt is unusable output (see
 	// outputTooLong); ContractOutputBytes sets the bound of the contracts it names instead.
 	MaxOutputBytes      int
 	ContractOutputBytes map[string]int

@@ -463,8 +463,9 @@ func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, se
 			continue
 		}
 		// The bound is checked before the fragment is fed, so no byte past it is kept or
-		// relayed, and returning closes the stream: nothing more is read.
-		if size += len(f.Content) + len(f.ToolArgs); size > limit {
+		// relayed, and returning closes the stream: nothing more is read. A tool call's id and
+		// name count too: a contract keeps them, and an endpoint could open calls without end.
+		if size += len(f.Content) + len(f.ToolArgs) + len(f.ToolCallID) + len(f.ToolName); size > limit {
 			return nil, outputTooLong(limit)
 		}
 		err = r.turn.Feed(f, collect)
