@@ -112,13 +112,18 @@ func (s *Server) cleanText(field string, text *string) error {
 }
 
 // checkText rejects text a learner cannot have typed: over the length limit, or with control
-// characters (C0, DEL and C1) other than line breaks and tabs.
+// characters (C0, DEL and C1) other than line breaks and tabs. The line and paragraph
+// separators are refused as well: cleanText has normalised them away already, so only a string
+// that cannot be rewritten, such as a form's field name, still carries one.
 func (s *Server) checkText(field, text string) error {
 	if utf8.RuneCountInString(text) > s.deps.MaxMessageChars {
 		return coach.FieldError(field, "%s is longer than %d characters", field, s.deps.MaxMessageChars)
 	}
 	if strings.IndexFunc(text, control) >= 0 {
 		return coach.FieldError(field, "%s contains a control character", field)
+	}
+	if strings.ContainsAny(text, "\u2028\u2029") {
+		return coach.FieldError(field, "%s contains a line or paragraph separator", field)
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/coachgw/coachgw/internal/coach"
 )
 
 // moduleAnswer is a valid structured response for module sessions.
@@ -276,6 +278,10 @@ func TestLearnerStrings(t *testing.T) {
 	toulminID := ts.create("toulmin")
 	moduleID := ts.create("module")
 	turn := func(id string) string { return "/v1/sessions/" + id + "/turns" }
+	chat := func(id string) string { return "/v1/sessions/" + id + "/chat" }
+	chatBody := func(part string) string {
+		return `{"messages":[{"id":"m","role":"user","parts":[` + part + `]}]}`
+	}
 	long := strings.Repeat("a", 101)
 	tests := []struct {
 		name, method, path, body string
@@ -296,6 +302,12 @@ func TestLearnerStrings(t *testing.T) {
 		{"form value nested in an object", "POST", turn(moduleID), `{"form":{"id":"f","values":{"c":{"k":["\u0085\u001b"]}}}}`, "form.values.c"},
 		{"form key nested in an object", "POST", turn(moduleID), `{"form":{"id":"f","values":{"c":{"k\u0007":1}}}}`, "form.values.c"},
 		{"form values too long together", "POST", turn(moduleID), `{"form":{"id":"f","values":{"note":"` + long[:60] + `","x":"` + long[:60] + `"}}}`, "form.values"},
+		// The chat route's text and data parts are the same learner strings.
+		{"chat text with ESC", "POST", chat(toulminID), chatBody(`{"type":"text","text":"a\u001bb"}`), "message"},
+		{"chat text too long", "POST", chat(toulminID), chatBody(`{"type":"text","text":"` + long + `"}`), "message"},
+		{"chat selection with NUL", "POST", chat(toulminID), chatBody(`{"type":"data-coach-select","data":{"selected":"a\u0000"}}`), "selected"},
+		{"chat form value with controls", "POST", chat(moduleID), chatBody(`{"type":"data-coach-form","data":{"id":"f","values":{"note":"a\u0001\u001bb"}}}`), "form.values.note"},
+		{"chat form id too long", "POST", chat(moduleID), chatBody(`{"type":"data-coach-form","data":{"id":"` + long + `","values":{}}}`), "form.id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -336,4 +348,28 @@ func TestLearnerStrings(t *testing.T) {
 			t.Errorf("draft: status %d %s, want the claim stored as \"p\\nq\"", r.Status, clip(r.Body))
 		}
 	})
+}
+
+// TestSeparatorsInFormNames sends form field names, at the top and nested in a value, with the
+// Unicode line and paragraph separators. A name is matched, not rewritten, so it cannot be
+// normalised as text is: the one check refuses it, naming the field, before any contract sees it.
+func TestSeparatorsInFormNames(t *testing.T) {
+	s := New(Deps{})
+	tests := []struct {
+		name   string
+		values map[string]json.RawMessage
+		field  string
+	}{
+		{"line separator in a name", map[string]json.RawMessage{"n\u2028": json.RawMessage(`"x"`)}, "form.values.n\u2028"},
+		{"paragraph separator in a nested name", map[string]json.RawMessage{"c": json.RawMessage(`{"k\u2029":1}`)}, "form.values.c"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := coach.TurnInput{Form: &coach.FormAnswer{ID: "f", Values: tt.values}}
+			err := s.cleanTurn(&in)
+			if e := coach.AsError(err); err == nil || e.Code != coach.CodeInvalidInput || e.Field != tt.field {
+				t.Errorf("cleanTurn = %v, want invalid_input on field %q", err, tt.field)
+			}
+		})
+	}
 }
