@@ -41,10 +41,26 @@ func (s *floodStream) Next() (coach.Fragment, error) {
 func (s *floodStream) Close() error { return nil }
 
 // TestClientThatNeverReads starts a turn whose client sends the request and then reads
-// nothing. The stream's writes share the turn's deadline (plus writeGrace), so the blocked
-// write fails, the turn ends as cancelled and the session's lock is released, instead of the
-// handler waiting on the client for ever with the session locked.
+// nothing, on the NDJSON route and on the chat route's UI message stream. The stream's writes
+// share the turn's deadline (plus writeGrace), so the blocked write fails, the turn ends as
+// cancelled and the session's lock is released, instead of the handler waiting on the client
+// for ever with the session locked.
 func TestClientThatNeverReads(t *testing.T) {
+	tests := []struct{ name, route, body string }{
+		{"ndjson", "turns", msgBody("Cities should ban cars.")},
+		{"chat", "chat", `{"messages":[{"id":"m","role":"user","parts":[{"type":"text","text":"Cities should ban cars."}]}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			neverRead(t, tt.route, tt.body)
+		})
+	}
+}
+
+// neverRead sends body to route of a new toulmin session and reads nothing (see
+// TestClientThatNeverReads).
+func neverRead(t *testing.T, route, body string) {
 	const turnTimeout = 2 * time.Second
 	store := coachtest.NewMemStore()
 	ts := startServer(t, func(d *Deps) {
@@ -62,8 +78,7 @@ func TestClientThatNeverReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	body := msgBody("Cities should ban cars.")
-	if _, err := fmt.Fprintf(conn, "POST /v1/sessions/%s/turns HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", id, len(body), body); err != nil {
+	if _, err := fmt.Fprintf(conn, "POST /v1/sessions/%s/%s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", id, route, len(body), body); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
