@@ -116,8 +116,9 @@ func (s *pacedStream) Next() (coach.Fragment, error) {
 
 func (s *pacedStream) Close() error { return nil }
 
-// TestBodyReadTimeoutSparesStreams runs a turn whose stream lasts several times the body read
-// timeout: only the body's arrival is timed, so the stream ends with its result.
+// TestBodyReadTimeoutSparesStreams runs turns whose streams last several times the body read
+// timeout, on the NDJSON route and on the chat route's UI message stream: only the body's
+// arrival is timed, so each stream ends with its result.
 func TestBodyReadTimeoutSparesStreams(t *testing.T) {
 	const timeout = 100 * time.Millisecond
 	answer := `{"assistantText":"` + strings.Repeat("Tell me more. ", 10) + `","step":"claim"}`
@@ -125,14 +126,23 @@ func TestBodyReadTimeoutSparesStreams(t *testing.T) {
 		d.BodyReadTimeout = timeout
 		d.Service = coach.NewService(coachtest.NewMemStore(), pacedModel{answer: answer, size: 16, pause: 50 * time.Millisecond}, contracts(t), coach.Options{}, nil)
 	})
-	id := ts.create("toulmin")
-	start := time.Now()
-	r := ts.do("POST", "/v1/sessions/"+id+"/turns", msgBody("Cities should ban cars."))
-	if took := time.Since(start); took < 3*timeout {
-		t.Fatalf("the turn took %v; it must outlast the body read timeout %v to prove anything", took, timeout)
+	tests := []struct{ name, route, body, end string }{
+		{"ndjson", "turns", msgBody("Cities should ban cars."), `"type":"result"`},
+		{"chat", "chat", `{"messages":[{"id":"m","role":"user","parts":[{"type":"text","text":"Cities should ban cars."}]}]}`,
+			`data-coach-result`},
 	}
-	if r.Status != http.StatusOK || !strings.Contains(r.Body, `"type":"result"`) {
-		t.Errorf("status %d, stream %s, want a result line", r.Status, clip(r.Body))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := ts.create("toulmin")
+			start := time.Now()
+			r := ts.do("POST", "/v1/sessions/"+id+"/"+tt.route, tt.body)
+			if took := time.Since(start); took < 3*timeout {
+				t.Fatalf("the turn took %v; it must outlast the body read timeout %v to prove anything", took, timeout)
+			}
+			if r.Status != http.StatusOK || !strings.Contains(r.Body, tt.end) {
+				t.Errorf("status %d, stream %s, want %s", r.Status, clip(r.Body), tt.end)
+			}
+		})
 	}
 }
 
