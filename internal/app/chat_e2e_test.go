@@ -3,6 +3,7 @@ package app_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -84,8 +85,35 @@ func chat(t *testing.T, g *apptest.Gateway, id string, body any) chatResponse {
 			t.Fatalf("event %s: %v", data, err)
 		}
 		r.Events = append(r.Events, e)
+		if err := checkChatCard(e); err != nil {
+			t.Error(err)
+		}
 	}
 	return r
+}
+
+// checkChatCard returns an error when e carries a card (a data-coach-card part, or the result of
+// a cards session) that does not follow api/schemas/card.json, as apptest.CheckCard does for
+// NDJSON lines: every card the chat route sends in these tests is held to the published schema.
+func checkChatCard(e chatEvent) error {
+	var d struct {
+		Card    json.RawMessage `json:"card"`
+		Result  json.RawMessage `json:"result"`
+		Session apptest.Session `json:"session"`
+	}
+	switch e.Type {
+	case "data-coach-card":
+		if err := json.Unmarshal(e.Data, &d); err != nil {
+			return fmt.Errorf("%s: %v", e.Raw, err)
+		}
+		return apptest.CheckCard(apptest.Line{Type: "card", Card: d.Card})
+	case "data-coach-result":
+		if err := json.Unmarshal(e.Data, &d); err != nil {
+			return fmt.Errorf("%s: %v", e.Raw, err)
+		}
+		return apptest.CheckCard(apptest.Line{Type: "result", Result: d.Result, Session: d.Session})
+	}
+	return nil
 }
 
 // kinds lists the event types, a run of text-delta events as one.

@@ -1,0 +1,143 @@
+package app_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/coachgw/coachgw/internal/apptest"
+	"github.com/coachgw/coachgw/internal/config"
+)
+
+// TestCardsTranscriptIsWhatTheStreamsSent plays a cards drill through both turn routes in turn
+// (NDJSON and the chat route), an injected level_up card and a fallback card included, and reads
+// the transcript back: entry for entry it is the learner's inputs as sent and the cards and
+// results as the streams carried them, in order, with the fallback flags; and every card in it,
+// like the session's lastCard, follows api/schemas/card.json.
+func TestCardsTranscriptIsWhatTheStreamsSent(t *testing.T) {
+	g := apptest.Start(t, func(c *config.Config) { c.CardsCyclesPerLevel = 1 })
+	s := g.Create("cards", nil)
+	banner := cardCall(`{"content":"A banner card.","card_type":"banner"}`)
+	turns := []struct {
+		chat    bool
+		body    any
+		input   string
+		replies []string
+	}{
+		{false, apptest.Msg("Begin training."), `{"message":"Begin training."}`, []string{`{"card_type":"scenario","content":"A tense all-hands."}`}},
+		{true, chatBody(textPart("[Continue]")), `{"message":"[Continue]"}`, []string{`{"card_type":"prompt","content":"What do you say?","input_config":{"max_length":300}}`}},
+		{false, apptest.Msg("I own the <b>delay</b> & the fix."), `{"message":"I own the <b>delay</b> & the fix."}`, []string{`{"card_type":"insight","content":"You led with ownership."}`}},
+		{true, chatBody(textPart("[Continue]")), `{"message":"[Continue]"}`, []string{`{"card_type":"multiple_choice","content":"Who first?","options":[{"id":"a","label":"The CFO"},{"id":"b","label":"The team"}]}`}},
+		{true, chatBody(dataPart("data-coach-select", map[string]string{"selected": "b"})), `{"selected":"b"}`, []string{`{"card_type":"reflection","content":"Why them?","input_config":{"max_length":150}}`}},
+		{false, apptest.Msg("They carry it."), `{"message":"They carry it."}`, nil}, // the fallback card
+	}
+	// want is the transcript the streams imply: "learner <input>", "card <card>", "result <result> <fallback>".
+	var want []string
+	for i, tr := range turns {
+		if tr.replies == nil {
+			g.LLM.Enqueue(banner, banner)
+		}
+		for _, r := range tr.replies {
+			g.LLM.Enqueue(cardCall(r))
+		}
+		want = append(want, "learner "+tr.input)
+		if tr.chat {
+			r := chat(t, g, s.ID, tr.body)
+			if r.Status != http.StatusOK {
+				t.Fatalf("turn %d: status %d %s", i+1, r.Status, r.Body)
+			}
+			for _, e := range r.Events {
+				if e.Type == "data-coach-card" {
+					var d struct{ Card json.RawMessage }
+					_ = json.Unmarshal(e.Data, &d)
+					want = append(want, "card "+compactJSON(t, d.Card))
+				}
+			}
+			res := r.result(t)
+			want = append(want, fmt.Sprintf("result %s %v", compactJSON(t, res.Result), res.Fallback))
+			continue
+		}
+		resp := g.Turn(s.ID, tr.body)
+		resp.CheckEnding(t)
+		for _, l := range resp.Lines {
+			switch l.Type {
+			case "card":
+				want = append(want, "card "+compactJSON(t, l.Card))
+			case "result":
+				want = append(want, fmt.Sprintf("result %s %v", compactJSON(t, l.Result), l.Fallback))
+			}
+		}
+	}
+	joined := strings.Join(want, "\n")
+	if !strings.Contains(joined, `"type":"level_up"}`) || !strings.HasSuffix(joined, " true") {
+		t.Fatalf("the drill has no level_up card or does not end with a fallback card:\n%s", joined)
+	}
+
+	var page struct {
+		Messages []struct {
+			Seq      int64           `json:"seq"`
+			Role     string          `json:"role"`
+			Input    json.RawMessage `json:"input"`
+			Result   json.RawMessage `json:"result"`
+			Fallback *bool           `json:"fallback"`
+			Card     json.RawMessage `json:"card"`
+		} `json:"messages"`
+		Next *int64 `json:"next"`
+	}
+	if code := g.Call("GET", "/v1/sessions/"+s.ID+"/messages?limit=200", nil, &page); code != http.StatusOK || page.Next != nil {
+		t.Fatalf("GET messages: status %d next %v, want 200 and null", code, page.Next)
+	}
+	var got []string
+	for i, m := range page.Messages {
+		if m.Seq != int64(i+1) {
+			t.Errorf("entry %d has seq %d", i+1, m.Seq)
+		}
+		switch {
+		case m.Role == "learner" && m.Input != nil && m.Result == nil && m.Card == nil && m.Fallback == nil:
+			got = append(got, "learner "+compactJSON(t, m.Input))
+		case m.Role == "coach" && m.Card != nil && m.Result == nil && m.Fallback == nil:
+			got = append(got, "card "+compactJSON(t, m.Card))
+			if err := apptest.CheckCard(apptest.Line{Type: "card", Card: m.Card}); err != nil {
+				t.Errorf("entry %d: %v", m.Seq, err)
+			}
+		case m.Role == "coach" && m.Result != nil && m.Fallback != nil && m.Card == nil:
+			got = append(got, fmt.Sprintf("result %s %v", compactJSON(t, m.Result), *m.Fallback))
+			if err := apptest.CheckCard(apptest.Line{Type: "result", Result: m.Result, Session: apptest.Session{Contract: "cards"}}); err != nil {
+				t.Errorf("entry %d: %v", m.Seq, err)
+			}
+		default:
+			t.Errorf("entry %d is neither a learner input, a card nor a result with its fallback flag: %+v", m.Seq, m)
+		}
+	}
+	if g := strings.Join(got, "\n"); g != joined {
+		t.Errorf("transcript =\n%s\nwant what the streams sent =\n%s", g, joined)
+	}
+
+	var st struct{ LastCard json.RawMessage }
+	if err := json.Unmarshal(g.Get(s.ID).State, &st); err != nil {
+		t.Fatal(err)
+	}
+	if err := apptest.CheckCard(apptest.Line{Type: "card", Card: st.LastCard}); err != nil {
+		t.Errorf("the session's lastCard: %v", err)
+	}
+}
+
+// compactJSON returns raw without insignificant white space and with encoding/json's escaping,
+// so that two encodings of the same JSON compare equal.
+func compactJSON(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatalf("%s is not JSON: %v", raw, err)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(b.String())
+}
