@@ -10,6 +10,7 @@ import (
 
 	"github.com/coachgw/coachgw/internal/apptest"
 	"github.com/coachgw/coachgw/internal/config"
+	"github.com/coachgw/coachgw/internal/fakellm"
 )
 
 // TestCardsTranscriptIsWhatTheStreamsSent plays a cards drill through both turn routes in turn
@@ -140,4 +141,90 @@ func compactJSON(t *testing.T, raw json.RawMessage) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// redisRoundTrips returns how many Redis round trips the gateway has made for requests, from its
+// /metrics page: every command and pipeline timed, but for connecting (dial, handshake) and the
+// breaker's reading of the shared circuits (pttl), which runs on a timer of its own.
+func redisRoundTrips(t *testing.T, g *apptest.Gateway) int {
+	t.Helper()
+	n := 0
+	for _, line := range strings.Split(g.Metrics(), "\n") {
+		rest, ok := strings.CutPrefix(line, `coachgw_redis_command_duration_seconds_count{command="`)
+		if !ok {
+			continue
+		}
+		command, value, _ := strings.Cut(rest, `"} `)
+		if command == "dial" || command == "handshake" || command == "pttl" {
+			continue
+		}
+		var v int
+		if _, err := fmt.Sscan(value, &v); err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		n += v
+	}
+	return n
+}
+
+// TestTurnsWithTheirTranscriptTakeTwoRoundTrips counts the gateway's Redis round trips: a turn
+// (message, continue, a cards turn with an injected card, through either route) and a proposal
+// decision each take two, a claim and a commit that also writes the transcript's entries; a
+// page of the transcript takes one.
+func TestTurnsWithTheirTranscriptTakeTwoRoundTrips(t *testing.T) {
+	g := apptest.Start(t, func(c *config.Config) { c.CardsCyclesPerLevel = 1 })
+	toulmin := g.Create("toulmin", nil)
+	cardsSession := g.Create("cards", nil)
+	claim := "Private cars should be banned from city centres to cut pollution."
+	steps := []struct {
+		name  string
+		reply []fakellm.Reply
+		do    func() bool
+		want  int
+	}{
+		{"message", []fakellm.Reply{{Content: apptest.Obj("assistantText", "Tell me more.", "step", "claim")}},
+			func() bool { return g.Turn(toulmin.ID, apptest.Msg("Cars are bad.")).Last().Type == "result" }, 2},
+		{"message with a proposal", []fakellm.Reply{{Content: apptest.Obj("assistantText", "Try this.", "step", "claim", "confidence", 0.9,
+			"proposedUpdate", map[string]string{"field": "claim", "value": claim, "rationale": "clear"})}},
+			func() bool { return g.Turn(toulmin.ID, apptest.Msg(claim)).Last().Type == "result" }, 2},
+		{"accept", nil, func() bool {
+			return g.Call("POST", "/v1/sessions/"+toulmin.ID+"/proposal", map[string]string{"action": "accept"}, nil) == http.StatusOK
+		}, 2},
+		{"continue", []fakellm.Reply{{Content: apptest.Obj("assistantText", "Now the grounds.", "step", "grounds")}},
+			func() bool { return g.Turn(toulmin.ID, map[string]bool{"continue": true}).Last().Type == "result" }, 2},
+		{"continue through the chat route", []fakellm.Reply{{Content: apptest.Obj("assistantText", "Still the grounds.", "step", "grounds")}},
+			func() bool {
+				return chat(t, g, toulmin.ID, chatBody(dataPart("data-coach-continue", map[string]any{}))).Status == http.StatusOK
+			}, 2},
+		{"a page of the transcript", nil, func() bool {
+			return g.Call("GET", "/v1/sessions/"+toulmin.ID+"/messages?limit=3", nil, nil) == http.StatusOK
+		}, 1},
+		{"cards turns up to a level_up card", []fakellm.Reply{
+			cardCall(`{"card_type":"scenario","content":"A tense all-hands."}`),
+			cardCall(`{"card_type":"prompt","content":"What do you say?","input_config":{"max_length":300}}`),
+			cardCall(`{"card_type":"insight","content":"You led with ownership."}`),
+		}, func() bool {
+			for _, m := range []string{"Begin training.", "[Continue]", "I own the delay."} {
+				if g.Turn(cardsSession.ID, apptest.Msg(m)).Last().Type != "result" {
+					return false
+				}
+			}
+			return true
+		}, 6},
+		{"the cards turn with the level_up card", []fakellm.Reply{cardCall(`{"card_type":"scenario","content":"Two stakeholders disagree."}`)},
+			func() bool {
+				tr := g.Turn(cardsSession.ID, apptest.Msg("[Continue]"))
+				return strings.HasPrefix(tr.Kinds(), "card ") && tr.Last().Type == "result"
+			}, 2},
+	}
+	for _, st := range steps {
+		g.LLM.Enqueue(st.reply...)
+		before := redisRoundTrips(t, g)
+		if !st.do() {
+			t.Fatalf("%s did not succeed", st.name)
+		}
+		if got := redisRoundTrips(t, g) - before; got != st.want {
+			t.Errorf("%s: %d Redis round trips, want %d", st.name, got, st.want)
+		}
+	}
 }
