@@ -72,6 +72,9 @@ func (s *trickleStream) Next() (Fragment, error) {
 	if s.done {
 		return Fragment{}, io.EOF
 	}
+	if s.m.report && s.alive != nil {
+		s.alive() // the first bytes arrive at once, not a tick later
+	}
 	tick := time.NewTicker(s.m.every)
 	defer tick.Stop()
 	end := time.After(s.m.total)
@@ -104,9 +107,13 @@ func TestDeadlinesCountBytesNotFragments(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := testOptions()
-			opts.FirstByteTimeout, opts.IdleTimeout, opts.MaxAttempts, opts.Recoveries = 100*time.Millisecond, 100*time.Millisecond, 1, -1
+			// The answer comes after three deadlines; the trickle reports activity fifty times
+			// per deadline, so that only a stall of the whole process for most of a deadline
+			// (on a loaded machine, both timers are late together) could fail the first case.
+			const deadline = 250 * time.Millisecond
+			opts.FirstByteTimeout, opts.IdleTimeout, opts.MaxAttempts, opts.Recoveries = deadline, deadline, 1, -1
 			st := newMemStore()
-			m := &trickleModel{report: tt.report, every: 10 * time.Millisecond, total: 400 * time.Millisecond, text: "Slow."}
+			m := &trickleModel{report: tt.report, every: deadline / 50, total: 3 * deadline, text: "Slow."}
 			svc := NewService(st, m, []Contract{echoContract{}}, opts, nil)
 			sess, err := svc.CreateSession(context.Background(), "", "echo", NewSession{})
 			if err != nil {

@@ -98,8 +98,10 @@ func TestFallback(t *testing.T) {
 			fallbacks: []string{"a>b:after"}, reports: []string{"a:failed", "b:healthy"}},
 		{name: "stall after text moves on with a reset",
 			scripts: map[string][]script{"a": {{frags: []string{"a"}, block: true}}, "b": {{frags: []string{"b."}}}},
-			opts:    func(o *Options) { o.IdleTimeout = 20 * time.Millisecond },
-			want:    "delta:a reset:stalled delta:b. result", upstream: "b", calls: [3]int{1, 1, 0},
+			// The idle deadline also runs between b's fragments: long enough that no loaded
+			// machine takes it between two of them, short enough that a's stall is quick.
+			opts: func(o *Options) { o.IdleTimeout = 200 * time.Millisecond },
+			want: "delta:a reset:stalled delta:b. result", upstream: "b", calls: [3]int{1, 1, 0},
 			fallbacks: []string{"a>b:after"}},
 		{name: "three endpoints: the first two fail",
 			scripts: map[string][]script{"a": {{openErr: server}}, "b": {{frags: []string{"x"}, err: cut}}, "c": {{frags: []string{"c."}}}},

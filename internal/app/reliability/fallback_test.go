@@ -69,7 +69,7 @@ func TestFallbackEndpoints(t *testing.T) {
 				llms[i].Enqueue(tt.replies[i]...)
 			}
 			g := apptest.StartWith(t, apptest.Options{Config: func(c *config.Config) {
-				c.FirstByteTimeout, c.IdleTimeout = 400*time.Millisecond, 300*time.Millisecond
+				c.FirstByteTimeout, c.IdleTimeout = time.Second, time.Second // the healthy answers have ample time on a loaded machine
 				bases[0] = c.OpenAIBaseURL
 				for i := range tt.replies {
 					c.Upstreams = append(c.Upstreams, config.Upstream{Name: names[i], BaseURL: bases[i], Model: "m", Profile: "openai"})
