@@ -16,8 +16,9 @@ var separators = strings.NewReplacer("\u0085", "\n", "\u2028", "\n", "\u2029", "
 
 // cleanTurn is the one check of every string a learner supplies with a turn: the message, the
 // selected option, and the form's id, field names and values, strings nested in arrays and
-// objects included. Each goes through cleanText; a form's strings together may not exceed the
-// message limit either, as they reach the model as one message.
+// objects included. Each goes through cleanText (a number is held to the same length); a form's
+// strings and numbers together may not exceed the message limit either, as they reach the model
+// as one message.
 func (s *Server) cleanTurn(in *coach.TurnInput) error {
 	if in.Message != nil {
 		if err := s.cleanText("message", in.Message); err != nil {
@@ -63,8 +64,8 @@ func (s *Server) cleanTurn(in *coach.TurnInput) error {
 	return nil
 }
 
-// cleanValue cleans every string in v, a decoded JSON value of a form answer, adds their
-// lengths to total, and reports whether any string changed.
+// cleanValue cleans every string in v, a decoded JSON value of a form answer, checks the length
+// of every number, adds the lengths of both to total, and reports whether any string changed.
 func (s *Server) cleanValue(field string, v any, total *int) (any, bool, error) {
 	switch v := v.(type) {
 	case string:
@@ -74,6 +75,13 @@ func (s *Server) cleanValue(field string, v any, total *int) (any, bool, error) 
 		}
 		*total += utf8.RuneCountInString(c)
 		return c, c != v, nil
+	case json.Number:
+		// A number is learner text too, kept as it was written: as long as a string may be.
+		if err := s.checkText(field, string(v)); err != nil {
+			return nil, false, err
+		}
+		*total += len(v)
+		return v, false, nil
 	case []any:
 		changed := false
 		for i, e := range v {

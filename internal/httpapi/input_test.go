@@ -301,6 +301,8 @@ func TestLearnerStrings(t *testing.T) {
 		{"form value nested in an array", "POST", turn(moduleID), `{"form":{"id":"f","values":{"c":["a","\u001b"]}}}`, "form.values.c"},
 		{"form value nested in an object", "POST", turn(moduleID), `{"form":{"id":"f","values":{"c":{"k":["\u0085\u001b"]}}}}`, "form.values.c"},
 		{"form key nested in an object", "POST", turn(moduleID), `{"form":{"id":"f","values":{"c":{"k\u0007":1}}}}`, "form.values.c"},
+		{"form number too long", "POST", turn(moduleID), `{"form":{"id":"f","values":{"n":1` + strings.Repeat("0", 100) + `}}}`, "form.values.n"},
+		{"form number nested too long", "POST", turn(moduleID), `{"form":{"id":"f","values":{"c":[0.` + strings.Repeat("0", 100) + `1]}}}`, "form.values.c"},
 		{"form values too long together", "POST", turn(moduleID), `{"form":{"id":"f","values":{"note":"` + long[:60] + `","x":"` + long[:60] + `"}}}`, "form.values"},
 		// The chat route's text and data parts are the same learner strings.
 		{"chat text with ESC", "POST", chat(toulminID), chatBody(`{"type":"text","text":"a\u001bb"}`), "message"},
