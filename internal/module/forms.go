@@ -186,7 +186,7 @@ func parseAnswer(fd *Field, raw json.RawMessage) (*answer, error) {
 		}
 		x, err := n.Float64()
 		if err != nil || math.IsInf(x, 0) {
-			return nil, fmt.Errorf("%s is out of range", n)
+			return nil, fmt.Errorf("%s is out of range", coach.Clip(n.String()))
 		}
 		if fd.Min != nil && x < *fd.Min {
 			return nil, fmt.Errorf("must be at least %s", formatNumber(*fd.Min))
@@ -194,7 +194,8 @@ func parseAnswer(fd *Field, raw json.RawMessage) (*answer, error) {
 		if fd.Max != nil && x > *fd.Max {
 			return nil, fmt.Errorf("must be at most %s", formatNumber(*fd.Max))
 		}
-		return &answer{field: fd, shown: n.String()}, nil
+		// The number as read, not as written: "5.000…000" with thousands of digits is 5.
+		return &answer{field: fd, shown: formatNumber(x)}, nil
 	default: // text, textarea
 		var v string
 		if err := json.Unmarshal(raw, &v); err != nil {

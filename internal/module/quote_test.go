@@ -75,3 +75,25 @@ func TestFinishRejectsOversizedText(t *testing.T) {
 		})
 	}
 }
+
+// TestFormNumbersBounded answers a number field with numbers written with thousands of digits:
+// one in range reaches the model as the number it is, not as the digits sent, and one out of
+// range is refused with an error that repeats only the start of it.
+func TestFormNumbersBounded(t *testing.T) {
+	c := newContract(t)
+	s := newSession(t, c, "anxiety-basics", "en")
+	offerForms(t, c, s)
+	long := "5." + strings.Repeat("0", 3000)
+	tn, err := c.Begin(s, formInput("checkin", `{"intensity":`+long+`,"when":"night"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := tn.Request().Messages
+	if user := msgs[len(msgs)-1].Content; strings.Contains(user, "000") || !strings.Contains(user, "(0-10)? 5\n") {
+		t.Errorf("user message %.200q, want the number shown as 5", user)
+	}
+	_, err = c.Begin(s, formInput("checkin", `{"intensity":1`+strings.Repeat("0", 3000)+`,"when":"night"}`))
+	if e := coach.AsError(err); err == nil || e.Field != "form.values.intensity" || len(e.Message) > 200 {
+		t.Errorf("Begin = %.300v, want an error on form.values.intensity of at most 200 bytes", err)
+	}
+}
