@@ -224,8 +224,13 @@ func (a *App) savedRedis() (redis.UniversalClient, error) {
 		log.Info().Int("keys", rep.Keys).Int("expired", rep.Expired).Int("skipped", rep.Skipped).Time("saved_at", rep.SavedAt).
 			Msg("loaded the saved embedded Redis")
 	}
-	log.Warn().Dur("save_interval", a.cfg.SaveInterval).
-		Msgf("REDIS_URL is not set: sessions live in an embedded in-process Redis, saved to %s every %s and at shutdown (COACH_DATA_DIR, COACH_SAVE_INTERVAL)", path, a.cfg.SaveInterval)
+	if rep.Unwritable != nil {
+		log.Error().Err(rep.Unwritable).
+			Msgf("REDIS_URL is not set: sessions live in an embedded in-process Redis, which cannot be saved to %s: they are lost on exit unless its directory becomes writable (COACH_DATA_DIR)", path)
+	} else {
+		log.Warn().Dur("save_interval", a.cfg.SaveInterval).
+			Msgf("REDIS_URL is not set: sessions live in an embedded in-process Redis, saved to %s every %s and at shutdown (COACH_DATA_DIR, COACH_SAVE_INTERVAL)", path, a.cfg.SaveInterval)
+	}
 
 	save := func(what string, done zerolog.Level) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

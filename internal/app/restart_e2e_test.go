@@ -90,3 +90,33 @@ func TestEmbeddedRedisCorruptFile(t *testing.T) {
 		t.Error("the gateway does not serve after a damaged file")
 	}
 }
+
+// TestEmbeddedRedisUnwritableDataDir starts the default gateway on a data directory that cannot
+// be made (a file is in the way): the gateway starts and serves, and its start log says at error
+// level, instead of promising saves, that the sessions cannot be saved there.
+func TestEmbeddedRedisUnwritableDataDir(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := filepath.Join(file, "coachgw")
+	g := apptest.Start(t, func(c *config.Config) { c.RedisURL, c.DataDir = "", dataDir })
+	var start []string
+	for _, l := range strings.Split(g.Log.String(), "\n") {
+		if strings.Contains(l, `"message":"listening"`) {
+			break
+		}
+		start = append(start, l)
+	}
+	log := strings.Join(start, "\n")
+	path := filepath.Join(dataDir, redisstore.SnapshotFile)
+	if !strings.Contains(log, `"level":"error"`) || !strings.Contains(log, "cannot be saved to "+path) {
+		t.Errorf("the start log does not say at error level that nothing can be saved to %s:\n%s", path, log)
+	}
+	if strings.Contains(log, "saved to "+path+" every") {
+		t.Errorf("the start log promises saves that cannot happen:\n%s", log)
+	}
+	if s := g.Create("toulmin", nil); s.ID == "" {
+		t.Error("the gateway does not serve")
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -123,13 +124,17 @@ type LoadReport struct {
 	// empty either way.
 	Problem  error
 	SetAside string
+	// Unwritable, when set, is why nothing can be saved in the file's directory (it could not be
+	// created, or a file could not be made in it): every Save fails until that changes. It is
+	// found at start so that the start log can say so, not only the first save.
+	Unwritable error
 }
 
 // StartSaved starts an embedded Redis that keeps its state in path: the keys saved there are
 // loaded before it serves. A file that cannot be read or parsed is not fatal: it is renamed to
 // path.corrupt-<UTC time> (reported in the LoadReport, never deleted) and the server starts
-// empty. The directory is created (0700) when missing. Only an embedded server that cannot start
-// is an error.
+// empty. The directory is created (0700) when missing and checked for writing, a failure reported
+// as LoadReport.Unwritable. Only an embedded server that cannot start is an error.
 func StartSaved(path string) (*SavedEmbedded, redis.UniversalClient, LoadReport, error) {
 	m, c, err := startEmbedded()
 	if err != nil {
@@ -139,8 +144,35 @@ func StartSaved(path string) (*SavedEmbedded, redis.UniversalClient, LoadReport,
 	rep := s.load(time.Now())
 	if rep.Problem != nil && rep.SetAside == "" {
 		s.refuse = fmt.Errorf("redisstore: %s could not be read nor set aside; not overwriting it", path)
+	} else {
+		rep.Unwritable = checkWritable(filepath.Dir(path))
 	}
 	return s, c, rep, nil
+}
+
+// checkWritable creates dir (0700) when missing and makes and removes a file in it, as a save
+// would: a location the server cannot be saved to is then known at start.
+func checkWritable(dir string) error {
+	if err := makeDir(dir); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".write-check-*.tmp")
+	if err != nil {
+		return fmt.Errorf("redisstore: cannot write in %s: %w", dir, err)
+	}
+	_ = f.Close()
+	if err := os.Remove(f.Name()); err != nil {
+		return fmt.Errorf("redisstore: cannot write in %s: %w", dir, err)
+	}
+	return nil
+}
+
+// makeDir creates dir (0700) with its parents when missing.
+func makeDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("redisstore: creating %s: %w", dir, err)
+	}
+	return nil
 }
 
 // Path returns the file the server is saved to.
@@ -150,7 +182,9 @@ func (s *SavedEmbedded) Path() string { return s.path }
 func (s *SavedEmbedded) load(now time.Time) LoadReport {
 	rep := LoadReport{Path: s.path}
 	raw, err := os.ReadFile(s.path)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		// No file; ENOTDIR: not even its directory, a file is where one should be, which
+		// StartSaved then reports as a directory nothing can be saved in.
 		return rep
 	}
 	rep.Found = true
@@ -421,8 +455,8 @@ func (k *snapshotKey) decodeStrings() error {
 // or a crash sees either the old file or the new one, never a part.
 func writeAtomic(path string, data []byte) (err error) {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("redisstore: creating %s: %w", dir, err)
+	if err := makeDir(dir); err != nil {
+		return err
 	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
 	if err != nil {

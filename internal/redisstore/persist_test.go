@@ -265,6 +265,40 @@ func TestSavedCorruptFileSetAside(t *testing.T) {
 	})
 }
 
+// TestSavedDirectoryCheckedAtStart checks that StartSaved creates a missing directory and
+// reports at once a location nothing can be saved in, rather than at the first save.
+func TestSavedDirectoryCheckedAtStart(t *testing.T) {
+	t.Run("missing", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "fresh", "cache", "coachgw")
+		_, _, rep := startSaved(t, filepath.Join(dir, SnapshotFile))
+		if rep.Unwritable != nil || rep.Problem != nil || rep.Found {
+			t.Fatalf("report %+v, want a clean start", rep)
+		}
+		st, err := os.Stat(dir)
+		if err != nil || !st.IsDir() || st.Mode().Perm() != 0o700 {
+			t.Fatalf("directory after the start: %v, %v; want it created with mode 0700", st, err)
+		}
+		if left, _ := os.ReadDir(dir); len(left) != 0 {
+			t.Errorf("the check left %v behind", left)
+		}
+	})
+	t.Run("cannot be created", func(t *testing.T) {
+		// A regular file where a parent directory should be: nothing can be made under it, even
+		// by root.
+		file := filepath.Join(t.TempDir(), "file")
+		if err := os.WriteFile(file, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, _, rep := startSaved(t, filepath.Join(file, "coachgw", SnapshotFile))
+		if rep.Unwritable == nil {
+			t.Fatalf("report %+v, want the directory reported as unwritable", rep)
+		}
+		if _, err := s.Save(context.Background()); err == nil {
+			t.Error("Save succeeded where the start found nothing can be written")
+		}
+	})
+}
+
 func TestSavedClose(t *testing.T) {
 	s, c, _ := startSaved(t, filepath.Join(t.TempDir(), SnapshotFile))
 	s.Close()
