@@ -66,6 +66,7 @@ func TestFallback(t *testing.T) {
 	cut := &ModelError{Class: "stream", Retryable: true, Err: io.ErrUnexpectedEOF}
 	refused := &ModelError{Class: ClassRefused, Err: errors.New("400 context_length_exceeded")}
 	unauthorized := &ModelError{Class: "client", Err: errors.New("401")}
+	invalid := &ModelError{Class: ClassInvalid, Err: errors.New("400 messages: unknown role")}
 	limited := func(after time.Duration) *ModelError {
 		return &ModelError{Class: ClassRateLimited, Retryable: true, RetryAfter: after, Err: errors.New("429")}
 	}
@@ -128,6 +129,14 @@ func TestFallback(t *testing.T) {
 		{name: "an endpoint that refuses our key moves on",
 			scripts: map[string][]script{"a": {{openErr: unauthorized}}, "b": {{frags: []string{"ok."}}}},
 			want:    "delta:ok. result", upstream: "b", calls: [3]int{1, 1, 0}, fallbacks: []string{"a>b:before"}},
+		{name: "a request the endpoint rejects moves on, not counted against the endpoint",
+			scripts: map[string][]script{"a": {{openErr: invalid}}, "b": {{frags: []string{"ok."}}}},
+			want:    "delta:ok. result", upstream: "b", calls: [3]int{1, 1, 0},
+			fallbacks: []string{"a>b:before"}, reports: []string{"a:inconclusive", "b:healthy"}},
+		{name: "a request every endpoint rejects opens no circuit",
+			scripts: map[string][]script{"a": {{openErr: invalid}}, "b": {{openErr: invalid}}, "c": {{openErr: invalid}}},
+			want:    "error:coach_stream_failed", calls: [3]int{1, 1, 1},
+			fallbacks: []string{"a>b:before", "b>c:before"}, reports: []string{"a:inconclusive", "b:inconclusive", "c:inconclusive"}},
 		{name: "429 within the Retry-After cap waits for the same endpoint",
 			scripts: map[string][]script{"a": {{openErr: limited(time.Millisecond)}, {frags: []string{"ok."}}}},
 			want:    "delta:ok. result", upstream: "a", calls: [3]int{2, 0, 0}, reports: []string{"a:failed", "a:healthy"}},

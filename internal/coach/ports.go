@@ -157,12 +157,18 @@ const (
 	ClassRefused = "refused"
 	// ClassCanceled is a call whose context was cancelled.
 	ClassCanceled = "canceled"
+	// ClassInvalid is a request the endpoint rejected for its shape or content otherwise (an
+	// HTTP 400, 413 or 422 that is no refusal): another endpoint may accept it, so the turn
+	// moves on, but it says nothing about the endpoint's health, so its circuit does not count
+	// it. Otherwise one learner's message that every endpoint rejects would open every
+	// circuit, for every tenant.
+	ClassInvalid = "invalid_request"
 )
 
 // ModelError is a failure of the model endpoint.
 type ModelError struct {
 	// Class is a short label for metrics: "rate_limited", "server", "connect", "timeout", "client",
-	// "refused", "stream" or "canceled".
+	// "invalid_request", "refused", "stream" or "canceled".
 	Class string
 	// Retryable says whether the same request may succeed later.
 	Retryable bool

@@ -288,7 +288,7 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 		exhausted := invalid && recoveries >= s.opts.Recoveries
 		if r.leaves(me, exhausted, retries) {
 			if next := r.nextUpstream(cur); next >= 0 {
-				s.breaker.Report(up.Name, Failed)
+				s.breaker.Report(up.Name, verdict(me, invalid, exhausted))
 				reason := resetReason(err)
 				s.obs.FellBack(r.contract, up.Name, s.upstreams[next].Name, sent)
 				if invalid || sent {
@@ -368,8 +368,9 @@ func (r *TurnRun) nextUpstream(i int) int {
 
 // leaves reports whether a failed attempt (me, when the model call failed; exhausted, when the
 // output was unusable even after the corrective retry) is worth moving to another endpoint:
-// connect errors, 5xx, timeouts, cut or stalled streams, unusable output, and the endpoint
-// refusing us (401, 404, …), which another endpoint may not do. A 429 whose Retry-After is
+// connect errors, 5xx, timeouts, cut or stalled streams, unusable output, the endpoint
+// refusing us (401, 404, …), which another endpoint may not do, and a request shape it rejects
+// (ClassInvalid). A 429 whose Retry-After is
 // within the cap is worth waiting for, while retries are left. A request the endpoint refused
 // for its content (context length, content policy) and a cancelled call are not.
 func (r *TurnRun) leaves(me *ModelError, exhausted bool, retries int) bool {
@@ -386,12 +387,12 @@ func (r *TurnRun) leaves(me *ModelError, exhausted bool, retries int) bool {
 	return true
 }
 
-// verdict says what an attempt that stays on its endpoint tells the breaker.
+// verdict says what a failed attempt tells the breaker.
 func verdict(me *ModelError, invalid, exhausted bool) Verdict {
 	switch {
 	case invalid && exhausted:
 		return Failed
-	case me == nil || me.Class == ClassCanceled:
+	case me == nil || me.Class == ClassCanceled || me.Class == ClassInvalid:
 		return Inconclusive
 	case me.Class == ClassRefused:
 		return Healthy

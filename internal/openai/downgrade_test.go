@@ -85,13 +85,13 @@ func TestDowngrade(t *testing.T) {
 			name: "a setting the request did not send is not downgraded", cfg: Config{}, req: hello,
 			rejections: []string{`{"error":{"message":"response_format is not supported","type":"invalid_request_error"}}`},
 			member:     "response_format", want: []string{"-", "-"},
-			wantErr: ClassClient,
+			wantErr: ClassInvalid,
 		},
 		{
 			name: "the weakest form is not downgraded further", cfg: Config{Profile: "generic"}, req: cardReq,
 			rejections: []string{`{"error":{"message":"tools and response_format are not supported","type":"invalid_request_error"}}`},
 			member:     "tools", want: []string{"-", "-"},
-			wantErr: ClassClient,
+			wantErr: ClassInvalid,
 		},
 	}
 	for _, tt := range tests {

@@ -27,8 +27,13 @@ const (
 	ClassConnect = "connect"
 	// ClassTimeout is HTTP 408, a network timeout or the context's deadline; retryable.
 	ClassTimeout = "timeout"
-	// ClassClient is any other HTTP 4xx, or a request that cannot be built; not retryable.
+	// ClassClient is any other HTTP 4xx (401, 403, 404: the endpoint refuses us), or a request
+	// that cannot be built; not retryable.
 	ClassClient = "client"
+	// ClassInvalid is a 400, 413 or 422 that is neither a refusal nor a setting a downgrade
+	// avoids: the endpoint rejects this request, which says nothing about its health; not
+	// retryable (coach.ClassInvalid).
+	ClassInvalid = coach.ClassInvalid
 	// ClassRefused is a 400 refusing the request for its content: the context is too long, or
 	// a content policy or filter objects. Not retryable, and no other endpoint is asked
 	// (coach.ClassRefused).
@@ -101,6 +106,8 @@ func byStatus(status int, err error) *coach.ModelError {
 		return &coach.ModelError{Class: ClassServer, Retryable: true, Err: err}
 	case (status == http.StatusBadRequest || status == http.StatusRequestEntityTooLarge) && refused(err):
 		return &coach.ModelError{Class: ClassRefused, Err: err}
+	case status == http.StatusBadRequest || status == http.StatusRequestEntityTooLarge || status == http.StatusUnprocessableEntity:
+		return &coach.ModelError{Class: ClassInvalid, Err: err}
 	default:
 		// Other 4xx, and 1xx/3xx responses that go-openai also treats as failures (an
 		// unfollowed redirect points at a misconfigured base URL): retrying cannot help.
@@ -115,23 +122,30 @@ var refusedCodes = []string{"context_length_exceeded", "content_policy_violation
 
 // refusedPhrases are how endpoints without such codes say the same in their message: vLLM and
 // OpenAI ("maximum context length"), Anthropic ("prompt is too long"), Ollama and llama.cpp
-// ("context size", "context window").
-var refusedPhrases = []string{"maximum context length", "context length", "prompt is too long", "context size", "context window", "content policy", "content management policy"}
+// ("context size", "context window"), Gemini ("The input token count (…) exceeds the maximum
+// number of tokens allowed (…)").
+var refusedPhrases = []string{"maximum context length", "context length", "prompt is too long", "context size", "context window", "exceeds the maximum number of tokens", "content policy", "content management policy"}
 
 // refused reports whether err, a 400 or 413 response, refuses the request for its content
 // rather than its shape: another endpoint would refuse it too, so the turn does not move on.
+// A body that is not OpenAI's error object (Gemini's list of errors, say) is read as text.
 func refused(err error) bool {
 	var ae *oai.APIError
-	if !errors.As(err, &ae) {
-		return false
+	var re *oai.RequestError
+	var text string
+	if errors.As(err, &re) {
+		text = string(re.Body)
 	}
-	code, _ := ae.Code.(string)
-	for _, c := range refusedCodes {
-		if code == c || ae.Type == c {
-			return true
+	if errors.As(err, &ae) {
+		code, _ := ae.Code.(string)
+		for _, c := range refusedCodes {
+			if code == c || ae.Type == c {
+				return true
+			}
 		}
+		text += " " + ae.Message
 	}
-	msg := strings.ToLower(ae.Message)
+	msg := strings.ToLower(text)
 	for _, p := range refusedPhrases {
 		if strings.Contains(msg, p) {
 			return true

@@ -70,7 +70,21 @@ func TestHTTPErrors(t *testing.T) {
 		},
 		{
 			name: "400", status: 400, body: `{"error":{"message":"Invalid schema for response_format","type":"invalid_request_error","param":"response_format"}}`,
-			wantClass: ClassClient,
+			wantClass: ClassInvalid,
+		},
+		{
+			name: "422", status: 422, body: `{"detail":"messages: field required"}`,
+			wantClass: ClassInvalid,
+		},
+		{
+			name: "400 input token count (Gemini)", status: 400,
+			body:      `{"error":{"code":400,"message":"The input token count (1054016) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}`,
+			wantClass: ClassRefused,
+		},
+		{
+			name: "400 input token count in a list (Gemini)", status: 400,
+			body:      `[{"error":{"code":400,"message":"The input token count (1054016) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}]`,
+			wantClass: ClassRefused,
 		},
 		{
 			name: "404 without a body", status: 404, wantClass: ClassClient,
