@@ -24,13 +24,17 @@ const codeBodyTimeout = "body_timeout"
 // that never read it: it consumes the rest of a small body before it writes the response.
 //
 // The deadline is cleared once the body is in, so the NDJSON stream of a long turn is not cut:
-// only the body's arrival is timed, never the response. A body over MaxBodyBytes is 413 here,
-// as soon as its limit is passed.
+// only the body's arrival is timed, never the response. A body over MaxBodyBytes is 413 here:
+// at once when its Content-Length says so, without waiting for a byte of it, and otherwise as
+// soon as its limit is passed.
 func (s *Server) readBody(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
 		if req.Body == nil || req.Body == http.NoBody {
 			return next(c)
+		}
+		if req.ContentLength > s.deps.MaxBodyBytes {
+			return s.tooLarge(c)
 		}
 		rc := http.NewResponseController(c.Response().Writer)
 		timed := rc.SetReadDeadline(time.Now().Add(s.deps.BodyReadTimeout)) == nil
@@ -49,10 +53,16 @@ func (s *Server) readBody(next echo.HandlerFunc) echo.HandlerFunc {
 			_ = rc.SetReadDeadline(time.Time{})
 		}
 		if int64(len(body)) > s.deps.MaxBodyBytes {
-			c.Response().Header().Set(echo.HeaderConnection, "close")
-			return newHTTPError(http.StatusRequestEntityTooLarge, codeBodyTooLarge, "the body is larger than the limit")
+			return s.tooLarge(c)
 		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		return next(c)
 	}
+}
+
+// tooLarge answers a request whose body is over MaxBodyBytes. The rest of the body is still on
+// the wire and must not be read as the next request: the connection closes after the answer.
+func (s *Server) tooLarge(c echo.Context) error {
+	c.Response().Header().Set(echo.HeaderConnection, "close")
+	return newHTTPError(http.StatusRequestEntityTooLarge, codeBodyTooLarge, "the body is larger than the limit")
 }

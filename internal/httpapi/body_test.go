@@ -39,9 +39,9 @@ func rawRequest(t *testing.T, url, head, part string, wait time.Duration) (*http
 	return resp, string(b), time.Since(start)
 }
 
-// TestBodyReadTimeout sends requests that declare a body of 100000 bytes and never send it
-// whole: each is answered 408 with a JSON error once the body read timeout passes, on every
-// kind of route, /healthz included and before authentication.
+// TestBodyReadTimeout sends requests that declare a body of 10000 bytes (under the limit) and
+// never send it whole: each is answered 408 with a JSON error once the body read timeout
+// passes, on every kind of route, /healthz included and before authentication.
 func TestBodyReadTimeout(t *testing.T) {
 	const timeout = 200 * time.Millisecond
 	ts := startServer(t, func(d *Deps) {
@@ -51,11 +51,11 @@ func TestBodyReadTimeout(t *testing.T) {
 	tests := []struct {
 		name, head string
 	}{
-		{"healthz", "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100000"},
-		{"before authentication", "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000"},
-		{"authenticated turn", "POST /v1/sessions/" + strings.Repeat("a", 32) + "/turns HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\r\nContent-Type: application/json\r\nContent-Length: 100000"},
+		{"healthz", "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 10000"},
+		{"before authentication", "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10000"},
+		{"authenticated turn", "POST /v1/sessions/" + strings.Repeat("a", 32) + "/turns HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\r\nContent-Type: application/json\r\nContent-Length: 10000"},
 		{"chunked", "POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked"},
-		{"unknown route", "POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Length: 100000"},
+		{"unknown route", "POST /nowhere HTTP/1.1\r\nHost: x\r\nContent-Length: 10000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,6 +76,35 @@ func TestBodyReadTimeout(t *testing.T) {
 			}
 			if took < timeout {
 				t.Errorf("answered after %v, before the timeout of %v", took, timeout)
+			}
+		})
+	}
+}
+
+// TestDeclaredBodyOverLimit sends requests whose Content-Length is over the body limit and no
+// byte of the body: each is answered 413 at once, long before the body read timeout, on every
+// kind of route and before authentication, as nothing of such a body would be read anyway.
+func TestDeclaredBodyOverLimit(t *testing.T) {
+	const timeout = 10 * time.Second
+	ts := startServer(t, func(d *Deps) {
+		d.BodyReadTimeout = timeout
+		d.APIKeys = []APIKey{{Tenant: "acme", Hash: HashKey("k")}}
+	})
+	for _, head := range []string{
+		"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100000",
+		"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000",
+		"POST /v1/sessions/" + strings.Repeat("a", 32) + "/chat HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\r\nContent-Type: application/json\r\nContent-Length: 100000",
+	} {
+		t.Run(head[:strings.Index(head, " HTTP")], func(t *testing.T) {
+			resp, body, took := rawRequest(t, ts.URL, head, "", timeout+5*time.Second)
+			if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(body, codeBodyTooLarge) {
+				t.Fatalf("status %d %s, want 413 %s", resp.StatusCode, body, codeBodyTooLarge)
+			}
+			if took >= timeout {
+				t.Errorf("answered after %v: it waited for a body it would refuse", took)
+			}
+			if !resp.Close {
+				t.Errorf("the connection stays open with the declared body still to come")
 			}
 		})
 	}
