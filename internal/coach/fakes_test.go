@@ -19,8 +19,10 @@ type memStore struct {
 	transcripts map[string][]TranscriptEntry
 	commits     int
 	renews      int
-	down        bool
-	n           int
+	// usage holds the tenant usage of every commit that carried one.
+	usage []TenantUsage
+	down  bool
+	n     int
 }
 
 func newMemStore() *memStore {
@@ -88,6 +90,9 @@ func (m *memStore) Commit(_ context.Context, s *Session, token string, extra Com
 	m.sessions[s.ID] = *s
 	delete(m.locks, s.ID)
 	m.commits++
+	if extra.Usage != nil {
+		m.usage = append(m.usage, *extra.Usage)
+	}
 	for _, e := range extra.Transcript {
 		e.Seq = int64(len(m.transcripts[s.ID]) + 1)
 		m.transcripts[s.ID] = append(m.transcripts[s.ID], e)
@@ -155,6 +160,8 @@ type script struct {
 	batch   int
 	// pause is a wait before every fragment: a model that takes its time.
 	pause time.Duration
+	// usage, when set, is reported in a fragment of its own after frags.
+	usage *Usage
 }
 
 // fakeModel plays scripts in order and records the requests.
@@ -186,10 +193,11 @@ func (f *fakeModel) calls() int {
 }
 
 type fakeStream struct {
-	ctx  context.Context
-	s    script
-	i    int
-	wait func()
+	ctx       context.Context
+	s         script
+	i         int
+	wait      func()
+	usageSent bool
 }
 
 func (f *fakeStream) Next() (Fragment, error) {
@@ -209,6 +217,10 @@ func (f *fakeStream) Next() (Fragment, error) {
 		}
 		f.i++
 		return Fragment{Content: f.s.frags[f.i-1]}, nil
+	}
+	if f.s.usage != nil && !f.usageSent {
+		f.usageSent = true
+		return Fragment{Usage: f.s.usage}, nil
 	}
 	if f.s.block {
 		<-f.ctx.Done()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -243,5 +244,74 @@ func TestFallbackCancelled(t *testing.T) {
 	}))
 	if rep.Outcome != "cancelled" || !slices.Equal(br.reports, []string{"a:inconclusive"}) {
 		t.Errorf("outcome %q, breaker reports %q; want cancelled and [a:inconclusive]", rep.Outcome, br.reports)
+	}
+}
+
+// TestUsageOfEveryAttempt checks that the tokens of attempts that did not answer (unusable
+// output, a fallback to another endpoint, the fallback answer) count in the tenant's usage
+// committed with the turn and in the report, while the result line carries the answering
+// attempt's.
+func TestUsageOfEveryAttempt(t *testing.T) {
+	u := func(p, c int) *Usage { return &Usage{PromptTokens: p, CompletionTokens: c} }
+	tests := []struct {
+		name     string
+		scripts  map[string][]script
+		fallback bool
+		// result is the result line's usage; committed the tenant usage of the commit; spent
+		// the report's upstreams of Spent.
+		result, committed *Usage
+		spent             []string
+	}{
+		{name: "the corrective retry's tokens count too",
+			scripts: map[string][]script{"a": {{frags: []string{"x"}, usage: u(10, 2)}, {frags: []string{"ok."}, usage: u(12, 3)}}},
+			result:  u(12, 3), committed: u(22, 5), spent: []string{"a", "a"}},
+		{name: "tokens of the endpoint fallen back from count too",
+			scripts: map[string][]script{"a": {{frags: []string{"x"}, usage: u(10, 1)}, {frags: []string{"y"}, usage: u(10, 1)}}, "b": {{frags: []string{"ok."}, usage: u(5, 5)}}},
+			result:  u(5, 5), committed: u(25, 7), spent: []string{"a", "a", "b"}},
+		{name: "a fallback answer commits the tokens its attempts used",
+			fallback:  true,
+			scripts:   map[string][]script{"a": {{frags: []string{"x"}, usage: u(4, 1)}, {frags: []string{"y"}, usage: u(4, 1)}}},
+			committed: u(8, 2), spent: []string{"a", "a"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var ups []Upstream
+			for _, n := range []string{"a", "b"} {
+				if tt.scripts[n] != nil {
+					ups = append(ups, Upstream{Name: n, ModelName: "m-" + n, Model: &fakeModel{scripts: tt.scripts[n]}})
+				}
+			}
+			var c Contract = echoContract{}
+			if tt.fallback {
+				c = fallbackContract{}
+			}
+			st := newMemStore()
+			svc := New(Deps{Store: st, Upstreams: ups, Contracts: []Contract{c}, Options: testOptions()})
+			sess, err := svc.CreateSession(context.Background(), "", "echo", NewSession{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, rep := runTurn(t, svc, sess.ID)
+			last := got[len(got)-1]
+			if last.Type != EventResult {
+				t.Fatalf("turn ended with %q, want a result", lines(got))
+			}
+			if !reflect.DeepEqual(last.Usage, tt.result) {
+				t.Errorf("result usage = %+v, want %+v", last.Usage, tt.result)
+			}
+			if len(st.usage) != 1 || st.usage[0].Usage != *tt.committed {
+				t.Errorf("committed usage = %+v, want one commit with %+v", st.usage, *tt.committed)
+			}
+			var spent []string
+			for _, s := range rep.Spent {
+				spent = append(spent, s.Upstream)
+				if s.Model != "m-"+s.Upstream {
+					t.Errorf("spent on %s with model %q, want %q", s.Upstream, s.Model, "m-"+s.Upstream)
+				}
+			}
+			if !slices.Equal(spent, tt.spent) {
+				t.Errorf("spent on %q, want %q", spent, tt.spent)
+			}
+		})
 	}
 }

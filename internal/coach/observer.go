@@ -35,6 +35,11 @@ type Report struct {
 	Upstream string
 	Model    string
 	Usage    *Usage
+	// Spent lists the tokens of every attempt whose endpoint reported them, in order: the
+	// answering attempt's and those of attempts that failed or were retried (unusable output,
+	// a fallback to another endpoint), which cost as much. The token metrics and the tenant's
+	// daily counters count them all.
+	Spent []Spent
 	// Tenant owns the session.
 	Tenant string
 	Resets int
@@ -44,6 +49,21 @@ type Report struct {
 	Diagnostic string
 	Notice     string
 	Err        error
+}
+
+// Spent is the usage that one attempt's endpoint reported.
+type Spent struct {
+	Upstream, Model string
+	Usage           Usage
+}
+
+// SpentTotal returns the sum of spent, or nil when it is empty.
+func SpentTotal(spent []Spent) *Usage {
+	var total *Usage
+	for _, s := range spent {
+		total = total.Add(s.Usage)
+	}
+	return total
 }
 
 // NopObserver observes nothing.

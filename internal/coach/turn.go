@@ -180,8 +180,8 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 	transcript := append([]TranscriptEntry{learnerEntry(r.start.UTC(), r.input)},
 		coachEntries(next.UpdatedAt, cards, res.Result, res.Fallback)...)
 	extra := CommitExtra{Transcript: transcript}
-	if rep.Usage != nil {
-		extra.Usage = &TenantUsage{Tenant: r.sess.Tenant, Day: next.UpdatedAt, Usage: *rep.Usage}
+	if spent := SpentTotal(rep.Spent); spent != nil {
+		extra.Usage = &TenantUsage{Tenant: r.sess.Tenant, Day: next.UpdatedAt, Usage: *spent}
 	}
 	cctx, commitSpan := s.tracer.Start(ctx, "coach.commit")
 	err = s.store.Commit(cctx, &next, r.token, extra)
@@ -269,6 +269,9 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 		span := s.startAttempt(ctx, up)
 		out, err := r.attempt(ctx, up.Model, req, send, flush)
 		endAttempt(span, r.usage, r.finish, err)
+		if r.usage != nil {
+			rep.Spent = append(rep.Spent, Spent{Upstream: up.Name, Model: up.ModelName, Usage: *r.usage})
+		}
 		if err == nil {
 			s.breaker.Report(up.Name, Healthy)
 			rep.Model, rep.Usage = up.ModelName, r.usage

@@ -186,9 +186,9 @@ func (m *Metrics) TurnEnded(r coach.Report) {
 		m.firstDelta.WithLabelValues(r.Contract).Observe(r.FirstDelta.Seconds())
 	}
 	m.deltas.WithLabelValues(r.Contract).Add(float64(r.Deltas))
-	if u := r.Usage; u != nil {
-		m.promptTokens.WithLabelValues(r.Tenant, r.Contract, r.Upstream, r.Model).Add(float64(u.PromptTokens))
-		m.completionTokens.WithLabelValues(r.Tenant, r.Contract, r.Upstream, r.Model).Add(float64(u.CompletionTokens))
+	for _, s := range r.Spent {
+		m.promptTokens.WithLabelValues(r.Tenant, r.Contract, s.Upstream, s.Model).Add(float64(s.Usage.PromptTokens))
+		m.completionTokens.WithLabelValues(r.Tenant, r.Contract, s.Upstream, s.Model).Add(float64(s.Usage.CompletionTokens))
 	}
 	for _, rule := range r.Rules {
 		m.ruleFirings.WithLabelValues(r.Contract, rule).Inc()

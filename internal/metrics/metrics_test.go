@@ -147,14 +147,26 @@ func TestObserver(t *testing.T) {
 				for range 2 {
 					m.TurnStarted("cards")
 					m.TurnEnded(coach.Report{Contract: "cards", Outcome: "ok", Tenant: "acme", Upstream: "primary", Model: "gpt-4o-mini",
-						Usage: &coach.Usage{PromptTokens: 100, CompletionTokens: 20}})
+						Usage: &coach.Usage{PromptTokens: 100, CompletionTokens: 20},
+						Spent: []coach.Spent{{Upstream: "primary", Model: "gpt-4o-mini", Usage: coach.Usage{PromptTokens: 100, CompletionTokens: 20}}}})
 				}
 				m.TurnStarted("cards")
 				m.TurnEnded(coach.Report{Contract: "cards", Outcome: "ok", Tenant: "acme", Upstream: "local"})
+				// A turn that fell back from primary to local after primary had reported its
+				// tokens: both endpoints' tokens count, each under its own labels.
+				m.TurnStarted("cards")
+				m.TurnEnded(coach.Report{Contract: "cards", Outcome: "ok", Tenant: "acme", Upstream: "second", Model: "qwen",
+					Usage: &coach.Usage{PromptTokens: 7, CompletionTokens: 3},
+					Spent: []coach.Spent{
+						{Upstream: "primary", Model: "gpt-4o-mini", Usage: coach.Usage{PromptTokens: 50, CompletionTokens: 5}},
+						{Upstream: "second", Model: "qwen", Usage: coach.Usage{PromptTokens: 7, CompletionTokens: 3}},
+					}})
 			},
 			want: []want{
-				{"coachgw_prompt_tokens_total", []string{"tenant", "acme", "contract", "cards", "upstream", "primary", "model", "gpt-4o-mini"}, 200},
-				{"coachgw_completion_tokens_total", []string{"tenant", "acme", "contract", "cards", "upstream", "primary", "model", "gpt-4o-mini"}, 40},
+				{"coachgw_prompt_tokens_total", []string{"tenant", "acme", "contract", "cards", "upstream", "primary", "model", "gpt-4o-mini"}, 250},
+				{"coachgw_completion_tokens_total", []string{"tenant", "acme", "contract", "cards", "upstream", "primary", "model", "gpt-4o-mini"}, 45},
+				{"coachgw_prompt_tokens_total", []string{"tenant", "acme", "contract", "cards", "upstream", "second", "model", "qwen"}, 7},
+				{"coachgw_completion_tokens_total", []string{"tenant", "acme", "contract", "cards", "upstream", "second", "model", "qwen"}, 3},
 				{"coachgw_prompt_tokens_total", []string{"tenant", "acme", "contract", "cards", "upstream", "local", "model", ""}, -1},
 			},
 		},
@@ -315,7 +327,7 @@ func TestNaming(t *testing.T) {
 	m := New()
 	// Give every vector a series so that Gather returns its family.
 	m.TurnStarted("toulmin")
-	m.TurnEnded(coach.Report{Contract: "toulmin", Outcome: "fallback", Deltas: 1, Rules: []string{"r"}, Usage: &coach.Usage{PromptTokens: 1}})
+	m.TurnEnded(coach.Report{Contract: "toulmin", Outcome: "fallback", Deltas: 1, Rules: []string{"r"}, Spent: []coach.Spent{{Upstream: "default", Usage: coach.Usage{PromptTokens: 1}}}})
 	m.ModelFailed("toulmin", "default", "server")
 	m.Retried("toulmin", "server")
 	m.Reset("toulmin", "invalid_output")
