@@ -226,7 +226,7 @@ func (a *App) savedRedis() (redis.UniversalClient, error) {
 	}
 	if rep.Unwritable != nil {
 		log.Error().Err(rep.Unwritable).
-			Msgf("REDIS_URL is not set: sessions live in an embedded in-process Redis, which cannot be saved to %s: they are lost on exit unless its directory becomes writable (COACH_DATA_DIR)", path)
+			Msgf("REDIS_URL is not set: sessions live in an embedded in-process Redis, which cannot be saved to %s: they are lost on exit unless that changes (COACH_DATA_DIR)", path)
 	} else {
 		log.Warn().Dur("save_interval", a.cfg.SaveInterval).
 			Msgf("REDIS_URL is not set: sessions live in an embedded in-process Redis, saved to %s every %s and at shutdown (COACH_DATA_DIR, COACH_SAVE_INTERVAL)", path, a.cfg.SaveInterval)

@@ -124,9 +124,10 @@ type LoadReport struct {
 	// empty either way.
 	Problem  error
 	SetAside string
-	// Unwritable, when set, is why nothing can be saved in the file's directory (it could not be
-	// created, or a file could not be made in it): every Save fails until that changes. It is
-	// found at start so that the start log can say so, not only the first save.
+	// Unwritable, when set, is why this run cannot save: nothing can be written in the file's
+	// directory (it could not be created, or a file could not be made in it), and every Save
+	// fails until that changes; or the file could not be read nor set aside, and Save refuses to
+	// overwrite it. It is found at start so that the start log can say so, not only a save.
 	Unwritable error
 }
 
@@ -144,6 +145,7 @@ func StartSaved(path string) (*SavedEmbedded, redis.UniversalClient, LoadReport,
 	rep := s.load(time.Now())
 	if rep.Problem != nil && rep.SetAside == "" {
 		s.refuse = fmt.Errorf("redisstore: %s could not be read nor set aside; not overwriting it", path)
+		rep.Unwritable = s.refuse
 	} else {
 		rep.Unwritable = checkWritable(filepath.Dir(path))
 	}

@@ -297,6 +297,20 @@ func TestSavedDirectoryCheckedAtStart(t *testing.T) {
 			t.Error("Save succeeded where the start found nothing can be written")
 		}
 	})
+	t.Run("a file that can be neither read nor set aside", func(t *testing.T) {
+		// /proc/self/cmdline reads as no saved file and cannot be renamed, even by root.
+		const path = "/proc/self/cmdline"
+		if _, err := os.Stat(path); err != nil {
+			t.Skipf("no %s here: %v", path, err)
+		}
+		s, _, rep := startSaved(t, path)
+		if rep.Problem == nil || rep.SetAside != "" || rep.Unwritable == nil {
+			t.Fatalf("report %+v, want the file left in place and this run's saves reported impossible", rep)
+		}
+		if _, err := s.Save(context.Background()); err == nil {
+			t.Error("Save overwrote a file that could not be read nor set aside")
+		}
+	})
 }
 
 func TestSavedClose(t *testing.T) {
