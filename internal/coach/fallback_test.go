@@ -20,13 +20,27 @@ type fakeBreaker struct {
 	failOpens bool
 	asked     []string
 	reports   []string
+	// allowed counts the attempts allowed, each of which must be reported.
+	allowed int
 }
 
 func (b *fakeBreaker) Allow(name string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.asked = append(b.asked, name)
-	return !b.open[name]
+	if b.open[name] {
+		return false
+	}
+	b.allowed++
+	return true
+}
+
+// unreported returns how many allowed attempts were never reported: a half-open circuit would
+// keep its probe out for ever.
+func (b *fakeBreaker) unreported() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.allowed - len(b.reports)
 }
 
 func (b *fakeBreaker) Report(name string, v Verdict) {
@@ -206,6 +220,9 @@ func TestFallback(t *testing.T) {
 			if tt.reports != nil && !slices.Equal(br.reports, tt.reports) {
 				t.Errorf("breaker reports = %q, want %q", br.reports, tt.reports)
 			}
+			if n := br.unreported(); n != 0 {
+				t.Errorf("%d allowed attempts were never reported to the breaker", n)
+			}
 			if sum := tt.calls[0] + tt.calls[1] + tt.calls[2]; len(obs.attempts) != sum || rep.Attempts != sum {
 				t.Errorf("attempts observed %v, reported %d; want %d", obs.attempts, rep.Attempts, sum)
 			}
@@ -313,5 +330,43 @@ func TestUsageOfEveryAttempt(t *testing.T) {
 				t.Errorf("spent on %q, want %q", spent, tt.spent)
 			}
 		})
+	}
+}
+
+// cancelOnRetry cancels the turn when it is about to wait before a retry.
+type cancelOnRetry struct {
+	NopObserver
+	cancel context.CancelFunc
+}
+
+func (o cancelOnRetry) Retried(string, string) { o.cancel() }
+
+// TestCancelledDuringBackoff checks that a turn that ends while it waits to retry an endpoint
+// reports the retry it was allowed: a half-open circuit whose probe was never reported would
+// let nothing through again.
+func TestCancelledDuringBackoff(t *testing.T) {
+	server := &ModelError{Class: "server", Retryable: true, Err: errors.New("503")}
+	a := &fakeModel{scripts: []script{{openErr: server}, {frags: []string{"ok."}}}}
+	br := &fakeBreaker{open: map[string]bool{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opts := testOptions()
+	opts.BackoffBase, opts.BackoffMax = time.Minute, time.Minute
+	svc := New(Deps{Store: newMemStore(), Upstreams: []Upstream{{Name: "a", Model: a}}, Breaker: br,
+		Contracts: []Contract{echoContract{}}, Options: opts, Observer: cancelOnRetry{cancel: cancel}})
+	sess, err := svc.CreateSession(context.Background(), "", "echo", NewSession{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := svc.StartTurn(context.Background(), "", sess.ID, TurnInput{Message: ptr("hi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := run.Run(ctx, EmitFunc(func(Event) error { return nil }))
+	if rep.Outcome != "cancelled" || a.calls() != 1 {
+		t.Errorf("outcome %q after %d calls, want cancelled after 1", rep.Outcome, a.calls())
+	}
+	if n := br.unreported(); n != 0 {
+		t.Errorf("%d allowed attempts were never reported to the breaker (reports %q)", n, br.reports)
 	}
 }

@@ -320,6 +320,9 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 			r.turn.Reset()
 			flush()
 			if !sleep(ctx, s.backoff(retries, me.RetryAfter)) {
+				// The retry was allowed (it may be a half-open circuit's probe) and will not
+				// be made: the breaker hears of it, or the probe would stay out for ever.
+				s.breaker.Report(up.Name, Inconclusive)
 				return nil, context.Cause(ctx)
 			}
 			continue
