@@ -205,9 +205,11 @@ func Load(getenv func(string) string) (Config, error) {
 	dur("COACH_SESSION_TTL", &c.SessionTTL)
 	num("COACH_TRANSCRIPT_MAX_ENTRIES", &c.TranscriptMaxEntries)
 	num("COACH_TRANSCRIPT_MAX_BYTES", &c.TranscriptMaxBytes)
-	switch v := strings.TrimSpace(getenv("COACH_DATA_DIR")); v {
-	case "":
-	case "off":
+	// "off" in any case: a mistyped "OFF" must not become a directory named OFF wherever the
+	// gateway was started (a repository's checkout, say).
+	switch v := strings.TrimSpace(getenv("COACH_DATA_DIR")); {
+	case v == "":
+	case strings.EqualFold(v, "off"):
 		c.DataDir = ""
 	default:
 		c.DataDir = v

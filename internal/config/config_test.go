@@ -44,12 +44,36 @@ func TestLoadErrors(t *testing.T) {
 		{"bad log level", "COACH_LOG_LEVEL", "loud"},
 		{"lock TTL too short to renew", "COACH_LOCK_TTL", "10ms"},
 		{"bad output bound", "COACH_MAX_OUTPUT_BYTES", "lots"},
+		{"no save interval", "COACH_SAVE_INTERVAL", "0s"},
+		{"a transcript of no entries", "COACH_TRANSCRIPT_MAX_ENTRIES", "0"},
+		{"a transcript of no bytes", "COACH_TRANSCRIPT_MAX_BYTES", "0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Load(env(map[string]string{tt.key: tt.val}))
 			if err == nil || !strings.Contains(err.Error(), tt.key) {
 				t.Errorf("Load(%s=%q) error = %v, want one naming %s", tt.key, tt.val, err, tt.key)
+			}
+		})
+	}
+}
+
+// TestLoadDataDir checks COACH_DATA_DIR: the user's cache by default, a directory as given
+// (trimmed), and "off" in any case for none.
+func TestLoadDataDir(t *testing.T) {
+	tests := []struct{ val, want string }{
+		{"", DefaultDataDir()},
+		{"off", ""},
+		{"OFF", ""},
+		{" Off ", ""},
+		{" /srv/coachgw ", "/srv/coachgw"},
+		{"offline", "offline"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.val, func(t *testing.T) {
+			got, err := Load(env(map[string]string{"COACH_DATA_DIR": tt.val}))
+			if err != nil || got.DataDir != tt.want {
+				t.Errorf("Load(COACH_DATA_DIR=%q) = DataDir %q, %v; want %q", tt.val, got.DataDir, err, tt.want)
 			}
 		})
 	}
