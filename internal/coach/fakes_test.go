@@ -162,6 +162,9 @@ type script struct {
 	pause time.Duration
 	// usage, when set, is reported in a fragment of its own after frags.
 	usage *Usage
+	// before, when set, is called before fragment i is returned, and may wait for an event;
+	// it returns false when ctx ended meanwhile.
+	before func(ctx context.Context, i int) bool
 }
 
 // fakeModel plays scripts in order and records the requests.
@@ -214,6 +217,9 @@ func (f *fakeStream) Next() (Fragment, error) {
 				return Fragment{}, f.ctx.Err()
 			case <-time.After(f.s.pause):
 			}
+		}
+		if f.s.before != nil && !f.s.before(f.ctx, f.i) {
+			return Fragment{}, f.ctx.Err()
 		}
 		f.i++
 		return Fragment{Content: f.s.frags[f.i-1]}, nil

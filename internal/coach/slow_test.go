@@ -55,19 +55,32 @@ func TestStalledModelStillTimesOut(t *testing.T) {
 }
 
 // TestLockRenewedDuringLongTurn runs a turn that lasts several lock TTLs: the engine renews the
-// lock all along, and the turn commits.
+// lock all along, and the turn commits. The model sends each fragment only after one more
+// renewal, so the turn is as long as eight renewals however slow the machine, and a turn
+// whose renewals stopped would stall (and fail) instead of passing.
 func TestLockRenewedDuringLongTurn(t *testing.T) {
-	m := &fakeModel{scripts: []script{{frags: strings.Split("a b c d e f g h.", " "), pause: 30 * time.Millisecond}}}
+	const frags = 8
+	var st *memStore
+	afterRenewal := func(ctx context.Context, i int) bool {
+		for st.renewals() < i+1 {
+			select {
+			case <-ctx.Done():
+				return false
+			case <-time.After(time.Millisecond):
+			}
+		}
+		return true
+	}
+	m := &fakeModel{scripts: []script{{frags: strings.Split("a b c d e f g h.", " "), before: afterRenewal}}}
 	opts := testOptions()
-	opts.LockTTL = 60 * time.Millisecond
+	opts.LockTTL = 60 * time.Millisecond // a renewal every 20 ms
 	svc, st, sess := newTestService(t, m, opts, nil)
 	got, rep := runTurn(t, svc, sess.ID)
 	if rep.Outcome != "ok" || !strings.HasSuffix(lines(got), "result") {
 		t.Fatalf("outcome %q, lines %q; want the turn stored", rep.Outcome, lines(got))
 	}
-	// The turn takes 8 × 30 ms = 240 ms, four lock TTLs: a renewal every 20 ms.
-	if n := st.renewals(); n < 6 {
-		t.Errorf("%d renewals during a turn of four lock TTLs, want at least 6", n)
+	if n := st.renewals(); n < frags {
+		t.Errorf("%d renewals during the turn, want at least %d", n, frags)
 	}
 	if st.locked(sess.ID) {
 		t.Errorf("the lock is still held after the commit")
