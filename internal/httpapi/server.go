@@ -44,8 +44,11 @@ type Deps struct {
 	// MaxBodyBytes bounds request bodies; MaxMessageChars bounds a turn's message.
 	MaxBodyBytes    int64
 	MaxMessageChars int
-	// BodyReadTimeout bounds how long a request's body may take to arrive (see readBody).
+	// BodyReadTimeout bounds how long a request's body may take to arrive (see readBody), and
+	// WriteTimeout how long after that an answer may take to be written (see requestContext);
+	// a turn's stream has the turn's own deadline instead (see runTurn).
 	BodyReadTimeout time.Duration
+	WriteTimeout    time.Duration
 	// APIKeys are the clients' keys (see auth.go); none leaves the API open, for tenant "".
 	APIKeys []APIKey
 	// CORSOrigins are the browser origins allowed to call the API; none sends no CORS headers.
@@ -56,8 +59,12 @@ type Deps struct {
 	RateLimit int
 }
 
-// DefaultBodyReadTimeout is the default of Deps.BodyReadTimeout.
-const DefaultBodyReadTimeout = 15 * time.Second
+// DefaultBodyReadTimeout and DefaultWriteTimeout are the defaults of Deps.BodyReadTimeout and
+// Deps.WriteTimeout.
+const (
+	DefaultBodyReadTimeout = 15 * time.Second
+	DefaultWriteTimeout    = 30 * time.Second
+)
 
 // Server serves the gateway's API.
 type Server struct {
@@ -82,6 +89,9 @@ func New(d Deps) *Server {
 	}
 	if d.BodyReadTimeout <= 0 {
 		d.BodyReadTimeout = DefaultBodyReadTimeout
+	}
+	if d.WriteTimeout <= 0 {
+		d.WriteTimeout = DefaultWriteTimeout
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -166,6 +176,11 @@ func (s *Server) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 		h.Set(echo.HeaderXContentTypeOptions, "nosniff")
 		log := s.deps.Log.With().Str("request_id", id).Logger()
 		c.SetRequest(req.WithContext(log.WithContext(req.Context())))
+		// A client that never reads must not hold a handler, and what it holds, for ever: every
+		// answer is written by a deadline (a turn's stream moves it to the turn's own). It is
+		// left in place after the answer, so that net/http's last flush is bounded too; the
+		// next request on the connection sets its own.
+		_ = http.NewResponseController(c.Response().Writer).SetWriteDeadline(start.Add(s.deps.BodyReadTimeout + s.deps.WriteTimeout))
 
 		err := next(c)
 		if err != nil {

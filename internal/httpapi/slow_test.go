@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"strings"
@@ -69,15 +70,7 @@ func neverRead(t *testing.T, route, body string) {
 		}, nil)
 	})
 	id := ts.create("toulmin")
-	// A receive buffer set before connecting keeps the client's window small.
-	dialer := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
-		return c.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-	}}
-	conn, err := dialer.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := smallWindowConn(t, ts.URL)
 	if _, err := fmt.Fprintf(conn, "POST /v1/sessions/%s/%s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", id, route, len(body), body); err != nil {
 		t.Fatal(err)
 	}
@@ -110,4 +103,58 @@ func neverRead(t *testing.T, route, body string) {
 	if s, _ := store.Session(id); s.Version != 1 {
 		t.Errorf("stored version %d, want 1: a cancelled turn writes nothing", s.Version)
 	}
+}
+
+// smallWindowConn connects to url with a small receive buffer, set before connecting, which
+// keeps the client's window small; it closes at the end of the test.
+func smallWindowConn(t *testing.T, url string) net.Conn {
+	t.Helper()
+	dialer := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	conn, err := dialer.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// TestAnswerToAClientThatNeverReads asks for a transcript page far larger than the socket
+// buffers can hold and reads nothing: the answer's writes have a deadline (the body read timeout
+// plus WriteTimeout from the request's start), so the handler gives up and returns, instead of
+// holding its goroutine and the page for as long as the client keeps the connection open.
+func TestAnswerToAClientThatNeverReads(t *testing.T) {
+	const bodyTimeout, writeTimeout = 100 * time.Millisecond, 300 * time.Millisecond
+	ts := startServer(t, func(d *Deps) { d.BodyReadTimeout, d.WriteTimeout = bodyTimeout, writeTimeout })
+	id := ts.create("toulmin")
+	ctx := context.Background()
+	sess, token, err := ts.store.Claim(ctx, "", id, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := json.RawMessage(`{"message":"` + strings.Repeat("a", 100_000) + `"}`)
+	var extra coach.CommitExtra
+	for range 160 { // 16 MB: more than any socket buffer holds
+		extra.Transcript = append(extra.Transcript, coach.TranscriptEntry{At: time.Now(), Role: coach.TranscriptLearner, Input: input})
+	}
+	next := *sess
+	next.Version++
+	if err := ts.store.Commit(ctx, &next, token, extra); err != nil {
+		t.Fatal(err)
+	}
+	conn := smallWindowConn(t, ts.URL)
+	path := "/v1/sessions/" + id + "/messages"
+	start := time.Now()
+	if _, err := fmt.Fprintf(conn, "GET %s?limit=200 HTTP/1.1\r\nHost: x\r\n\r\n", path); err != nil {
+		t.Fatal(err)
+	}
+	within := bodyTimeout + writeTimeout + 10*time.Second
+	for !strings.Contains(ts.log.String(), `"path":"`+path+`"`) {
+		if time.Since(start) > within {
+			t.Fatalf("the handler still writes to a client that reads nothing %v after the request", within)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("the handler returned %v after the request", time.Since(start).Round(time.Millisecond))
 }

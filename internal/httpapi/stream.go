@@ -65,9 +65,10 @@ func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open ope
 	// A client that stops reading must not hold the turn, and its session's lock, longer than
 	// the turn may last: the stream's writes share the turn's deadline, plus a grace for the
 	// last line. A write that cannot finish by then fails, which ends the turn as cancelled.
+	// Once the turn is over, what is left to write (the end of the response) has the grace.
 	rc := http.NewResponseController(c.Response().Writer)
 	if rc.SetWriteDeadline(time.Now().Add(s.deps.Service.Options().TurnTimeout+writeGrace)) == nil {
-		defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
+		defer func() { _ = rc.SetWriteDeadline(time.Now().Add(writeGrace)) }()
 	}
 	w, err := open(c)
 	if err != nil {
