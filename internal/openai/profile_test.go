@@ -1,6 +1,11 @@
 package openai
 
-import "testing"
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
 
 // TestProfileTable holds the profile table to the rules its comments give: a profile whose
 // endpoint sends tool arguments whole asks for cards as structured output, so that a card's
@@ -32,5 +37,52 @@ func TestProfileTable(t *testing.T) {
 	cfg := Config{Format: FormatJSONObject}
 	if sh, err := cfg.resolve(); err != nil || sh != (shape{tool: ToolNamed, format: FormatJSONObject}) {
 		t.Errorf("no profile resolves to %+v, %v; want a named tool, the Config's Format and no usage", sh, err)
+	}
+}
+
+// TestProfileTableInREADME holds the README's table of profiles to the profiles themselves: a
+// row for each, with its toolChoice, responseFormat and includeUsage, and no row for a profile
+// that does not exist, so the manual cannot drift from what the gateway sends.
+func TestProfileTableInREADME(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const header = "| profile | `toolChoice` | `responseFormat` | `includeUsage` |"
+	_, table, ok := strings.Cut(string(readme), header)
+	if !ok {
+		t.Fatalf("README has no profile table (a line starting %q)", header)
+	}
+	rows := map[string][]string{}
+	for i, line := range strings.Split(table, "\n")[1:] {
+		if !strings.HasPrefix(line, "|") {
+			break // the table's end
+		}
+		if i == 0 {
+			continue // |---|---|…
+		}
+		// | `name` | `toolChoice` | `responseFormat` | yes/no | tool arguments | source |
+		cells := strings.Split(line, "|")
+		if len(cells) < 6 {
+			t.Fatalf("profile table row %q has too few cells", line)
+		}
+		cell := func(i int) string { return strings.Trim(strings.TrimSpace(cells[i]), "`") }
+		rows[cell(1)] = []string{cell(2), cell(3), cell(4)}
+	}
+	for _, p := range Profiles() {
+		usage := map[bool]string{true: "yes", false: "no"}[p.IncludeUsage]
+		want := []string{p.ToolChoice.String(), p.Format.String(), usage}
+		got, ok := rows[p.Name]
+		if !ok {
+			t.Errorf("README's profile table has no row for %s", p.Name)
+			continue
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("README's row for %s says toolChoice, responseFormat, includeUsage = %q, the profile %q", p.Name, got, want)
+		}
+		delete(rows, p.Name)
+	}
+	for name := range rows {
+		t.Errorf("README's profile table has a row for %q, which is no profile", name)
 	}
 }
