@@ -214,4 +214,10 @@ func TestEchoedInputIsClipped(t *testing.T) {
 			}
 		})
 	}
+	// The access log names the path, clipped as well.
+	for _, line := range strings.Split(ts.log.String(), "\n") {
+		if len(line) > 1000 {
+			t.Errorf("a log line of %d bytes repeats the input: %s", len(line), clip(line))
+		}
+	}
 }

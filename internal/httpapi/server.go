@@ -190,7 +190,8 @@ func (s *Server) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 			// The route template, never the path, so session ids do not become labels.
 			s.deps.ObserveHTTP(req.Method, c.Path(), c.Response().Status, time.Since(start))
 		}
-		log.Info().Str("method", req.Method).Str("path", req.URL.Path).
+		// The path as a client sent it may be as long as the header limit: clipped like echoed input.
+		log.Info().Str("method", req.Method).Str("path", coach.Clip(req.URL.Path)).
 			Int("status", c.Response().Status).Int64("bytes", c.Response().Size).
 			Dur("duration", time.Since(start)).Msg("request")
 		return nil
