@@ -21,11 +21,25 @@ type Session struct {
 	State     json.RawMessage `json:"state"`
 	CreatedAt time.Time       `json:"createdAt"`
 	UpdatedAt time.Time       `json:"updatedAt"`
+	// Limits, when set, are the longest texts the session accepts. They follow from the
+	// gateway's configuration and the contract, so the HTTP adapter fills them in on the way
+	// out and no store keeps them.
+	Limits *Limits `json:"limits,omitempty"`
 
 	// Tenant owns the session; a caller of another tenant never sees it.
 	Tenant string `json:"-"`
 	// History is the conversation as the model is shown it, oldest first.
 	History []Message `json:"-"`
+}
+
+// Limits are the longest texts a session accepts, in characters (Unicode code points, as
+// utf8.RuneCountInString counts them); a longer one is refused with KindInvalid before anything
+// is written.
+type Limits struct {
+	// MessageChars bounds a turn's message (and every form answer).
+	MessageChars int `json:"messageChars"`
+	// DraftChars, when not 0, bounds a draft value (toulmin).
+	DraftChars int `json:"draftChars,omitempty"`
 }
 
 // Role values of Message.

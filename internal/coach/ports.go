@@ -217,6 +217,12 @@ type Contract interface {
 	Begin(s *Session, in TurnInput) (Turn, error)
 }
 
+// Limited is implemented by contracts that accept shorter texts than the gateway's own limit
+// (toulmin's 4000 characters). A 0 field has no limit of the contract's own.
+type Limited interface {
+	Limits() Limits
+}
+
 // Turn is one turn of a contract in progress.
 type Turn interface {
 	// Prelude returns events to send before the model is called.

@@ -56,7 +56,7 @@ func (s *Server) createSession(c echo.Context) error {
 		return err
 	}
 	c.Response().Header().Set(echo.HeaderLocation, "/v1/sessions/"+sess.ID)
-	return c.JSON(http.StatusCreated, sess)
+	return c.JSON(http.StatusCreated, s.withLimits(sess))
 }
 
 func (s *Server) getSession(c echo.Context) error {
@@ -64,7 +64,7 @@ func (s *Server) getSession(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, sess)
+	return c.JSON(http.StatusOK, s.withLimits(sess))
 }
 
 func (s *Server) deleteSession(c echo.Context) error {
@@ -139,7 +139,7 @@ func (s *Server) putDraft(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, sess)
+	return c.JSON(http.StatusOK, s.withLimits(sess))
 }
 
 type proposalRequest struct {
@@ -162,7 +162,7 @@ func (s *Server) postProposal(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, sess)
+	return c.JSON(http.StatusOK, s.withLimits(sess))
 }
 
 func (s *Server) postTurn(c echo.Context) error {

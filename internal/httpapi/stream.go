@@ -75,7 +75,7 @@ func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open ope
 		run.Abort()
 		return err
 	}
-	rep := run.Run(ctx, w)
+	rep := run.Run(ctx, limitsSink{Sink: w, limits: s.limits(run.Session().Contract)})
 
 	log := logger(c)
 	ev := log.Info()

@@ -111,6 +111,11 @@ func New() *Contract { return &Contract{} }
 // Name returns "toulmin".
 func (*Contract) Name() string { return Name }
 
+// Limits returns MaxMessage and MaxDraft.
+func (*Contract) Limits() coach.Limits {
+	return coach.Limits{MessageChars: MaxMessage, DraftChars: MaxDraft}
+}
+
 // NewState returns the state of a new session: at the claim, with nothing drafted.
 func (*Contract) NewState(coach.NewSession) (json.RawMessage, error) {
 	s := State{Step: StepClaim, Draft: map[string]string{}, Turns: map[string]int{}}

@@ -80,6 +80,17 @@ type Session struct {
 	State     json.RawMessage `json:"state"`
 	CreatedAt time.Time       `json:"createdAt,omitzero"`
 	UpdatedAt time.Time       `json:"updatedAt,omitzero"`
+	// Limits are the longest texts the session accepts; nil from a gateway that does not say.
+	Limits *Limits `json:"limits,omitempty"`
+}
+
+// Limits are the longest texts a session accepts, in characters (Unicode code points); a
+// longer one is answered 422 invalid_input.
+type Limits struct {
+	// MessageChars bounds a turn's message.
+	MessageChars int `json:"messageChars"`
+	// DraftChars bounds a draft value of a toulmin session; 0 on other contracts.
+	DraftChars int `json:"draftChars,omitempty"`
 }
 
 // CreateSessionRequest asks for a new session. Contract is "toulmin", "cards" or "module";

@@ -116,7 +116,8 @@ func TestSessionCalls(t *testing.T) {
 					continue
 				}
 				if sess.ID != id || sess.Version != tt.wantVer || string(sess.State) != `{"step":"claim"}` ||
-					!sess.CreatedAt.Equal(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)) {
+					!sess.CreatedAt.Equal(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)) ||
+					sess.Limits == nil || *sess.Limits != (Limits{MessageChars: 4000, DraftChars: 4000}) {
 					t.Errorf("session = %+v", sess)
 				}
 			}

@@ -13,7 +13,8 @@ import (
 
 const (
 	sessionJSON = `{"id":"3fa9c0de3fa9c0de3fa9c0de3fa9c0de","contract":"toulmin","locale":"en","version":2,` +
-		`"state":{"step":"claim"},"createdAt":"2025-01-02T03:04:05Z","updatedAt":"2025-01-02T03:04:06Z"}`
+		`"state":{"step":"claim"},"createdAt":"2025-01-02T03:04:05Z","updatedAt":"2025-01-02T03:04:06Z",` +
+		`"limits":{"messageChars":4000,"draftChars":4000}}`
 	deltaLine  = `{"type":"delta","text":"Tell me "}` + "\n"
 	delta2Line = `{"type":"delta","text":"more — ¿qué opinas?"}` + "\n"
 	resultLine = `{"type":"result","result":{"assistantText":"Tell me more"},"session":` + sessionJSON + "}\n"
