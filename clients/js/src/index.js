@@ -19,6 +19,7 @@ export { coachTurn, collectTurn, parseEvent, readEvents, streamTurn, TurnText } 
 /** @typedef {import('./types.js').ResetEvent} ResetEvent */
 /** @typedef {import('./types.js').ErrorEvent} ErrorEvent */
 /** @typedef {import('./types.js').Usage} Usage */
+/** @typedef {import('./types.js').Limits} Limits */
 /** @typedef {import('./types.js').TurnResult} TurnResult */
 /** @typedef {import('./types.js').TranscriptEntry} TranscriptEntry */
 /** @typedef {import('./types.js').LearnerEntry} LearnerEntry */

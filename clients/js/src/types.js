@@ -48,6 +48,15 @@
  * @property {S} state
  * @property {string} [createdAt] RFC 3339
  * @property {string} [updatedAt] RFC 3339
+ * @property {Limits} [limits] the longest texts the session accepts; absent from an older gateway
+ */
+
+/**
+ * The longest texts a session accepts, in characters (Unicode code points); one more is
+ * `422 invalid_input`.
+ * @typedef {object} Limits
+ * @property {number} messageChars a turn's message
+ * @property {number} [draftChars] a draft value (toulmin only)
  */
 
 /**

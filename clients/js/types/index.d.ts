@@ -15,6 +15,7 @@ export type CardEvent = import('./types.js').CardEvent;
 export type ResetEvent = import('./types.js').ResetEvent;
 export type ErrorEvent = import('./types.js').ErrorEvent;
 export type Usage = import('./types.js').Usage;
+export type Limits = import('./types.js').Limits;
 export type TurnResult = import('./types.js').TurnResult;
 export type TranscriptEntry = import('./types.js').TranscriptEntry;
 export type LearnerEntry = import('./types.js').LearnerEntry;
@@ -53,6 +54,7 @@ export type CollectedTurn<R = TurnResult> = import('./stream.js').CollectedTurn<
 /** @typedef {import('./types.js').ResetEvent} ResetEvent */
 /** @typedef {import('./types.js').ErrorEvent} ErrorEvent */
 /** @typedef {import('./types.js').Usage} Usage */
+/** @typedef {import('./types.js').Limits} Limits */
 /** @typedef {import('./types.js').TurnResult} TurnResult */
 /** @typedef {import('./types.js').TranscriptEntry} TranscriptEntry */
 /** @typedef {import('./types.js').LearnerEntry} LearnerEntry */

@@ -64,6 +64,20 @@ export type Session<S = Record<string, unknown>> = {
      * RFC 3339
      */
     updatedAt?: string;
+    /**
+     * the longest texts the session accepts; absent from an older gateway
+     */
+    limits?: Limits;
+};
+export type Limits = {
+    /**
+     * a turn's message
+     */
+    messageChars: number;
+    /**
+     * a draft value (toulmin only)
+     */
+    draftChars?: number;
 };
 export type CreateSessionRequest = {
     contract: Contract;
@@ -219,6 +233,14 @@ export type MessagesPage = {
  * @property {S} state
  * @property {string} [createdAt] RFC 3339
  * @property {string} [updatedAt] RFC 3339
+ * @property {Limits} [limits] the longest texts the session accepts; absent from an older gateway
+ */
+/**
+ * The longest texts a session accepts, in characters (Unicode code points); one more is
+ * `422 invalid_input`.
+ * @typedef {object} Limits
+ * @property {number} messageChars a turn's message
+ * @property {number} [draftChars] a draft value (toulmin only)
  */
 /**
  * @typedef {object} CreateSessionRequest
