@@ -52,7 +52,10 @@ func TestBrowserE2E(t *testing.T) {
 		missing("node is not on PATH; install Node.js 20 or later")
 	}
 
-	base := startGateway(t)
+	base := startGateway(t, nil)
+	// A second gateway with a low message limit shows that the panel counts against the limit
+	// the server reports, not one it assumes.
+	low := startGateway(t, func(cfg *config.Config) { cfg.MaxMessageChars = lowMessageChars })
 
 	deadline := time.Now().Add(8 * time.Minute)
 	if d, ok := t.Deadline(); ok && d.Add(-30*time.Second).Before(deadline) {
@@ -61,7 +64,8 @@ func TestBrowserE2E(t *testing.T) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, filepath.Join("e2e", "run.mjs"))
-	cmd.Env = append(os.Environ(), "COACHGW_URL="+base)
+	cmd.Env = append(os.Environ(), "COACHGW_URL="+base, "COACHGW_LOW_LIMIT_URL="+low,
+		fmt.Sprintf("COACHGW_LOW_LIMIT=%d", lowMessageChars))
 	// An interrupt lets playwright close the browser it started; a kill follows if it hangs.
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 10 * time.Second
@@ -74,11 +78,14 @@ func TestBrowserE2E(t *testing.T) {
 	}
 }
 
+// lowMessageChars is COACH_MAX_MESSAGE_CHARS of the browser test's second gateway.
+const lowMessageChars = 300
+
 // startGateway serves the gateway (app.New + Serve, as cmd/coachgw does) on a loopback port with
 // the defaults: no REDIS_URL and no OPENAI_BASE_URL, so the embedded Redis and the replay model,
-// the latter without pauses between chunks. It returns the base URL once /readyz answers and
-// stops the gateway when the test ends.
-func startGateway(t *testing.T) string {
+// the latter without pauses between chunks; change, when not nil, adjusts the configuration. It
+// returns the base URL once /readyz answers and stops the gateway when the test ends.
+func startGateway(t *testing.T, change func(*config.Config)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -89,6 +96,9 @@ func startGateway(t *testing.T) string {
 	cfg.DataDir = t.TempDir() // the embedded Redis is saved here, never in the user's cache
 	cfg.ReplayDelayMin, cfg.ReplayDelayMax = 0, time.Millisecond
 	cfg.ShutdownTimeout = 5 * time.Second
+	if change != nil {
+		change(&cfg)
+	}
 	logs := &apptest.SyncBuffer{}
 	log := zerolog.New(logs).Level(zerolog.InfoLevel).With().Timestamp().Logger()
 

@@ -14,11 +14,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
-import { charCount, messageLimit } from '../static/js/limits.js';
+import { charCount, draftLimit, messageLimit } from '../static/js/limits.js';
 import { parseBlocks, parseInline } from '../static/js/markdown.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const BASE = (process.env.COACHGW_URL || '').replace(/\/+$/, '');
+// LOW_BASE, when set, is a second gateway whose COACH_MAX_MESSAGE_CHARS is LOW_LIMIT.
+const LOW_BASE = (process.env.COACHGW_LOW_LIMIT_URL || '').replace(/\/+$/, '');
+const LOW_LIMIT = Number(process.env.COACHGW_LOW_LIMIT || 0);
 const SHOTS = process.env.SCREENSHOT_DIR || path.resolve(here, '../../../out/screenshots');
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const FILTER = process.argv[2] || '';
@@ -119,9 +122,9 @@ async function settle(page) {
   }));
 }
 
-/** start opens the panel and starts a session of contract in locale. */
-async function start(page, contract, locale = 'en') {
-  await page.goto(`${BASE}/`);
+/** start opens the panel of the gateway at base and starts a session of contract in locale. */
+async function start(page, contract, locale = 'en', base = BASE) {
+  await page.goto(`${base}/`);
   await page.getByTestId('start-screen').waitFor();
   if (locale !== 'en') {
     await page.getByTestId('locale-select').selectOption(locale);
@@ -245,6 +248,11 @@ async function unitScenarios() {
     assertEq(messageLimit({ contract: 'toulmin' }), 4000, 'toulmin');
     assertEq(messageLimit({ contract: 'module' }), 8000, 'module');
     assertEq(messageLimit({ contract: 'cards' }), 8000, 'cards');
+    assertEq(draftLimit({ contract: 'toulmin' }), 4000, 'toulmin draft');
+    assertEq(messageLimit({ contract: 'module', limits: { messageChars: 500 } }), 500, 'the limit the gateway reports');
+    assertEq(messageLimit({ contract: 'toulmin', limits: { messageChars: 300, draftChars: 250 } }), 300, 'reported toulmin message');
+    assertEq(draftLimit({ contract: 'toulmin', limits: { messageChars: 300, draftChars: 250 } }), 250, 'reported toulmin draft');
+    assertEq(messageLimit({ contract: 'module', limits: { messageChars: 'x' } }), 8000, 'an unusable report is ignored');
   });
 
   await scenario('unit: markdown parses model text without ever producing markup', async () => {
@@ -540,6 +548,40 @@ async function browserScenarios() {
     assert(!(await page.getByTestId('composer-send').isDisabled()), 'Send on at the limit');
     const describedBy = (await input.getAttribute('aria-describedby')).split(' ');
     assertEq(await page.locator(`[id="${describedBy[0]}"]`).textContent(), 'Enter to send · Shift+Enter for a new line', 'the Enter hint describes the box');
+  }));
+
+  await scenario('limits: the counter counts against the limit the gateway reports', () => withPage('server-limits', async (page) => {
+    assert(LOW_BASE && LOW_LIMIT > 0, 'COACHGW_LOW_LIMIT_URL and COACHGW_LOW_LIMIT name a gateway with a low COACH_MAX_MESSAGE_CHARS');
+    for (const contract of ['toulmin', 'module']) {
+      await start(page, contract, 'en', LOW_BASE);
+      // A module session opens with the coach's turn.
+      const opening = contract === 'module' ? 1 : 0;
+      if (opening) await waitTurns(page, contract, opening);
+      const input = page.getByTestId('composer-input');
+      const counter = page.getByTestId('composer').getByTestId('counter');
+      const send = page.getByTestId('composer-send');
+      const near = Math.ceil(LOW_LIMIT * 0.9);
+      await input.fill('x'.repeat(near));
+      assert(await counter.isVisible(), `${contract}: counter near the server's limit`);
+      assertEq((await counter.textContent()).replace(/\s/g, ''), `${near}/${LOW_LIMIT}`, `${contract}: counter against the server's limit`);
+      await input.fill('x'.repeat(LOW_LIMIT + 1));
+      assert(await send.isDisabled(), `${contract}: Send off one over the server's limit`);
+      assert((await page.getByTestId('composer').getByTestId('limit-note').textContent()).includes('1'), `${contract}: told by how much`);
+      await input.fill('x'.repeat(LOW_LIMIT));
+      assert(!(await send.isDisabled()), `${contract}: Send on at the server's limit`);
+      if (contract === 'toulmin') {
+        await page.getByTestId('draft-edit-claim').click();
+        const area = page.getByTestId('draft-input-claim');
+        await area.fill('d'.repeat(LOW_LIMIT + 1));
+        assert(await page.getByTestId('draft-save-claim').isDisabled(), 'toulmin: Save off one over the server\'s draft limit');
+        continue;
+      }
+      // The gateway takes a message of exactly its limit: the turn completes.
+      await send.click();
+      await waitTurns(page, contract, opening + 1);
+      assertEq(await page.getByTestId('turn-error').count(), 0, `${contract}: no error at the limit`);
+      await shot(page, 'limit-from-server', false);
+    }
   }));
 
   await scenario('sessions: a list to return to, switching, removing, and a session that is gone', () => withPage('sessions', async (page) => {

@@ -7,7 +7,7 @@
 // and the last card ready for an answer, with any text the learner had typed into it.
 
 import { clear, frame, h, reveal } from './dom.js';
-import { limitCounter } from './limits.js';
+import { limitCounter, messageLimit } from './limits.js';
 import { renderMarkdown } from './markdown.js';
 import { Turns, loadDraft, storeDraft, uid } from './turn.js';
 
@@ -198,7 +198,7 @@ export function mountCards({ root, session, t, resumed, touched = () => {}, newS
         return act({ message: text }, view, text);
       },
       select: (option) => act({ selected: option.id }, view, t('youSelected', option.label)),
-    }, { draftKey: withDraft ? draftKey : '' });
+    }, { draftKey: withDraft ? draftKey : '', limit: messageLimit(sess) });
     view.el.hidden = Boolean(hidden);
     feed.append(view.el);
     active = view;
@@ -297,10 +297,11 @@ function cardFrame(type, t, body, { testid = 'card', phase = '', badge = null } 
  * @param {Card} card
  * @param {import('./i18n.js').Translator} t
  * @param {CardActions} actions
- * @param {{draftKey?: string}} [options]
+ * @param {{draftKey?: string, limit?: number}} [options] limit: the gateway's message limit, when
+ *   lower than the card's own max_length
  * @returns {CardView}
  */
-function renderCard(card, t, actions, { draftKey = '' } = {}) {
+function renderCard(card, t, actions, { draftKey = '', limit = Infinity } = {}) {
   const type = card.type;
   const controls = h('fieldset', { class: 'card-controls' });
   /** @type {HTMLElement | null} */
@@ -316,7 +317,7 @@ function renderCard(card, t, actions, { draftKey = '' } = {}) {
   } else {
     body = h('div', { class: 'card-content', testid: 'card-content' }, renderMarkdown(card.content));
     if (type === 'prompt' || type === 'reflection') {
-      const max = card.input?.max_length || (type === 'prompt' ? 500 : 200);
+      const max = Math.min(card.input?.max_length || (type === 'prompt' ? 500 : 200), limit);
       const id = uid('card-input');
       const hintId = uid('card-hint');
       const submit = h('button', { type: 'submit', class: 'btn btn-primary', testid: 'card-submit', disabled: true }, t('submit'));

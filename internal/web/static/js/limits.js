@@ -8,21 +8,51 @@
 
 import { h } from './dom.js';
 
-// MESSAGE_LIMITS are the limits api/openapi.yaml documents for a turn's message (TurnRequest):
-// at most 4000 characters on a toulmin session (internal/toulmin.MaxMessage), else at most
-// COACH_MAX_MESSAGE_CHARS, 8000 by default. The gateway exposes no limit of its own (no field of
-// the session, no route), so a gateway configured below the default still answers a longer
-// message with 422, which the panel shows with the text kept in the box.
-const MESSAGE_LIMITS = { toulmin: 4000 };
+// The gateway reports a session's limits with the session (its `limits`: messageChars, and
+// draftChars on toulmin), as it enforces them: COACH_MAX_MESSAGE_CHARS, lowered to 4000 on a
+// toulmin session. A gateway older than that field sends none; the panel then assumes the
+// defaults api/openapi.yaml documents for it (TurnRequest.message): 4000 on toulmin
+// (internal/toulmin.MaxMessage and MaxDraft), else 8000, the default of COACH_MAX_MESSAGE_CHARS.
+const DEFAULT_LIMITS = { toulmin: 4000 };
 const DEFAULT_MESSAGE_LIMIT = 8000;
 
 /**
- * messageLimit returns the longest message, in characters, that session accepts.
+ * Limits are the limits a session reports.
+ * @typedef {{messageChars?: unknown, draftChars?: unknown}} Limits
+ */
+
+/**
+ * reported returns n when it is a usable limit (a positive whole number), else 0.
+ * @param {unknown} n
+ */
+function reported(n) {
+  return typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : 0;
+}
+
+/**
+ * defaultLimit returns the documented limit of session's contract, for a gateway that reports none.
  * @param {{contract?: string}} session
+ */
+function defaultLimit(session) {
+  return DEFAULT_LIMITS[/** @type {'toulmin'} */ (session && session.contract)] || DEFAULT_MESSAGE_LIMIT;
+}
+
+/**
+ * messageLimit returns the longest message, in characters, that session accepts.
+ * @param {{contract?: string, limits?: Limits}} session
  * @returns {number}
  */
 export function messageLimit(session) {
-  return MESSAGE_LIMITS[/** @type {'toulmin'} */ (session && session.contract)] || DEFAULT_MESSAGE_LIMIT;
+  return reported(session?.limits?.messageChars) || defaultLimit(session);
+}
+
+/**
+ * draftLimit returns the longest draft value, in characters, that a toulmin session accepts.
+ * @param {{contract?: string, limits?: Limits}} session
+ * @returns {number}
+ */
+export function draftLimit(session) {
+  return reported(session?.limits?.draftChars) || defaultLimit(session);
 }
 
 /**

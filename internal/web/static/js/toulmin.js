@@ -15,16 +15,13 @@ import * as api from './api.js';
 import { clear, frame, h, reveal } from './dom.js';
 import { renderMarkdown } from './markdown.js';
 import { Turns, bubble, composer, uid } from './turn.js';
-import { limitCounter, messageLimit } from './limits.js';
+import { draftLimit, limitCounter, messageLimit } from './limits.js';
 
 /** @typedef {import('./api.js').ApiError} ApiError */
 /**
  * Proposal is a CoachAIResult's proposedUpdate.
  * @typedef {{field: string, value: string, rationale?: string}} Proposal
  */
-
-// DRAFT_LIMIT is the longest draft text the gateway stores (internal/toulmin.MaxDraft).
-const DRAFT_LIMIT = 4000;
 
 export const STEPS = ['claim', 'grounds', 'warrant', 'groundsBacking', 'warrantBacking', 'qualifier', 'rebuttal'];
 
@@ -144,7 +141,7 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
             }
           },
         });
-        const count = limitCounter(t, area, DRAFT_LIMIT, { onChange: (over) => { save.disabled = over; } });
+        const count = limitCounter(t, area, draftLimit(sess), { onChange: (over) => { save.disabled = over; } });
         count.note.id = uid('draft-note');
         area.setAttribute('aria-describedby', `${hintId} ${count.note.id}`);
         item.append(area, count.note, h('div', { class: 'draft-actions' }, save,
