@@ -162,6 +162,9 @@ type script struct {
 	pause time.Duration
 	// usage, when set, is reported in a fragment of its own after frags.
 	usage *Usage
+	// running, when set, is carried by every fragment of frags: an endpoint that reports its
+	// running totals on each chunk (vLLM's continuous usage stats).
+	running []Usage
 	// before, when set, is called before fragment i is returned, and may wait for an event;
 	// it returns false when ctx ended meanwhile.
 	before func(ctx context.Context, i int) bool
@@ -222,7 +225,11 @@ func (f *fakeStream) Next() (Fragment, error) {
 			return Fragment{}, f.ctx.Err()
 		}
 		f.i++
-		return Fragment{Content: f.s.frags[f.i-1]}, nil
+		fr := Fragment{Content: f.s.frags[f.i-1]}
+		if f.i <= len(f.s.running) {
+			fr.Usage = &f.s.running[f.i-1]
+		}
+		return fr, nil
 	}
 	if f.s.usage != nil && !f.usageSent {
 		f.usageSent = true

@@ -279,6 +279,9 @@ func TestUsageOfEveryAttempt(t *testing.T) {
 		result, committed *Usage
 		spent             []string
 	}{
+		{name: "running totals on every chunk count once, as the last one says",
+			scripts: map[string][]script{"a": {{frags: []string{"o", "k."}, running: []Usage{{PromptTokens: 10, CompletionTokens: 1}, {PromptTokens: 10, CompletionTokens: 2}}}}},
+			result:  u(10, 2), committed: u(10, 2), spent: []string{"a"}},
 		{name: "the corrective retry's tokens count too",
 			scripts: map[string][]script{"a": {{frags: []string{"x"}, usage: u(10, 2)}, {frags: []string{"ok."}, usage: u(12, 3)}}},
 			result:  u(12, 3), committed: u(22, 5), spent: []string{"a", "a"}},

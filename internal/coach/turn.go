@@ -22,7 +22,7 @@ type TurnRun struct {
 	turn     Turn
 	contract string
 	start    time.Time
-	// usage sums the usage reports of the current attempt; nil when the endpoint sent none.
+	// usage is the last usage report of the current attempt; nil when the endpoint sent none.
 	// finish is the attempt's finish reason, when the endpoint gave one.
 	usage  *Usage
 	finish string
@@ -461,7 +461,10 @@ func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, se
 		}
 		alive()
 		if f.Usage != nil {
-			r.usage = r.usage.Add(*f.Usage)
+			// A report is the stream's total so far (OpenAI's one last chunk, or vLLM's running
+			// totals on every chunk), so the last one is the attempt's usage.
+			u := *f.Usage
+			r.usage = &u
 		}
 		if f.FinishReason != "" {
 			r.finish = f.FinishReason
