@@ -289,9 +289,9 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 		sent := rep.Deltas > before
 		invalid := isInvalidOutput(err)
 		exhausted := invalid && recoveries >= s.opts.Recoveries
+		s.breaker.Report(up.Name, verdict(me, invalid, exhausted))
 		if r.leaves(me, exhausted, retries) {
 			if next := r.nextUpstream(cur); next >= 0 {
-				s.breaker.Report(up.Name, verdict(me, invalid, exhausted))
 				reason := resetReason(err)
 				s.obs.FellBack(r.contract, up.Name, s.upstreams[next].Name, sent)
 				if invalid || sent {
@@ -306,7 +306,6 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 				continue
 			}
 		}
-		s.breaker.Report(up.Name, verdict(me, invalid, exhausted))
 		// Every further attempt on this endpoint asks its breaker again, as the first did:
 		// the failure just reported may have opened its circuit (a failed half-open probe,
 		// or the last of a run of failures), and an open circuit gets nothing more, not even
