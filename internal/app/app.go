@@ -87,6 +87,11 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (_ *App, er
 			return nil, fmt.Errorf("COACH_MAX_OUTPUT_BYTES: there is no contract %q", name)
 		}
 	}
+	for name := range cfg.ContractCompletionTokens {
+		if !slices.ContainsFunc(contracts, func(c coach.Contract) bool { return c.Name() == name }) {
+			return nil, fmt.Errorf("COACH_MAX_COMPLETION_TOKENS: there is no contract %q", name)
+		}
+	}
 	ups := make([]coach.Upstream, len(a.upstreams))
 	names := make([]string, len(a.upstreams))
 	for i, u := range a.upstreams {
@@ -117,16 +122,18 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (_ *App, er
 		Tracer:    tracer,
 		Contracts: contracts,
 		Options: coach.Options{
-			HistoryLimit:        cfg.HistoryLimit,
-			HistoryBytes:        cfg.HistoryBytes,
-			LockTTL:             cfg.LockTTL,
-			MaxOutputBytes:      cfg.MaxOutputBytes,
-			ContractOutputBytes: cfg.ContractOutputBytes,
-			FirstByteTimeout:    cfg.FirstByteTimeout,
-			IdleTimeout:         cfg.IdleTimeout,
-			TurnTimeout:         cfg.TurnTimeout,
-			MaxAttempts:         cfg.MaxAttempts,
-			RetryAfterCap:       cfg.RetryAfterCap,
+			HistoryLimit:             cfg.HistoryLimit,
+			HistoryBytes:             cfg.HistoryBytes,
+			LockTTL:                  cfg.LockTTL,
+			MaxOutputBytes:           cfg.MaxOutputBytes,
+			ContractOutputBytes:      cfg.ContractOutputBytes,
+			MaxCompletionTokens:      cfg.MaxCompletionTokens,
+			ContractCompletionTokens: cfg.ContractCompletionTokens,
+			FirstByteTimeout:         cfg.FirstByteTimeout,
+			IdleTimeout:              cfg.IdleTimeout,
+			TurnTimeout:              cfg.TurnTimeout,
+			MaxAttempts:              cfg.MaxAttempts,
+			RetryAfterCap:            cfg.RetryAfterCap,
 		},
 		Observer: m,
 	})
@@ -286,6 +293,7 @@ func (a *App) models(m *metrics.Metrics) error {
 		cfg := openai.Config{
 			BaseURL: a.cfg.OpenAIBaseURL, APIKey: a.cfg.OpenAIAPIKey, Model: a.cfg.Model,
 			Format: format, ConnectTimeout: a.cfg.ConnectTimeout, OnDowngrade: a.downgraded(m),
+			DowngradeTTL: a.cfg.DowngradeTTL, OnMisconfigured: a.misconfigured,
 		}
 		name := "default"
 		if cfg.BaseURL == "" {
@@ -312,6 +320,7 @@ func (a *App) models(m *metrics.Metrics) error {
 			Name: u.Name, BaseURL: u.BaseURL, APIKey: u.APIKey, Model: u.Model,
 			Profile: profile, ToolChoice: u.ToolChoice, ResponseFormat: u.ResponseFormat, IncludeUsage: u.IncludeUsage,
 			ConnectTimeout: a.cfg.ConnectTimeout, OnDowngrade: a.downgraded(m),
+			DowngradeTTL: a.cfg.DowngradeTTL, OnMisconfigured: a.misconfigured, MaxCompletionTokens: u.MaxCompletionTokens,
 		}
 		if err := a.addUpstream(u.Name, genAISystem(u.Profile), cfg); err != nil {
 			return fmt.Errorf("upstream %s: %w", u.Name, err)
@@ -328,6 +337,13 @@ func (a *App) downgraded(m *metrics.Metrics) func(openai.Downgrade) {
 			Str("reason", d.Reason).Msg("the model endpoint rejected a request setting; it gets the weaker form from now on")
 		m.Downgraded(d.Endpoint, d.Setting, d.To)
 	}
+}
+
+// misconfigured is the OnMisconfigured of every model endpoint: an error, once per endpoint
+// and problem, since the endpoint fails every such request until its operator restarts it.
+func (a *App) misconfigured(mc openai.Misconfiguration) {
+	a.log.Error().Str("upstream", mc.Endpoint).Str("problem", mc.Problem).Str("fix", mc.Fix).
+		Msg("the model endpoint's server must be started differently; its requests fail until it is")
 }
 
 // addUpstream checks cfg and adds its client as the next upstream.

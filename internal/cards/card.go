@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/coachgw/coachgw/api"
 	"github.com/coachgw/coachgw/internal/schema"
 )
 
@@ -95,6 +96,12 @@ type inputConfig struct {
 }
 
 var displayCard = schema.Load(SchemaFile)
+
+// MaxTokens is the completion cap of cards requests: the longest display_card call its schema
+// allows, in tokens (see schema.CompletionCap), with 4 options, the most the system prompt
+// asks for (the schema bounds every option's text but not their number). COACH_MAX_COMPLETION_TOKENS
+// replaces it.
+var MaxTokens = schema.CompletionCap(api.Schema(SchemaFile), schema.Open{Items: 4})
 
 // fallbackCard returns the seed's fallback insight card.
 func fallbackCard() Card { return Card{Type: TypeInsight, Content: FallbackContent} }

@@ -165,7 +165,7 @@ func (c *Contract) Begin(s *coach.Session, in coach.TurnInput) (coach.Turn, erro
 	msgs = append(msgs, coach.Message{Role: coach.RoleSystem, Content: c.systemPrompt(s.Locale, st, t.levelUp != nil)})
 	msgs = append(msgs, hist...)
 	msgs = append(msgs, t.user)
-	t.req = coach.ModelRequest{Messages: msgs, Tool: c.tool}
+	t.req = coach.ModelRequest{Messages: msgs, Tool: c.tool, MaxTokens: MaxTokens}
 	t.ext = extract.New(streamer{t})
 	return t, nil
 }

@@ -26,8 +26,14 @@ type Options struct {
 	// outputTooLong); ContractOutputBytes sets the bound of the contracts it names instead.
 	MaxOutputBytes      int
 	ContractOutputBytes map[string]int
+	// MaxCompletionTokens, when positive, replaces the completion cap every contract derives
+	// for its requests (ModelRequest.MaxTokens); ContractCompletionTokens sets it for the
+	// contracts it names instead.
+	MaxCompletionTokens      int
+	ContractCompletionTokens map[string]int
 	// FirstByteTimeout bounds the wait for the model's first fragment, IdleTimeout the wait
-	// between fragments, and TurnTimeout a whole turn including retries.
+	// between fragments, and TurnTimeout a whole turn including retries. A Model that
+	// implements Deadlines may lengthen the first two for its endpoint.
 	FirstByteTimeout time.Duration
 	IdleTimeout      time.Duration
 	TurnTimeout      time.Duration

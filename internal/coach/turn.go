@@ -263,6 +263,7 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 		// The request is built for each attempt rather than kept across them, so that an open
 		// stream does not hold its prompt.
 		req := r.turn.Request()
+		req.MaxTokens = s.completionCap(r.contract, req.MaxTokens)
 		if fix != "" {
 			req.Messages = append(req.Messages, Message{Role: RoleUser, Content: fix})
 		}
@@ -419,7 +420,8 @@ func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, se
 	flush() // the prelude, or a reset line: the client sees it before the model is asked
 	actx, acancel := context.WithCancelCause(ctx)
 	defer acancel(nil)
-	wd := newWatchdog(s.opts.FirstByteTimeout, s.opts.IdleTimeout, func(started bool) {
+	firstByte, idle := s.deadlines(model)
+	wd := newWatchdog(firstByte, idle, func(started bool) {
 		if started {
 			acancel(errIdle)
 		} else {

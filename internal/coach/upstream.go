@@ -1,6 +1,10 @@
 package coach
 
-import "go.opentelemetry.io/otel/trace"
+import (
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+)
 
 // Upstream is one model endpoint a turn may use. A Service holds its upstreams in order of
 // preference: every turn starts at the first whose circuit is not open and moves down the list
@@ -67,4 +71,33 @@ type Deps struct {
 	Budget func(tenant string) int64
 	// Tracer, when set, traces every turn (see trace.go); nil traces nothing.
 	Tracer trace.Tracer
+}
+
+// Deadlines is implemented by a Model whose endpoint needs longer first-byte or idle deadlines
+// than the Service's (a CPU model reading a long prompt sends only keep-alive comments for a
+// long time). An attempt on it waits for the longer of each; zero keeps the Service's.
+type Deadlines interface {
+	Deadlines() (firstByte, idle time.Duration)
+}
+
+// deadlines returns the first-byte and idle deadlines of an attempt on m.
+func (s *Service) deadlines(m Model) (firstByte, idle time.Duration) {
+	firstByte, idle = s.opts.FirstByteTimeout, s.opts.IdleTimeout
+	if d, ok := m.(Deadlines); ok {
+		fb, id := d.Deadlines()
+		firstByte, idle = max(firstByte, fb), max(idle, id)
+	}
+	return firstByte, idle
+}
+
+// completionCap returns the completion cap of a request of contract whose own cap is
+// derived: the Options' setting for the contract, else for every contract, else derived.
+func (s *Service) completionCap(contract string, derived int) int {
+	if n := s.opts.ContractCompletionTokens[contract]; n > 0 {
+		return n
+	}
+	if s.opts.MaxCompletionTokens > 0 {
+		return s.opts.MaxCompletionTokens
+	}
+	return derived
 }

@@ -86,6 +86,14 @@ type Config struct {
 	// "262144,module=524288").
 	MaxOutputBytes      int
 	ContractOutputBytes map[string]int
+	// MaxCompletionTokens and ContractCompletionTokens are COACH_MAX_COMPLETION_TOKENS: the
+	// completion cap sent with every request, for every contract and for the contracts named
+	// (e.g. "2048,module=4096"), in place of the cap each contract derives from its schema.
+	MaxCompletionTokens      int
+	ContractCompletionTokens map[string]int
+	// DowngradeTTL is COACH_DOWNGRADE_TTL: how long an endpoint keeps a weaker request
+	// setting it was downgraded to before the configured one is tried again.
+	DowngradeTTL time.Duration
 
 	ModulesDir string // COACH_MODULES_DIR: extra learning modules (*.json)
 
@@ -150,6 +158,7 @@ func Default() Config {
 		ShutdownTimeout:      30 * time.Second,
 		MaxBodyBytes:         64 << 10,
 		BodyReadTimeout:      15 * time.Second,
+		DowngradeTTL:         10 * time.Minute,
 		MaxMessageChars:      8000,
 		HistoryLimit:         200,
 		HistoryBytes:         512 << 10,
@@ -239,6 +248,8 @@ func Load(getenv func(string) string) (Config, error) {
 	num("COACH_HISTORY_BYTES", &c.HistoryBytes)
 	dur("COACH_LOCK_TTL", &c.LockTTL)
 	errs = parseOutputBytes(getenv("COACH_MAX_OUTPUT_BYTES"), &c, errs)
+	errs = parseContractInts("COACH_MAX_COMPLETION_TOKENS", "tokens", 1, getenv("COACH_MAX_COMPLETION_TOKENS"), &c.MaxCompletionTokens, &c.ContractCompletionTokens, errs)
+	dur("COACH_DOWNGRADE_TTL", &c.DowngradeTTL)
 	str("COACH_MODULES_DIR", &c.ModulesDir)
 	num("COACH_CARDS_CYCLES_PER_LEVEL", &c.CardsCyclesPerLevel)
 	num("COACH_CARDS_MAX_LEVEL", &c.CardsMaxLevel)
@@ -291,6 +302,9 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.SaveInterval <= 0 {
 		errs = append(errs, fmt.Errorf("COACH_SAVE_INTERVAL must be positive"))
 	}
+	if c.DowngradeTTL < time.Second {
+		errs = append(errs, fmt.Errorf("COACH_DOWNGRADE_TTL must be at least 1s"))
+	}
 	if c.LockTTL < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("COACH_LOCK_TTL=%v: want at least 100ms (a running turn renews its lock every third of it)", c.LockTTL))
 	}
@@ -329,6 +343,8 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 		Int64("maxBodyBytes", c.MaxBodyBytes).
 		Dur("bodyReadTimeout", c.BodyReadTimeout).
 		Int("maxOutputBytes", c.MaxOutputBytes).
+		Int("maxCompletionTokens", c.MaxCompletionTokens).
+		Dur("downgradeTTL", c.DowngradeTTL).
 		Int("historyBytes", c.HistoryBytes).
 		Dur("lockTTL", c.LockTTL).
 		Str("modulesDir", c.ModulesDir).
@@ -419,6 +435,13 @@ func parseOrigins(v string, errs []error) ([]string, []error) {
 // parseOutputBytes reads COACH_MAX_OUTPUT_BYTES: comma-separated entries, each a number of
 // bytes for every contract or contract=bytes for one, e.g. "262144,module=524288".
 func parseOutputBytes(v string, c *Config, errs []error) []error {
+	return parseContractInts("COACH_MAX_OUTPUT_BYTES", "bytes", 1024, v, &c.MaxOutputBytes, &c.ContractOutputBytes, errs)
+}
+
+// parseContractInts reads the setting name, whose value v is comma-separated entries, each a
+// number (of unit, at least least) for every contract, stored in all, or contract=number for
+// one, stored in per.
+func parseContractInts(name, unit string, least int, v string, all *int, per *map[string]int, errs []error) []error {
 	for entry := range strings.SplitSeq(v, ",") {
 		entry = strings.TrimSpace(entry)
 		if entry == "" {
@@ -430,18 +453,18 @@ func parseOutputBytes(v string, c *Config, errs []error) []error {
 		}
 		n, err := strconv.Atoi(strings.TrimSpace(num))
 		contract = strings.TrimSpace(contract)
-		if err != nil || n < 1024 || named && contract == "" {
-			errs = append(errs, fmt.Errorf("COACH_MAX_OUTPUT_BYTES: %q: want bytes (at least 1024) or contract=bytes", entry))
+		if err != nil || n < least || named && contract == "" {
+			errs = append(errs, fmt.Errorf("%s: %q: want %s (at least %d) or contract=%s", name, entry, unit, least, unit))
 			continue
 		}
 		if !named {
-			c.MaxOutputBytes = n
+			*all = n
 			continue
 		}
-		if c.ContractOutputBytes == nil {
-			c.ContractOutputBytes = map[string]int{}
+		if *per == nil {
+			*per = map[string]int{}
 		}
-		c.ContractOutputBytes[contract] = n
+		(*per)[contract] = n
 	}
 	return errs
 }

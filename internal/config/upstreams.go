@@ -33,6 +33,10 @@ type Upstream struct {
 	ToolChoice     string `json:"toolChoice,omitempty" yaml:"toolChoice,omitempty"`
 	ResponseFormat string `json:"responseFormat,omitempty" yaml:"responseFormat,omitempty"`
 	IncludeUsage   *bool  `json:"includeUsage,omitempty" yaml:"includeUsage,omitempty"`
+	// MaxCompletionTokens, when set, is the completion cap of every request to this endpoint,
+	// in place of the contracts' and COACH_MAX_COMPLETION_TOKENS (a small local model's
+	// context may hold less).
+	MaxCompletionTokens int `json:"maxCompletionTokens,omitempty" yaml:"maxCompletionTokens,omitempty"`
 
 	// APIKey is the key read from APIKeyEnv. It is never decoded from the list and never logged.
 	APIKey string `json:"-" yaml:"-"`
@@ -137,6 +141,9 @@ func checkUpstream(u *Upstream, seen map[string]bool) []error {
 		if v != "" && !contains(allowed, v) {
 			errs = append(errs, fmt.Errorf("%s %q: want one of %s", field, v, strings.Join(allowed, ", ")))
 		}
+	}
+	if u.MaxCompletionTokens < 0 {
+		errs = append(errs, errors.New("maxCompletionTokens must not be negative"))
 	}
 	oneOf("profile", u.Profile, Profiles)
 	oneOf("toolChoice", u.ToolChoice, ToolChoices)

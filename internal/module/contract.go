@@ -27,6 +27,13 @@ const (
 // PromptHistory is how many of the latest history messages a prompt shows the model.
 const PromptHistory = 20
 
+// MaxTokens is the completion cap of module requests (see schema.CompletionCap). The schema
+// bounds the text of every block, form and media item but not how many there are, nor the
+// topic names: counted as 4 items of each and names of 200 characters (more than a module
+// has per turn), its longest answer is still over schema.MaxCompletionCap, which is therefore
+// the cap. COACH_MAX_COMPLETION_TOKENS replaces it.
+var MaxTokens = schema.CompletionCap(api.Schema("structured-response.json"), schema.Open{Items: 4, Chars: 200})
+
 // ResponseSchemaName names the structured output schema in model requests.
 const ResponseSchemaName = "structured_response"
 
@@ -156,8 +163,9 @@ func (t *turn) Request() coach.ModelRequest {
 	msgs = append(msgs, hist...)
 	msgs = append(msgs, coach.Message{Role: coach.RoleUser, Content: t.user})
 	return coach.ModelRequest{
-		Messages: msgs,
-		Schema:   &coach.OutputSchema{Name: ResponseSchemaName, Schema: responseSchemaJSON()},
+		Messages:  msgs,
+		Schema:    &coach.OutputSchema{Name: ResponseSchemaName, Schema: responseSchemaJSON()},
+		MaxTokens: MaxTokens,
 	}
 }
 

@@ -65,9 +65,11 @@ func TestDowngrade(t *testing.T) {
 			rejections: []string{
 				`{"error":{"message":"stream_options is not supported","type":"invalid_request_error"}}`,
 				`{"error":{"message":"Invalid schema for response_format 'coach-ai-result'","type":"invalid_request_error","param":"response_format"}}`,
+				`{"error":{"message":"Invalid schema for response_format 'coach-ai-result'","type":"invalid_request_error","param":"response_format"}}`,
 			},
-			member: "response_format", want: []string{"json_schema", "json_schema", "json_object", "json_object"},
-			downgrades: []string{"include_usage true>false", "response_format json_schema>json_object"},
+			// A rejected response_format first loses the strict schema's bounds, then the format.
+			member: "response_format", want: []string{"json_schema", "json_schema", "json_schema", "json_object", "json_object"},
+			downgrades: []string{"include_usage true>false", "schema_bounds kept>dropped", "response_format json_schema>json_object"},
 		},
 		{
 			name: "context length is not a shape fault", cfg: Config{Profile: "openai"}, req: schemaReq,

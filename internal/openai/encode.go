@@ -161,6 +161,14 @@ func appendRequest(dst []byte, r *oai.ChatCompletionRequest) ([]byte, bool) {
 		}
 		dst = append(dst, '}')
 	}
+	switch v := r.ParallelToolCalls.(type) {
+	case nil:
+	case bool:
+		dst = append(dst, `,"parallel_tool_calls":`...)
+		dst = strconv.AppendBool(dst, v)
+	default:
+		return dst, false
+	}
 	return append(dst, '}'), true
 }
 
@@ -169,7 +177,7 @@ func onlyEncodedFields(r *oai.ChatCompletionRequest) bool {
 	return r.TopP == 0 && r.N == 0 && r.Stop == nil && r.PresencePenalty == 0 && r.Seed == nil &&
 		r.FrequencyPenalty == 0 && r.LogitBias == nil && !r.LogProbs && r.TopLogProbs == 0 &&
 		r.User == "" && r.Functions == nil && r.FunctionCall == nil &&
-		r.ParallelToolCalls == nil && !r.Store && r.ReasoningEffort == "" && r.Metadata == nil &&
+		!r.Store && r.ReasoningEffort == "" && r.Metadata == nil &&
 		r.Prediction == nil && r.ChatTemplateKwargs == nil && r.ServiceTier == "" &&
 		r.Verbosity == "" && r.SafetyIdentifier == "" && r.GuidedChoice == nil
 }

@@ -32,7 +32,7 @@ func mustEmbed(t testing.TB, raw string) embeddedJSON {
 }
 
 func TestAppendRequest(t *testing.T) {
-	toulmin, err := prepare(coachSchema.Schema)
+	toulmin, err := prepare(coachSchema.Schema, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestEncodeRequestFallsBack(t *testing.T) {
 		req  oai.ChatCompletionRequest
 	}{
 		{name: "top_p", req: oai.ChatCompletionRequest{Model: "m", Messages: user, TopP: 0.9}},
-		{name: "parallel tool calls", req: oai.ChatCompletionRequest{Model: "m", Messages: user, ParallelToolCalls: false}},
+		{name: "parallel tool calls not a bool", req: oai.ChatCompletionRequest{Model: "m", Messages: user, ParallelToolCalls: "auto"}},
 		{name: "multi-part content", req: oai.ChatCompletionRequest{Model: "m", Messages: []oai.ChatCompletionMessage{
 			{Role: "user", MultiContent: []oai.ChatMessagePart{{Type: oai.ChatMessagePartTypeText, Text: "hi"}}},
 		}}},

@@ -57,7 +57,7 @@ func classify(ctx context.Context, err error, streaming bool) *coach.ModelError 
 		return &coach.ModelError{Class: ClassCanceled, Err: err}
 	}
 	if status := httpStatus(err); status != 0 {
-		return byStatus(status, err)
+		return byStatus(status, err, nil)
 	}
 	var op *net.OpError
 	var dns *net.DNSError
@@ -80,6 +80,16 @@ func classify(ctx context.Context, err error, streaming bool) *coach.ModelError 
 	return &coach.ModelError{Class: ClassClient, Err: err}
 }
 
+// classifyResponse classifies err, an error response to a request whose messages' texts,
+// lower-cased, are sent (see sentTexts), so that the endpoint's words can be told from
+// the learner's echoed back.
+func classifyResponse(ctx context.Context, err error, sent []string) *coach.ModelError {
+	if status := httpStatus(err); status != 0 && ctx.Err() == nil {
+		return byStatus(status, err, sent)
+	}
+	return classify(ctx, err, false)
+}
+
 // httpStatus returns the status of an HTTP error response, or 0. An error event inside a
 // stream is an APIError with no status.
 func httpStatus(err error) int {
@@ -96,15 +106,21 @@ func httpStatus(err error) int {
 	return 0
 }
 
-func byStatus(status int, err error) *coach.ModelError {
+// byStatus classifies an error response; sent are the request's texts (see classifyResponse),
+// nil when unknown.
+func byStatus(status int, err error, sent []string) *coach.ModelError {
 	switch {
 	case status == http.StatusTooManyRequests:
 		return &coach.ModelError{Class: ClassRateLimited, Retryable: true, Err: err}
 	case status == http.StatusRequestTimeout:
 		return &coach.ModelError{Class: ClassTimeout, Retryable: true, Err: err}
+	case status >= 500 && serverFlag(err, sent) != nil:
+		// The server must be started differently: retrying cannot help, another endpoint
+		// may.
+		return &coach.ModelError{Class: ClassMisconfigured, Err: err}
 	case status == http.StatusConflict || status >= 500:
 		return &coach.ModelError{Class: ClassServer, Retryable: true, Err: err}
-	case (status == http.StatusBadRequest || status == http.StatusRequestEntityTooLarge) && refused(err):
+	case (status == http.StatusBadRequest || status == http.StatusRequestEntityTooLarge) && refused(err, sent):
 		return &coach.ModelError{Class: ClassRefused, Err: err}
 	case status == http.StatusBadRequest || status == http.StatusRequestEntityTooLarge || status == http.StatusUnprocessableEntity:
 		return &coach.ModelError{Class: ClassInvalid, Err: err}
@@ -128,8 +144,12 @@ var refusedPhrases = []string{"maximum context length", "context length", "promp
 
 // refused reports whether err, a 400 or 413 response, refuses the request for its content
 // rather than its shape: another endpoint would refuse it too, so the turn does not move on.
-// A body that is not OpenAI's error object (Gemini's list of errors, say) is read as text.
-func refused(err error) bool {
+// A body that is not OpenAI's error object (Gemini's list of errors, say) is read as text,
+// but only where it cannot be the learner's words (as rejectedSetting: not when it echoes
+// sent, and never by a phrase one of sent holds): a learner who writes "context length"
+// to an endpoint that quotes requests in its errors must not turn the endpoint's rejection
+// into a refusal, which keeps the turn from every other endpoint.
+func refused(err error, sent []string) bool {
 	var ae *oai.APIError
 	var re *oai.RequestError
 	var text string
@@ -146,12 +166,75 @@ func refused(err error) bool {
 		text += " " + ae.Message
 	}
 	msg := strings.ToLower(text)
+	if echoes(msg, sent) {
+		return false
+	}
 	for _, p := range refusedPhrases {
-		if strings.Contains(msg, p) {
+		if strings.Contains(msg, p) && !anyContains(sent, p) {
 			return true
 		}
 	}
 	return false
+}
+
+// ClassMisconfigured is a 5xx whose error says the server must be started with a flag it
+// lacks (see serverFlags): not retryable, since it will not fix itself, and reported to the
+// operator once (Config.OnMisconfigured). The turn moves on to the next endpoint.
+const ClassMisconfigured = "misconfigured"
+
+// Misconfiguration is an endpoint's error that names how its server must be started.
+type Misconfiguration struct {
+	// Endpoint is Config.Name.
+	Endpoint string
+	// Problem is the phrase of the error that shows it, and Fix what the operator should do.
+	Problem, Fix string
+}
+
+// serverFlags are the errors by which servers say they were started without a flag a
+// request needs: llama-server answers a request with tools 500 "tools param requires --jinja
+// flag" unless started with --jinja (its chat template engine).
+var serverFlags = []Misconfiguration{
+	{Problem: "requires --jinja flag", Fix: "start llama-server with --jinja (or set this endpoint's toolChoice to none)"},
+}
+
+// serverFlag returns the misconfiguration err, a 5xx, names, or nil. Like refused, it reads
+// no phrase the learner sent.
+func serverFlag(err error, sent []string) *Misconfiguration {
+	var ae *oai.APIError
+	var re *oai.RequestError
+	var text string
+	if errors.As(err, &re) {
+		text = string(re.Body)
+	}
+	if errors.As(err, &ae) {
+		text += " " + ae.Message
+	}
+	msg := strings.ToLower(text)
+	if echoes(msg, sent) {
+		return nil
+	}
+	for i := range serverFlags {
+		if p := serverFlags[i].Problem; strings.Contains(msg, p) && !anyContains(sent, p) {
+			return &serverFlags[i]
+		}
+	}
+	return nil
+}
+
+// misconfiguration tells OnMisconfigured of the problem me names, once per problem for the
+// Client's endpoint.
+func (c *Client) misconfiguration(me *coach.ModelError) {
+	if me.Class != ClassMisconfigured || c.onMisconfigured == nil {
+		return
+	}
+	m := serverFlag(me.Err, nil)
+	if m == nil {
+		return
+	}
+	if _, told := c.misconfigured.LoadOrStore(m.Problem, true); told {
+		return
+	}
+	c.onMisconfigured(Misconfiguration{Endpoint: c.name, Problem: m.Problem, Fix: m.Fix})
 }
 
 // maxRetryAfter caps absurd advice; the engine caps it much lower anyway.

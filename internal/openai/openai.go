@@ -57,6 +57,8 @@ const (
 	// limit, so without this a broken upstream that never sends a newline would grow memory
 	// until the turn's deadline.
 	DefaultMaxLineBytes = 1 << 20
+	// DefaultDowngradeTTL is the default of Config.DowngradeTTL.
+	DefaultDowngradeTTL = 10 * time.Minute
 )
 
 // Format says how a request with a coach.OutputSchema asks for structured output.
@@ -135,6 +137,17 @@ type Config struct {
 	// the Client weakened it for every later request; it must be quick and safe for concurrent
 	// use.
 	OnDowngrade func(Downgrade)
+	// DowngradeTTL is how long a downgrade lasts (default DefaultDowngradeTTL): after it the
+	// Client sends the configured shape again, so an endpoint that was upgraded, or a
+	// rejection that was a fluke, does not weaken every request until a restart.
+	DowngradeTTL time.Duration
+	// OnMisconfigured, when set, is told once per problem when the endpoint's error says that
+	// the server itself must be started differently (llama-server's "tools param requires
+	// --jinja flag"); it must be quick and safe for concurrent use.
+	OnMisconfigured func(Misconfiguration)
+	// MaxCompletionTokens, when positive, replaces the completion cap every request asks
+	// for (coach.ModelRequest.MaxTokens, which each contract derives from its schema).
+	MaxCompletionTokens int
 	// HTTPClient, when set, carries the requests; its Timeout must be zero or longer than any
 	// turn, since it bounds whole streams. When nil, the Client builds its own.
 	HTTPClient *http.Client
@@ -163,7 +176,7 @@ func (c Config) Validate() error {
 	if _, err := c.resolve(); err != nil {
 		return err
 	}
-	if c.ConnectTimeout < 0 || c.MaxLineBytes < 0 {
+	if c.ConnectTimeout < 0 || c.MaxLineBytes < 0 || c.DowngradeTTL < 0 || c.MaxCompletionTokens < 0 {
 		return errors.New("openai: timeouts and limits must not be negative")
 	}
 	return nil
@@ -241,12 +254,26 @@ type Client struct {
 	key string
 	// reasoning marks models (o1, o3, o4, gpt-5 ...) that reject max_tokens and temperature.
 	reasoning bool
-	maxLine   int
-	now       func() time.Time
-	// shape is the request shape sent now: the Config's, weakened by every downgrade so far.
+	// capParam is the profile's name for the completion cap, and maxTokens the Config's
+	// override of the requests' own cap (0: none).
+	capParam  string
+	maxTokens int
+	// firstByte and idle are the profile's least deadlines (see Deadlines).
+	firstByte, idle time.Duration
+	maxLine         int
+	now             func() time.Time
+	// shape is the request shape sent now: base, the Config's, weakened by every downgrade
+	// so far; expires is when the weakened shape goes back to base (Unix nanoseconds, 0
+	// while the shape is base).
 	shape       atomic.Pointer[shape]
+	base        *shape
+	ttl         time.Duration
+	expires     atomic.Int64
 	onDowngrade func(Downgrade)
-	schemas     schemaCache
+	// onMisconfigured is told of each problem in misconfigured once.
+	onMisconfigured func(Misconfiguration)
+	misconfigured   sync.Map
+	schemas         schemaCache
 }
 
 var _ coach.Model = (*Client)(nil)
@@ -277,21 +304,31 @@ func New(cfg Config) *Client {
 	if hc == nil {
 		hc = newHTTPClient(cfg.ConnectTimeout)
 	}
+	if cfg.DowngradeTTL <= 0 {
+		cfg.DowngradeTTL = DefaultDowngradeTTL
+	}
+	p, _ := LookupProfile(cfg.Profile)
 	sh, err := cfg.resolve()
 	if err != nil {
-		p, _ := LookupProfile(cfg.Profile)
-		sh = shape{tool: p.ToolChoice, format: p.Format, usage: p.IncludeUsage}
+		sh = p.shape()
 	}
 	c := &Client{
-		name:        cfg.Name,
-		url:         strings.TrimRight(cfg.BaseURL, "/") + "/chat/completions",
-		model:       cfg.Model,
-		hc:          hc,
-		key:         cfg.APIKey,
-		reasoning:   isReasoningModel(cfg.Model),
-		maxLine:     cfg.MaxLineBytes,
-		now:         time.Now,
-		onDowngrade: cfg.OnDowngrade,
+		name:            cfg.Name,
+		url:             strings.TrimRight(cfg.BaseURL, "/") + "/chat/completions",
+		model:           cfg.Model,
+		hc:              hc,
+		key:             cfg.APIKey,
+		reasoning:       isReasoningModel(cfg.Model),
+		capParam:        p.CapParam,
+		maxTokens:       cfg.MaxCompletionTokens,
+		firstByte:       p.FirstByteTimeout,
+		idle:            p.IdleTimeout,
+		maxLine:         cfg.MaxLineBytes,
+		now:             time.Now,
+		base:            &sh,
+		ttl:             cfg.DowngradeTTL,
+		onDowngrade:     cfg.OnDowngrade,
+		onMisconfigured: cfg.OnMisconfigured,
 	}
 	c.shape.Store(&sh)
 	return c
@@ -329,17 +366,27 @@ func isReasoningModel(model string) bool {
 // again, at most once for each part.
 func (c *Client) Stream(ctx context.Context, req coach.ModelRequest, hooks coach.StreamHooks) (coach.Stream, error) {
 	for tries := 0; ; tries++ {
-		sh := c.shape.Load()
+		sh := c.current()
 		s, err := c.open(ctx, req, *sh, hooks)
 		if err == nil {
+			if req.Tool != nil && sh.tool != ToolNone {
+				// Where "required" does not force the call, the model may answer in prose.
+				return &callWatch{Stream: s, c: c, used: sh}, nil
+			}
 			return s, nil
 		}
 		if tries < maxDowngrades && c.downgrade(sh, req, err) {
 			continue
 		}
+		c.misconfiguration(err)
 		return nil, c.fail(err)
 	}
 }
+
+// Deadlines returns the least first-byte and idle deadlines of the endpoint's profile, zero
+// where it has none (coach.Deadlines): a CPU model reading a long prompt sends nothing but
+// keep-alive comments for longer than a hosted endpoint takes to answer.
+func (c *Client) Deadlines() (firstByte, idle time.Duration) { return c.firstByte, c.idle }
 
 // open sends req in shape sh and returns the stream of a successful response.
 func (c *Client) open(ctx context.Context, req coach.ModelRequest, sh shape, hooks coach.StreamHooks) (*stream, *coach.ModelError) {
@@ -376,7 +423,7 @@ func (c *Client) open(ctx context.Context, req coach.ModelRequest, sh shape, hoo
 		return nil, classify(ctx, err, false)
 	}
 	if resp.StatusCode < http.StatusOK || resp.StatusCode >= http.StatusBadRequest {
-		me := classify(ctx, errorResponse(resp), false)
+		me := classifyResponse(ctx, errorResponse(resp), sentTexts(req))
 		me.RetryAfter = retryAfter(resp.Header, c.now())
 		return nil, me
 	}
@@ -386,11 +433,11 @@ func (c *Client) open(ctx context.Context, req coach.ModelRequest, sh shape, hoo
 // request builds the go-openai request for req in shape sh.
 func (c *Client) request(req coach.ModelRequest, sh shape) (oai.ChatCompletionRequest, error) {
 	r := oai.ChatCompletionRequest{Model: c.model, Messages: messages(req.Messages), Stream: true}
-	if req.MaxTokens > 0 {
-		if c.reasoning {
-			r.MaxCompletionTokens = req.MaxTokens
+	if limit := c.completionCap(req); limit > 0 && sh.cap {
+		if c.reasoning || c.capParam == CapMaxCompletionTokens {
+			r.MaxCompletionTokens = limit
 		} else {
-			r.MaxTokens = req.MaxTokens
+			r.MaxTokens = limit
 		}
 	}
 	if req.Temperature != 0 && !c.reasoning {
@@ -413,6 +460,9 @@ func (c *Client) request(req coach.ModelRequest, sh shape) (oai.ChatCompletionRe
 			if sh.tool == ToolNamed {
 				r.ToolChoice = oai.ToolChoice{Type: oai.ToolTypeFunction, Function: oai.ToolFunction{Name: req.Tool.Name}}
 			}
+			if sh.oneCall {
+				r.ParallelToolCalls = false
+			}
 			return r, nil
 		}
 		// No tools: the arguments are the answer's structured output, and the history's
@@ -423,14 +473,18 @@ func (c *Client) request(req coach.ModelRequest, sh shape) (oai.ChatCompletionRe
 	if schema == nil {
 		return r, nil
 	}
-	p, err := c.schemas.get(schema.Schema)
+	p, err := c.schemas.get(schema.Schema, c.base.bounds)
 	if err != nil {
 		return r, fmt.Errorf("output schema %q: %w", schema.Name, err)
 	}
 	switch sh.format {
 	case FormatJSONSchema:
-		js := &oai.ChatCompletionResponseFormatJSONSchema{Name: schemaName(schema.Name), Schema: p.strict, Strict: true}
-		if p.strict == nil {
+		strict := p.strict
+		if sh.bounds == 0 {
+			strict = p.bare
+		}
+		js := &oai.ChatCompletionResponseFormatJSONSchema{Name: schemaName(schema.Name), Schema: strict, Strict: true}
+		if strict == nil {
 			js.Schema, js.Strict = p.compact, false
 		}
 		r.ResponseFormat = &oai.ChatCompletionResponseFormat{Type: oai.ChatCompletionResponseFormatTypeJSONSchema, JSONSchema: js}
@@ -555,21 +609,25 @@ type schemaCache struct {
 
 // prepared holds a schema in every form a request may send.
 type prepared struct {
-	// strict is the strict-mode variant, nil when the schema cannot be strict, and compact the
-	// schema as given; both are ready for appendRequest to copy (see embeddedJSON).
-	strict, compact embeddedJSON
+	// strict is the strict-mode variant with the bounds the endpoint enforces, bare the one
+	// without any (after a schema_bounds downgrade), both nil when the schema cannot be
+	// strict; compact is the schema as given. All are ready for appendRequest to copy (see
+	// embeddedJSON).
+	strict, bare, compact embeddedJSON
 	// instruction asks for the schema in the system prompt.
 	instruction string
 }
 
-func (c *schemaCache) get(schema []byte) (*prepared, error) {
+// get returns the prepared forms of schema; a Client's cache serves one endpoint, whose
+// bounds never change.
+func (c *schemaCache) get(schema []byte, bounds Bounds) (*prepared, error) {
 	c.mu.RLock()
 	p := c.m[string(schema)]
 	c.mu.RUnlock()
 	if p != nil {
 		return p, nil
 	}
-	p, err := prepare(schema)
+	p, err := prepare(schema, bounds)
 	if err != nil {
 		return nil, err
 	}
@@ -584,21 +642,27 @@ func (c *schemaCache) get(schema []byte) (*prepared, error) {
 	return p, nil
 }
 
-func prepare(schema []byte) (*prepared, error) {
+func prepare(schema []byte, bounds Bounds) (*prepared, error) {
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, schema); err != nil {
 		return nil, fmt.Errorf("invalid JSON: %w", err)
 	}
 	p := &prepared{instruction: "Reply with one JSON object that validates against this JSON schema:\n" + compact.String()}
-	strict, err := Strict(schema)
-	if err != nil && !errors.Is(err, ErrNotStrict) {
-		return nil, err
-	}
-	if strict != nil {
-		if p.strict, err = embed(strict); err != nil {
+	for _, v := range []struct {
+		dst    *embeddedJSON
+		bounds Bounds
+	}{{&p.strict, bounds}, {&p.bare, 0}} {
+		strict, err := StrictFor(schema, v.bounds)
+		if err != nil && !errors.Is(err, ErrNotStrict) {
 			return nil, err
 		}
+		if strict != nil {
+			if *v.dst, err = embed(strict); err != nil {
+				return nil, err
+			}
+		}
 	}
+	var err error
 	if p.compact, err = embed(compact.Bytes()); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package openai
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // ToolChoice says how a request with a coach.Tool makes the model answer with that tool's
@@ -52,7 +53,68 @@ type Profile struct {
 	// tool call, so the profile asks for cards as structured output (ToolNone) instead. The
 	// decoder takes both forms either way.
 	StreamsToolArgs bool
+	// CapParam is the name the completion cap is sent under: "max_tokens", which most
+	// OpenAI-compatible servers read, or "max_completion_tokens", which OpenAI's reference
+	// documents in its place (max_tokens is deprecated there, and its reasoning models reject
+	// it). Empty is "max_tokens", except for reasoning models, which always get
+	// max_completion_tokens.
+	CapParam string
+	// OneToolCall sends parallel_tool_calls: false with the forced tool, where the endpoint
+	// honours it: one card is one call, and an endpoint that defaults to parallel calls wrote
+	// several in one attempt.
+	OneToolCall bool
+	// Bounds are the validation keywords the endpoint's structured output enforces, which the
+	// strict schema therefore keeps (see StrictFor); the others are dropped, and the gateway's
+	// validation of the result still applies them.
+	Bounds Bounds
+	// FirstByteTimeout and IdleTimeout, when set, are the least first-byte and idle deadlines
+	// of an endpoint of this profile: a CPU model reading a long prompt sends nothing but
+	// keep-alive comments for a long time. A longer global setting still applies.
+	FirstByteTimeout, IdleTimeout time.Duration
 }
+
+// Cap parameter names (Profile.CapParam).
+const (
+	CapMaxTokens           = "max_tokens"
+	CapMaxCompletionTokens = "max_completion_tokens"
+)
+
+// Bounds is a set of groups of JSON schema validation keywords.
+type Bounds uint8
+
+// Groups of validation keywords a strict schema may keep.
+const (
+	// BoundNumbers: minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf.
+	BoundNumbers Bounds = 1 << iota
+	// BoundStrings: minLength, maxLength.
+	BoundStrings
+	// BoundArrays: minItems, maxItems.
+	BoundArrays
+	// BoundPatterns: pattern.
+	BoundPatterns
+
+	// BoundsAll is every group.
+	BoundsAll = BoundNumbers | BoundStrings | BoundArrays | BoundPatterns
+)
+
+// boundKeywords maps each keyword a strict schema may keep to its group.
+var boundKeywords = map[string]Bounds{
+	"minimum": BoundNumbers, "maximum": BoundNumbers, "exclusiveMinimum": BoundNumbers,
+	"exclusiveMaximum": BoundNumbers, "multipleOf": BoundNumbers,
+	"minLength": BoundStrings, "maxLength": BoundStrings,
+	"minItems": BoundArrays, "maxItems": BoundArrays,
+	"pattern": BoundPatterns,
+}
+
+// localTimeouts are the first-byte and idle deadlines of the profiles of servers that often
+// run a model on a CPU. A real llama-server took 32.7 s to its first data for a cold
+// 4.2k-token prompt on a loaded 2-core machine, and sends a ":" keep-alive comment only every
+// 30 s while it reads a prompt: 120 s leaves room for a prompt four times as long, and 60 s
+// idle for one missed keep-alive.
+const (
+	localFirstByteTimeout = 120 * time.Second
+	localIdleTimeout      = 60 * time.Second
+)
 
 // DefaultProfile is the profile of a Config that names none. It is the adapter's behaviour
 // before profiles existed, with Config.Format choosing the structured output mode: what a
@@ -67,9 +129,15 @@ const GenericProfile = "generic"
 // profile table repeats them.
 var profiles = []Profile{
 	{
-		// OpenAI's own API: named tool_choice, strict json_schema, include_usage and argument
-		// streaming are all documented in the Chat Completions reference.
+		// OpenAI's own API: named tool_choice, strict json_schema, include_usage, argument
+		// streaming, parallel_tool_calls and max_completion_tokens (max_tokens "deprecated in
+		// favor of max_completion_tokens, and is not compatible with o-series models") are all
+		// documented in the Chat Completions reference. Its Structured Outputs guide lists
+		// what strict mode enforces: for numbers minimum, maximum, exclusiveMinimum,
+		// exclusiveMaximum and multipleOf; for arrays minItems and maxItems; for strings
+		// pattern and format, but not minLength or maxLength, which it rejects.
 		Name: "openai", ToolChoice: ToolNamed, Format: FormatJSONSchema, IncludeUsage: true, StreamsToolArgs: true,
+		CapParam: CapMaxCompletionTokens, OneToolCall: true, Bounds: BoundNumbers | BoundArrays | BoundPatterns,
 	},
 	{
 		// Anthropic's OpenAI SDK compatibility layer (docs.anthropic.com/en/api/openai-sdk):
@@ -77,6 +145,8 @@ var profiles = []Profile{
 		// response_format, so the schema has to travel in the prompt; stream_options is
 		// "fully supported". Its finish reasons are mapped from Claude's stop reasons
 		// ("tool_calls" for tool_use, "length" for max_tokens).
+		// The schema goes into the prompt whole, so no Bounds apply; parallel_tool_calls is not
+		// among the fields the page lists as supported, so it is not sent.
 		Name: "anthropic-openai", ToolChoice: ToolNamed, Format: FormatPrompt, IncludeUsage: true, StreamsToolArgs: true,
 	},
 	{
@@ -85,27 +155,46 @@ var profiles = []Profile{
 		// supported, but a streamed function call arrives whole in one chunk (Gemini streams
 		// function call arguments only on Vertex AI with streamFunctionCallArguments), so
 		// cards ask for the card as structured output, whose text streams.
+		// Gemini's structured output documents minimum and maximum for numbers and minItems
+		// and maxItems for arrays among the JSON schema it supports; an unknown keyword is a
+		// 400 there, so nothing else is kept.
 		Name: "gemini-openai", ToolChoice: ToolNone, Format: FormatJSONSchema, IncludeUsage: true, StreamsToolArgs: false,
+		Bounds: BoundNumbers | BoundArrays,
 	},
 	{
 		// Ollama's /v1 layer ignores tool_choice: a forced tool comes back as plain content
 		// and "none" still calls tools (ollama/ollama#17921, #8421), and tool calls arrive
 		// whole. response_format json_schema is honoured (Ollama's structured outputs), and
 		// stream_options.include_usage since v0.5.2 (ollama/ollama#5200).
+		// Its format becomes a grammar by llama.cpp's json-schema-to-grammar, which enforces
+		// string and array lengths and patterns, and numeric bounds on integers (llama.cpp's
+		// grammars/README.md); a keyword it cannot enforce is ignored, never an error. It runs
+		// models on CPUs, hence the local deadlines.
 		Name: "ollama", ToolChoice: ToolNone, Format: FormatJSONSchema, IncludeUsage: true, StreamsToolArgs: false,
+		Bounds: BoundsAll, FirstByteTimeout: localFirstByteTimeout, IdleTimeout: localIdleTimeout,
 	},
 	{
 		// vLLM's OpenAI-compatible server: named tool_choice through guided decoding,
 		// response_format json_schema, and stream_options.include_usage are documented in
 		// its "OpenAI-Compatible Server" and "Tool Calling" pages.
+		// Its guided decoding (xgrammar, with outlines or guidance as fallbacks) enforces
+		// minLength/maxLength, minItems/maxItems, numeric bounds and patterns, and its
+		// ChatCompletionRequest takes parallel_tool_calls.
 		Name: "vllm", ToolChoice: ToolNamed, Format: FormatJSONSchema, IncludeUsage: true, StreamsToolArgs: true,
+		OneToolCall: true, Bounds: BoundsAll,
 	},
 	{
 		// llama.cpp's llama-server (tools need --jinja): response_format json_schema becomes a
 		// grammar and stream_options.include_usage is supported, but a named tool_choice
 		// object has been seen silently turned into "auto" (langchain-llama-cpp's notes), so
-		// the single tool is forced with "required".
+		// the single tool is forced with "required". Its server documents parallel_tool_calls
+		// (a real llama-server wrote 9 calls in one attempt without it). Its
+		// json-schema-to-grammar enforces string and array lengths, patterns (anchored with ^
+		// and $) and numeric bounds on integers (grammars/README.md: "minimum ... only
+		// supported for type integer for now, not number"); keywords it cannot enforce are
+		// ignored. It often runs on a CPU, hence the local deadlines.
 		Name: "llamacpp", ToolChoice: ToolRequired, Format: FormatJSONSchema, IncludeUsage: true, StreamsToolArgs: true,
+		OneToolCall: true, Bounds: BoundsAll, FirstByteTimeout: localFirstByteTimeout, IdleTimeout: localIdleTimeout,
 	},
 	{
 		// LM Studio accepts only the string tool choices "none", "auto" and "required"
@@ -113,7 +202,11 @@ var profiles = []Profile{
 		// json_schema as response_format (400 "'response_format.type' must be 'json_schema'",
 		// lmstudio-bug-tracker#189). Its usage reporting in streams is not documented, so it
 		// is not asked for.
+		// Its llama.cpp engine turns json_schema into a llama.cpp grammar (see llamacpp), and
+		// it runs models on desktop CPUs, hence the local deadlines. parallel_tool_calls is not
+		// documented, so it is not sent.
 		Name: "lmstudio", ToolChoice: ToolRequired, Format: FormatJSONSchema, IncludeUsage: false, StreamsToolArgs: true,
+		Bounds: BoundsAll, FirstByteTimeout: localFirstByteTimeout, IdleTimeout: localIdleTimeout,
 	},
 	{
 		// An unknown endpoint (a proxy such as LiteLLM or Bifrost in front of anything): send
@@ -132,7 +225,10 @@ func Profiles() []Profile { return append([]Profile(nil), profiles...) }
 func LookupProfile(name string) (Profile, bool) {
 	name = strings.ToLower(strings.TrimSpace(name))
 	if name == DefaultProfile {
-		return Profile{ToolChoice: ToolNamed, Format: FormatJSONSchema, StreamsToolArgs: true}, true
+		// OpenAI's strict mode is what this has always sent, so it keeps what OpenAI's
+		// enforces; other fields stay as they were before profiles.
+		return Profile{ToolChoice: ToolNamed, Format: FormatJSONSchema, StreamsToolArgs: true,
+			Bounds: BoundNumbers | BoundArrays | BoundPatterns}, true
 	}
 	for _, p := range profiles {
 		if p.Name == name {
@@ -157,7 +253,7 @@ func (c Config) resolve() (shape, error) {
 	if !ok {
 		return shape{}, fmt.Errorf("openai: unknown profile %q (want one of %s)", c.Profile, profileNames())
 	}
-	s := shape{tool: p.ToolChoice, format: p.Format, usage: p.IncludeUsage}
+	s := p.shape()
 	if p.Name == DefaultProfile {
 		s.format = c.Format
 	}
@@ -181,11 +277,20 @@ func (c Config) resolve() (shape, error) {
 	return s, nil
 }
 
+// shape returns the request shape p asks for.
+func (p Profile) shape() shape {
+	return shape{tool: p.ToolChoice, format: p.Format, usage: p.IncludeUsage, bounds: p.Bounds, oneCall: p.OneToolCall, cap: true}
+}
+
 // shape is the request shape a Client sends: how it forces a tool, asks for structured output
-// and asks for usage. A Client starts from its Config's and weakens it when the endpoint
-// rejects a part of it (see downgrade).
+// and asks for usage, which bounds its strict schemas keep, whether it asks for one tool call
+// and whether it sends the completion cap. A Client starts from its Config's and weakens it
+// when the endpoint rejects a part of it (see downgrade).
 type shape struct {
-	tool   ToolChoice
-	format Format
-	usage  bool
+	tool    ToolChoice
+	format  Format
+	usage   bool
+	bounds  Bounds
+	oneCall bool
+	cap     bool
 }

@@ -35,8 +35,8 @@ func TestProfileTable(t *testing.T) {
 		t.Errorf("generic = %+v, want the weakest form of every setting", g)
 	}
 	cfg := Config{Format: FormatJSONObject}
-	if sh, err := cfg.resolve(); err != nil || sh != (shape{tool: ToolNamed, format: FormatJSONObject}) {
-		t.Errorf("no profile resolves to %+v, %v; want a named tool, the Config's Format and no usage", sh, err)
+	if sh, err := cfg.resolve(); err != nil || sh != (shape{tool: ToolNamed, format: FormatJSONObject, bounds: BoundNumbers | BoundArrays | BoundPatterns, cap: true}) {
+		t.Errorf("no profile resolves to %+v, %v; want a named tool, the Config's Format, no usage and OpenAI's strict bounds", sh, err)
 	}
 }
 

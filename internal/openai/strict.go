@@ -37,7 +37,13 @@ var ErrNotStrict = errors.New("schema cannot be expressed in OpenAI strict mode"
 //
 // A schema strict mode cannot express yields an error wrapping ErrNotStrict; other errors mean
 // the input is not a usable schema.
-func Strict(schema []byte) ([]byte, error) {
+func Strict(schema []byte) ([]byte, error) { return StrictFor(schema, 0) }
+
+// StrictFor is Strict, keeping the validation keywords of the groups in keep (a profile's
+// Bounds): what the endpoint's grammar enforces, so that it never writes a value the
+// gateway's validation then rejects, such as a confidence of -5 where the schema says
+// "minimum": 0.
+func StrictFor(schema []byte, keep Bounds) ([]byte, error) {
 	root, err := parseJSON(schema)
 	if err != nil {
 		return nil, fmt.Errorf("parsing the schema: %w", err)
@@ -49,7 +55,7 @@ func Strict(schema []byte) ([]byte, error) {
 	if t, _ := o.get("type"); t != "object" {
 		return nil, notStrict("#", `the root must have "type": "object"`)
 	}
-	s := strictifier{root: o}
+	s := strictifier{root: o, keep: keep}
 	if err := s.schema(o, "#"); err != nil {
 		return nil, err
 	}
@@ -79,6 +85,7 @@ func notStrict(path, format string, args ...any) error {
 
 type strictifier struct {
 	root *object
+	keep Bounds
 }
 
 // schema makes the schema node v strict in place; path locates it for error messages.
@@ -146,6 +153,7 @@ func (s *strictifier) keywords(o *object, path string) error {
 	for i := 0; i < len(o.members); {
 		k := o.members[i].key
 		switch {
+		case boundKeywords[k]&s.keep != 0:
 		case dropped[k]:
 			o.members = append(o.members[:i], o.members[i+1:]...)
 			continue

@@ -5,12 +5,16 @@ import (
 	"maps"
 	"strings"
 
+	"github.com/coachgw/coachgw/api"
 	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/extract"
+	"github.com/coachgw/coachgw/internal/schema"
 )
 
-// MaxTokens bounds the model's answer: a short JSON object with 2-3 sentences and a question.
-const MaxTokens = 1024
+// MaxTokens is the completion cap of toulmin's requests: the longest CoachAIResult its schema
+// allows (every string bounded by its maxLength, 24 KB in all), in tokens (see
+// schema.CompletionCap). COACH_MAX_COMPLETION_TOKENS replaces it.
+var MaxTokens = schema.CompletionCap(api.Schema("coach-ai-result.json"), schema.Open{})
 
 // turn is one toulmin turn: it streams the model's assistantText as it arrives and guards the
 // complete CoachAIResult at the end.
