@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -61,24 +62,37 @@ func TestProfileTableInREADME(t *testing.T) {
 		if i == 0 {
 			continue // |---|---|…
 		}
-		// | `name` | `toolChoice` | `responseFormat` | yes/no | tool arguments | source |
+		// | `name` | `toolChoice` | `responseFormat` | yes/no | cap | parallel_tool_calls |
+		// bounds | first byte / idle | tool arguments | source |
 		cells := strings.Split(line, "|")
-		if len(cells) < 6 {
+		if len(cells) < 10 {
 			t.Fatalf("profile table row %q has too few cells", line)
 		}
 		cell := func(i int) string { return strings.Trim(strings.TrimSpace(cells[i]), "`") }
-		rows[cell(1)] = []string{cell(2), cell(3), cell(4)}
+		rows[cell(1)] = []string{cell(2), cell(3), cell(4), cell(5), cell(6), cell(8)}
 	}
 	for _, p := range Profiles() {
 		usage := map[bool]string{true: "yes", false: "no"}[p.IncludeUsage]
-		want := []string{p.ToolChoice.String(), p.Format.String(), usage}
+		capParam := p.CapParam
+		if capParam == "" {
+			capParam = CapMaxTokens
+		}
+		oneCall := map[bool]string{true: "false", false: "not sent"}[p.OneToolCall]
+		if p.ToolChoice == ToolNone {
+			oneCall = "(no tools)"
+		}
+		deadlines := "engine's"
+		if p.FirstByteTimeout > 0 {
+			deadlines = fmt.Sprintf("%.0fs / %.0fs", p.FirstByteTimeout.Seconds(), p.IdleTimeout.Seconds())
+		}
+		want := []string{p.ToolChoice.String(), p.Format.String(), usage, capParam, oneCall, deadlines}
 		got, ok := rows[p.Name]
 		if !ok {
 			t.Errorf("README's profile table has no row for %s", p.Name)
 			continue
 		}
 		if !slices.Equal(got, want) {
-			t.Errorf("README's row for %s says toolChoice, responseFormat, includeUsage = %q, the profile %q", p.Name, got, want)
+			t.Errorf("README's row for %s says toolChoice, responseFormat, includeUsage, cap, parallel_tool_calls, deadlines = %q, the profile %q", p.Name, got, want)
 		}
 		delete(rows, p.Name)
 	}
