@@ -301,8 +301,8 @@ func echoes(msg string, texts []string) bool {
 	return false
 }
 
-// callWatch passes on a stream of a request that forced a tool call, and watches whether the
-// model made the call. A stream that ends with prose and no call shows an endpoint where the
+// callWatch passes on a stream of a request that forced a tool call with "required", and
+// watches whether the model made the call. A stream that ends with prose and no call shows an endpoint where the
 // forced choice does not force (llama-server's grammar allows any text before a call, Ollama
 // ignores tool_choice): the Client then asks that endpoint for the tool's arguments as
 // structured output (ToolNone), as its profile would for an endpoint that ignores tools, for

@@ -369,8 +369,10 @@ func (c *Client) Stream(ctx context.Context, req coach.ModelRequest, hooks coach
 		sh := c.current()
 		s, err := c.open(ctx, req, *sh, hooks)
 		if err == nil {
-			if req.Tool != nil && sh.tool != ToolNone {
-				// Where "required" does not force the call, the model may answer in prose.
+			if req.Tool != nil && sh.tool == ToolRequired {
+				// Where "required" does not force the call, the model may answer in prose. A
+				// named choice is forced by the endpoint's decoder (OpenAI, vLLM); prose
+				// there is the model's own fault, left to the engine's corrective retry.
 				return &callWatch{Stream: s, c: c, used: sh}, nil
 			}
 			return s, nil
