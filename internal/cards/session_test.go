@@ -182,9 +182,11 @@ func TestSessionHistoryStaysValid(t *testing.T) {
 			if err := checkConversation(retry); err != nil {
 				t.Errorf("turn %d: retry request: %v", i+1, err)
 			}
-			if !slices.EqualFunc(retry[:n-1], req.Messages, messageEqual) || retry[n-1].Role != coach.RoleUser ||
+			// The failed reply comes back as the model's own message, before the correction.
+			if n < 2 || !slices.EqualFunc(retry[:n-2], req.Messages, messageEqual) ||
+				retry[n-2].Role != coach.RoleAssistant || strings.TrimSpace(retry[n-2].Content) == "" || retry[n-1].Role != coach.RoleUser ||
 				!strings.Contains(retry[n-1].Content, "could not be used") || !strings.Contains(retry[n-1].Content, ToolName) {
-				t.Errorf("turn %d: retry request ends with %+v, want the first request and a correction naming %s", i+1, retry[n-1], ToolName)
+				t.Errorf("turn %d: retry request ends with %+v, want the first request, the failed reply and a correction naming %s", i+1, retry[max(n-2, 0):], ToolName)
 			}
 		}
 		if got := req.Messages[len(req.Messages)-1].Content; s.user != "" && got != s.user {

@@ -162,6 +162,8 @@ type script struct {
 	pause time.Duration
 	// usage, when set, is reported in a fragment of its own after frags.
 	usage *Usage
+	// finish, when set, is the finish reason, carried by the last fragment of frags.
+	finish string
 	// running, when set, is carried by every fragment of frags: an endpoint that reports its
 	// running totals on each chunk (vLLM's continuous usage stats).
 	running []Usage
@@ -226,6 +228,9 @@ func (f *fakeStream) Next() (Fragment, error) {
 		}
 		f.i++
 		fr := Fragment{Content: f.s.frags[f.i-1]}
+		if f.i == len(f.s.frags) {
+			fr.FinishReason = f.s.finish
+		}
 		if f.i <= len(f.s.running) {
 			fr.Usage = &f.s.running[f.i-1]
 		}

@@ -15,9 +15,14 @@ type Observer interface {
 	// FellBack counts a turn that moved from one upstream to the next, before or after text of
 	// the turn was sent.
 	FellBack(contract, from, to string, afterText bool)
-	// Retried counts a model call repeated before any text was sent; Reset one restarted after.
+	// Retried counts a model call repeated before any text was sent (class is the failure's
+	// ModelError class, or "invalid_output" for a corrective retry); Reset counts a reset line
+	// sent to the client, and nothing else, so that it equals the reset lines clients saw.
 	Retried(contract, class string)
 	Reset(contract, reason string)
+	// Rejected counts a model answer the turn could not use (unparseable, schema-invalid,
+	// empty, cut off at the token cap, too long), whether it was retried or ended the turn.
+	Rejected(contract string)
 }
 
 // Report describes one finished turn.
@@ -30,6 +35,8 @@ type Report struct {
 	Duration   time.Duration
 	Deltas     int
 	Attempts   int
+	// AttemptLog says how each model call ended, in order, for at most MaxAttemptLog calls.
+	AttemptLog []AttemptEntry
 	// Upstream names the endpoint of the last attempt; Model is the model it was asked for
 	// (set once an attempt succeeded) and Usage the tokens it reported, when it did.
 	Upstream string
@@ -89,3 +96,6 @@ func (NopObserver) Retried(string, string) {}
 
 // Reset does nothing.
 func (NopObserver) Reset(string, string) {}
+
+// Rejected does nothing.
+func (NopObserver) Rejected(string) {}

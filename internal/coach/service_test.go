@@ -412,7 +412,7 @@ func TestFallbackAfterTheCorrectiveRetry(t *testing.T) {
 }
 
 // TestRequestPerAttempt checks what each model call asks: after unusable output the request
-// carries the correction, and a retry after an endpoint failure repeats the corrected request.
+// carries the failed reply, as the model's own message, and the correction, and a retry after an endpoint failure repeats the corrected request.
 // The turn builds the request for every attempt instead of the engine keeping one.
 func TestRequestPerAttempt(t *testing.T) {
 	unavailable := &ModelError{Class: "server", Retryable: true, Err: errors.New("503")}
@@ -433,7 +433,7 @@ func TestRequestPerAttempt(t *testing.T) {
 		}
 		got = append(got, strings.Join(msgs, " "))
 	}
-	want := []string{"user:hi", "user:hi user:(correction)", "user:hi user:(correction)"}
+	want := []string{"user:hi", "user:hi assistant:bad user:(correction)", "user:hi assistant:bad user:(correction)"}
 	if !slices.Equal(got, want) {
 		t.Errorf("requests =\n%q\nwant\n%q", got, want)
 	}

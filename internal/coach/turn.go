@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +27,12 @@ type TurnRun struct {
 	// finish is the attempt's finish reason, when the endpoint gave one.
 	usage  *Usage
 	finish string
+	// size is the bytes of output the current attempt streamed (see Options.MaxOutputBytes),
+	// and reply their first maxReplyEcho bytes: what the corrective retry shows the model of
+	// its own failed reply.
+	size     int
+	reply    []byte
+	replyCut bool
 	// span is the turn's trace span, ended when the turn is.
 	span trace.Span
 	// input is the turn's body as the transcript keeps it.
@@ -252,8 +259,9 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 		return nil, errNoUpstream
 	}
 	retries, recoveries := 0, 0
-	// fix, after unusable output, tells the model what was wrong with it.
-	var fix string
+	// fix, after unusable output, tells the model what was wrong with it; failed is the
+	// reply it was wrong about, shown to the model as its own message before fix.
+	var fix, failed string
 	for {
 		up := s.upstreams[cur]
 		rep.Attempts++
@@ -265,11 +273,12 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 		req := r.turn.Request()
 		req.MaxTokens = s.completionCap(r.contract, req.MaxTokens)
 		if fix != "" {
-			req.Messages = append(req.Messages, Message{Role: RoleUser, Content: fix})
+			req.Messages = append(req.Messages, correctiveMessages(failed, fix)...)
 		}
 		span := s.startAttempt(ctx, up)
 		out, err := r.attempt(ctx, up.Model, req, send, flush)
 		endAttempt(span, r.usage, r.finish, err)
+		rep.logAttempt(up.Name, r.finish, r.size, r.usage, err)
 		if r.usage != nil {
 			rep.Spent = append(rep.Spent, Spent{Upstream: up.Name, Model: up.ModelName, Usage: *r.usage})
 		}
@@ -289,21 +298,20 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 		}
 		sent := rep.Deltas > before
 		invalid := isInvalidOutput(err)
+		if invalid {
+			s.obs.Rejected(r.contract)
+		}
 		exhausted := invalid && recoveries >= s.opts.Recoveries
 		s.breaker.Report(up.Name, verdict(me, invalid, exhausted))
 		if r.leaves(me, exhausted, retries) {
 			if next := r.nextUpstream(cur); next >= 0 {
 				reason := resetReason(err)
 				s.obs.FellBack(r.contract, up.Name, s.upstreams[next].Name, sent)
-				if invalid || sent {
-					s.obs.Reset(r.contract, reason)
-				}
 				if sent {
-					rep.Resets++
-					send(Event{Type: EventReset, Reason: reason})
+					r.sendReset(rep, send, reason)
 				}
 				r.turn.Reset()
-				cur, retries, recoveries, fix = next, 0, 0, ""
+				cur, retries, recoveries, fix, failed = next, 0, 0, "", ""
 				continue
 			}
 		}
@@ -331,9 +339,7 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 			if fb, ok := r.turn.(Fallback); ok {
 				if sent {
 					// The text this attempt streamed is not what the fallback says.
-					rep.Resets++
-					s.obs.Reset(r.contract, resetReason(err))
-					send(Event{Type: EventReset, Reason: resetReason(err)})
+					r.sendReset(rep, send, resetReason(err))
 				}
 				return fb.Fallback(err)
 			}
@@ -345,17 +351,27 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 		}
 		recoveries++
 		reason := resetReason(err)
-		s.obs.Reset(r.contract, reason)
 		if sent {
-			rep.Resets++
-			send(Event{Type: EventReset, Reason: reason})
+			r.sendReset(rep, send, reason)
+		} else {
+			// Nothing reached the client, so there is nothing to reset: the corrective call
+			// is a retry before text, and counted as one.
+			s.obs.Retried(r.contract, reason)
 		}
 		r.turn.Reset()
-		fix = ""
+		fix, failed = "", ""
 		if invalid {
-			fix = correction(err)
+			fix, failed = correction(err), r.failedReply()
 		}
 	}
+}
+
+// sendReset sends a reset line with reason and counts it: the resets metric and the report's
+// Resets count exactly the reset lines the client was sent.
+func (r *TurnRun) sendReset(rep *Report, send func(Event), reason string) {
+	rep.Resets++
+	r.svc.obs.Reset(r.contract, reason)
+	send(Event{Type: EventReset, Reason: reason})
 }
 
 // errNoUpstream ends a turn that finds every endpoint's circuit open.
@@ -441,7 +457,7 @@ func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, se
 		return err
 	}
 
-	r.usage, r.finish = nil, ""
+	r.usage, r.finish, r.size, r.reply, r.replyCut = nil, "", 0, r.reply[:0], false
 	st, err := model.Stream(actx, req, StreamHooks{Activity: alive, Wait: flush})
 	if err != nil {
 		return nil, timeout(err)
@@ -451,7 +467,7 @@ func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, se
 	hold := ok && wn.NotifiesWait()
 	var deltas deltaBuffer
 	collect := func(e Event) { deltas.add(e, send) }
-	limit, size := s.outputLimit(r.contract), 0
+	limit := s.outputLimit(r.contract)
 	for {
 		f, err := st.Next()
 		if err == io.EOF {
@@ -476,9 +492,11 @@ func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, se
 		// The bound is checked before the fragment is fed, so no byte past it is kept or
 		// relayed, and returning closes the stream: nothing more is read. A tool call's id and
 		// name count too: a contract keeps them, and an endpoint could open calls without end.
-		if size += len(f.Content) + len(f.ToolArgs) + len(f.ToolCallID) + len(f.ToolName); size > limit {
+		if r.size += len(f.Content) + len(f.ToolArgs) + len(f.ToolCallID) + len(f.ToolName); r.size > limit {
 			return nil, outputTooLong(limit)
 		}
+		r.keepReply(f.Content)
+		r.keepReply(f.ToolArgs)
 		err = r.turn.Feed(f, collect)
 		deltas.flush(send)
 		if !hold {
@@ -489,7 +507,57 @@ func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, se
 		}
 	}
 	wd.stop()
-	return r.turn.Finish()
+	out, err := r.turn.Finish()
+	if err != nil && r.finish == FinishLength && isInvalidOutput(err) {
+		// Output cut at the endpoint's token cap is unusable because it is cut, whatever the
+		// contract found wrong with its remains (typically an unexpected end of JSON): the
+		// model is told to be shorter rather than to mend a syntax error it did not make.
+		return nil, Wrap(err, KindStream, CodeValidationFailed, cutOff)
+	}
+	return out, err
+}
+
+// FinishLength is the finish reason of a completion the endpoint cut at its token cap.
+const FinishLength = "length"
+
+// cutOff is the problem of a reply cut at the token cap, as the corrective retry tells it.
+const cutOff = "your answer was cut off: be shorter"
+
+// maxReplyEcho bounds how much of a failed reply the corrective retry shows the model: enough
+// to recognise what it wrote (and where it went wrong, for a short reply), while a reply that
+// ran to the token cap does not double the next request.
+const maxReplyEcho = 4 << 10
+
+// keepReply adds text to the attempt's reply, up to maxReplyEcho bytes.
+func (r *TurnRun) keepReply(text string) {
+	n := min(maxReplyEcho-len(r.reply), len(text))
+	r.reply = append(r.reply, text[:n]...)
+	r.replyCut = r.replyCut || n < len(text)
+}
+
+// failedReply returns the attempt's reply as the corrective retry shows it: valid UTF-8 (the
+// cut may have split a character), marked when it was cut.
+func (r *TurnRun) failedReply() string {
+	s := strings.ToValidUTF8(string(r.reply), "")
+	if r.replyCut {
+		s += " [… cut]"
+	}
+	return s
+}
+
+// correctiveMessages are what the corrective retry appends to the request: the failed reply as
+// the model's own (assistant) message, cut to maxReplyEcho bytes, and the correction as the
+// user's answer to it, so that "your previous reply" names a message the model can see and the
+// conversation alternates as chat templates expect. A tool call's arguments are shown as the
+// message's text rather than as a call: a call in a request needs a tool message after it, and
+// some servers (llama.cpp among them) parse its arguments, which a failed reply's may not be.
+// An empty reply shows nothing (an empty assistant message is refused by some endpoints), and
+// its correction says that it was empty.
+func correctiveMessages(failed, fix string) []Message {
+	if strings.TrimSpace(failed) == "" {
+		return []Message{{Role: RoleUser, Content: fix}}
+	}
+	return []Message{{Role: RoleAssistant, Content: failed}, {Role: RoleUser, Content: fix}}
 }
 
 // watchdog enforces an attempt's first-byte deadline and then, re-armed by every sign of life

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/rs/zerolog"
 
 	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/ndjson"
@@ -91,8 +92,31 @@ func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open ope
 	}
 	ev.Str("session", id).Str("contract", rep.Contract).Str("outcome", rep.Outcome).
 		Dur("first_delta", rep.FirstDelta).Dur("duration", rep.Duration).Int("deltas", rep.Deltas).
-		Int("attempts", rep.Attempts).Int("resets", rep.Resets).Strs("rules", rep.Rules).Msg("turn")
+		Int("attempts", rep.Attempts).Array("attempt_log", attemptLog(rep.AttemptLog)).
+		Int("resets", rep.Resets).Strs("rules", rep.Rules).Msg("turn")
 	return nil
+}
+
+// attemptLog renders a turn's attempt log as the turn line's attempt_log array: per model call
+// the endpoint, why the call ended (end, detail, the endpoint's finish reason), the bytes of
+// output it streamed and the tokens it reported.
+func attemptLog(log []coach.AttemptEntry) *zerolog.Array {
+	arr := zerolog.Arr()
+	for _, a := range log {
+		d := zerolog.Dict().Str("upstream", a.Upstream).Str("end", a.End)
+		if a.Detail != "" {
+			d.Str("detail", a.Detail)
+		}
+		if a.Finish != "" {
+			d.Str("finish", a.Finish)
+		}
+		d.Int("bytes", a.Bytes)
+		if a.Usage != nil {
+			d.Int("prompt_tokens", a.Usage.PromptTokens).Int("completion_tokens", a.Usage.CompletionTokens)
+		}
+		arr.Dict(d)
+	}
+	return arr
 }
 
 // writeGrace is how long after its turn's deadline a stream may still take to write its last

@@ -101,17 +101,20 @@ func New() *Metrics {
 			"Failed model calls by class (rate_limited, server, connect, timeout, client, stream).",
 			"contract", "class"),
 		retries: counter("retries_total",
-			"Model calls repeated before any text of the turn was sent, by the class of the failure.",
+			"Model calls repeated before any text of the turn was sent, by the class of the failure "+
+				"(invalid_output: a corrective retry).",
 			"contract", "class"),
 		resets: counter("resets_total",
-			"Turns restarted after a recoverable fault, by reason (stream_interrupted, stalled, invalid_output).",
+			"Reset lines sent to clients (a turn restarted after text of it was sent), by reason "+
+				"(stream_interrupted, stalled, invalid_output).",
 			"contract", "reason"),
 		ruleFirings: counter("guard_rule_firings_total",
 			"Guard rules that changed a turn's result, by rule name.",
 			"contract", "rule"),
 		validationFailures: counter("validation_failures_total",
-			"Model answers rejected as unusable (unparseable, schema-invalid or empty): those retried "+
-				"with a correction plus those that ended their turn.",
+			"Model answers rejected as unusable (unparseable, schema-invalid, empty, cut off at the "+
+				"token cap or too long), each attempt's: those retried with a correction, those that "+
+				"moved the turn to another endpoint, and those that ended it.",
 			"contract"),
 		fallbacks: counter("fallbacks_total",
 			"Results the gateway substituted for unusable model output, by kind (card, markdown).",
@@ -193,13 +196,8 @@ func (m *Metrics) TurnEnded(r coach.Report) {
 	for _, rule := range r.Rules {
 		m.ruleFirings.WithLabelValues(r.Contract, rule).Inc()
 	}
-	switch r.Outcome {
-	case "fallback":
+	if r.Outcome == "fallback" {
 		m.fallbacks.WithLabelValues(r.Contract, fallbackKind(r.Contract)).Inc()
-	case coach.CodeValidationFailed, coach.CodeEmptyResponse:
-		// The engine resets with invalid_output for both codes (counted in Reset); counting both
-		// here too keeps the metric one meaning: an answer the gateway could not use.
-		m.validationFailures.WithLabelValues(r.Contract).Inc()
 	}
 }
 
@@ -240,18 +238,20 @@ func (m *Metrics) BreakerTransition(upstream, to string) {
 	m.breakerTransitions.WithLabelValues(upstream, to).Inc()
 }
 
-// Retried counts a model call repeated before any text was sent.
+// Retried counts a model call repeated before any text was sent, by the class of the failure
+// ("invalid_output" for a corrective retry).
 func (m *Metrics) Retried(contract, class string) {
 	m.retries.WithLabelValues(contract, class).Inc()
 }
 
-// Reset counts a turn restarted after a fault it could recover from (the client saw a reset
-// line if text had been sent); an invalid_output restart also counts as a validation failure.
+// Reset counts a reset line sent to a client: a turn that restarted after text of it was sent.
 func (m *Metrics) Reset(contract, reason string) {
 	m.resets.WithLabelValues(contract, reason).Inc()
-	if reason == "invalid_output" {
-		m.validationFailures.WithLabelValues(contract).Inc()
-	}
+}
+
+// Rejected counts a model answer that a turn could not use.
+func (m *Metrics) Rejected(contract string) {
+	m.validationFailures.WithLabelValues(contract).Inc()
 }
 
 // ObserveHTTP records one served HTTP request. route must be the route template (e.g.

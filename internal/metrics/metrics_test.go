@@ -83,20 +83,26 @@ func TestObserver(t *testing.T) {
 			},
 		},
 		{
-			name: "validation failures: invalid_output resets and turns ended by unusable output",
+			name: "validation failures count rejected answers; resets count reset lines only",
 			calls: func(m *Metrics) {
+				// A corrective retry before text, whose answer is rejected too.
 				m.TurnStarted("toulmin")
-				m.Reset("toulmin", "invalid_output")
-				m.TurnEnded(coach.Report{Contract: "toulmin", Outcome: coach.CodeValidationFailed, Resets: 1})
+				m.Rejected("toulmin")
+				m.Retried("toulmin", "invalid_output")
+				m.Rejected("toulmin")
+				m.TurnEnded(coach.Report{Contract: "toulmin", Outcome: coach.CodeValidationFailed})
+				// A stall after text: a reset line, then an empty answer.
 				m.TurnStarted("toulmin")
 				m.Reset("toulmin", "stalled")
-				m.TurnEnded(coach.Report{Contract: "toulmin", Outcome: coach.CodeEmptyResponse})
+				m.Rejected("toulmin")
+				m.TurnEnded(coach.Report{Contract: "toulmin", Outcome: coach.CodeEmptyResponse, Resets: 1})
 				m.TurnStarted("toulmin")
 				m.TurnEnded(coach.Report{Contract: "toulmin", Outcome: coach.CodeStepMismatch})
 			},
 			want: []want{
 				{"coachgw_validation_failures_total", []string{"contract", "toulmin"}, 3},
-				{"coachgw_resets_total", []string{"contract", "toulmin", "reason", "invalid_output"}, 1},
+				{"coachgw_retries_total", []string{"contract", "toulmin", "class", "invalid_output"}, 1},
+				{"coachgw_resets_total", []string{"contract", "toulmin", "reason", "invalid_output"}, -1},
 				{"coachgw_resets_total", []string{"contract", "toulmin", "reason", "stalled"}, 1},
 				{"coachgw_turns_total", []string{"contract", "toulmin", "outcome", coach.CodeStepMismatch}, 1},
 			},
@@ -331,6 +337,7 @@ func TestNaming(t *testing.T) {
 	m.ModelFailed("toulmin", "default", "server")
 	m.Retried("toulmin", "server")
 	m.Reset("toulmin", "invalid_output")
+	m.Rejected("toulmin")
 	m.Attempted("toulmin", "default")
 	m.FellBack("toulmin", "default", "local", false)
 	m.BreakerTransition("default", "open")
