@@ -263,7 +263,8 @@ func shape(tr apptest.TurnResponse) (string, []string) {
 }
 
 // checkCorrection fails unless the turn made exactly two model calls starting at request first,
-// the second being the first with the engine's correction appended, naming hint.
+// the second being the first with the failed reply (as the assistant's message) and the engine's
+// correction appended, naming hint.
 func checkCorrection(t *testing.T, g *apptest.Gateway, first int, hint string) {
 	t.Helper()
 	reqs := g.LLM.Requests()[first:]
@@ -271,8 +272,9 @@ func checkCorrection(t *testing.T, g *apptest.Gateway, first int, hint string) {
 		t.Fatalf("model calls = %d, want 2 (one corrective retry)", len(reqs))
 	}
 	retry := reqs[1].Messages
-	if !reflect.DeepEqual(retry[:len(retry)-1], reqs[0].Messages) {
-		t.Errorf("retry messages %+v, want the first request's %+v and the correction", retry, reqs[0].Messages)
+	if n := len(retry); n < 2 || !reflect.DeepEqual(retry[:n-2], reqs[0].Messages) ||
+		retry[n-2].Role != "assistant" || strings.TrimSpace(retry[n-2].Content) == "" {
+		t.Errorf("retry messages %+v, want the first request's %+v, the failed reply and the correction", retry, reqs[0].Messages)
 	}
 	if got := lastUser(t, reqs[1]); !strings.HasPrefix(got, "Your previous reply could not be used (") || !strings.Contains(got, hint) {
 		t.Errorf("correction = %q, want the engine's correction naming %q", got, hint)
