@@ -730,3 +730,82 @@ func TestModuleRecoversFromACutStream(t *testing.T) {
 		t.Errorf("last line = %s, want the blocks stored as version 2", tr.Last().Raw)
 	}
 }
+
+// TestModuleEmptyAnswer sends answers that show no text (no text block, or only blank ones)
+// while their progress claims four topics: the turn gets the corrective retry, with the failed
+// answer shown to the model before the correction, and when the retry shows nothing either, the
+// markdown fallback; the learner's progress does not move on a turn that showed nothing.
+func TestModuleEmptyAnswer(t *testing.T) {
+	claims := reporting("physical_level", "mental_level", "genetics", "avoidance")
+	empty := structured([]json.RawMessage{}, claims)
+	blank := structured([]json.RawMessage{block("type", "paragraph", "content", " \n ")}, claims)
+	tests := []struct {
+		name     string
+		replies  []fakellm.Reply
+		fallback bool
+	}{
+		{name: "empty twice: fallback", replies: []fakellm.Reply{moduleReply(empty), moduleReply(empty)}, fallback: true},
+		{name: "blank twice: fallback", replies: []fakellm.Reply{moduleReply(blank), moduleReply(blank)}, fallback: true},
+		{name: "empty, then an answer", replies: []fakellm.Reply{moduleReply(empty), moduleReply(simpleResponse)}},
+	}
+	g := apptest.Start(t, nil)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := g.Create("module", map[string]string{"module": "anxiety-basics"})
+			// A first turn covers one topic through the learner's own words.
+			g.LLM.Enqueue(moduleReply(simpleResponse))
+			before := decodeModuleState(t, g.Turn(s.ID, apptest.Msg("My heart racing at night")).Last().Session)
+			if before.Percentage == 0 {
+				t.Fatalf("state after the first turn %+v, want some progress", before)
+			}
+			first := len(g.LLM.Requests())
+			g.LLM.Enqueue(tt.replies...)
+			// The learner's message names topics too; a turn that showed nothing covers none.
+			tr := g.Turn(s.ID, apptest.Msg("so many what if thoughts, it runs in the family"))
+			tr.CheckEnding(t)
+			reqs := g.LLM.Requests()[first:]
+			if len(reqs) != 2 {
+				t.Fatalf("model calls = %d, want 2 (one corrective retry)", len(reqs))
+			}
+			msgs := reqs[1].Messages
+			n := len(msgs)
+			if n < 2 || msgs[n-2].Role != "assistant" || !strings.Contains(msgs[n-2].Content, `"text_blocks":[`) {
+				t.Errorf("retry's message before the correction = %+v, want the failed answer as the assistant's", msgs[max(n-2, 0)])
+			}
+			if c := lastUser(t, reqs[1]); !strings.Contains(c, "could not be used") || !strings.Contains(c, "shows no text") {
+				t.Errorf("correction = %q, want it to say the reply showed no text", c)
+			}
+			res := tr.Last()
+			r := decodeModuleResult(t, res)
+			validResult(t, res.Result)
+			after := decodeModuleState(t, res.Session)
+			if !tt.fallback {
+				if res.Fallback || len(r.Content.TextBlocks) != 1 || r.Content.TextBlocks[0].Content != "Let's keep going." {
+					t.Errorf("last line = %s, want the retry's answer", res.Raw)
+				}
+				return
+			}
+			if !res.Fallback || len(r.Content.TextBlocks) != 1 || r.Content.TextBlocks[0].Type != "paragraph" ||
+				strings.TrimSpace(r.Content.TextBlocks[0].Content) == "" || r.Meta.ResponseType != "conversational" {
+				t.Errorf("last line = %s, want the markdown fallback", res.Raw)
+			}
+			// Blank blocks stream their white space as deltas (the client shows nothing), and
+			// get the reset line every streamed attempt that is replaced gets.
+			if got, want := strings.Contains(tr.Kinds(), "reset"), strings.Contains(tt.name, "blank"); got != want {
+				t.Errorf("lines %q: reset line %v, want %v", tr.Kinds(), got, want)
+			}
+			want := apptest.Obj("percentage", before.Percentage, "covered_topics", before.CoveredTopics,
+				"newly_covered", []string{}, "remaining_topics", 25-len(before.CoveredTopics))
+			if !sameJSON(r.Meta.Progress, []byte(want)) {
+				t.Errorf("meta.progress = %s, want it unchanged: %s", r.Meta.Progress, want)
+			}
+			if after.Percentage != before.Percentage || !reflect.DeepEqual(after.CoveredTopics, before.CoveredTopics) ||
+				!reflect.DeepEqual(after.Milestones, before.Milestones) {
+				t.Errorf("stored state %+v, want the progress of before the turn %+v", after, before)
+			}
+			if got := g.Get(s.ID); got.Version != 3 {
+				t.Errorf("stored version %d, want 3 (the fallback is stored)", got.Version)
+			}
+		})
+	}
+}

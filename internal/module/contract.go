@@ -19,6 +19,9 @@ const (
 	RuleFallback = "markdown_fallback"
 	// RuleLegacyForm: the output used the legacy {"type":"form"} format and was migrated.
 	RuleLegacyForm = "legacy_form_migrated"
+	// RuleEmptyAnswer: the model's answers showed no text, even after the corrective retry; a
+	// markdown fallback (RuleFallback) said so instead, and progress did not move.
+	RuleEmptyAnswer = "empty_answer"
 	// RuleUnknownTopic: the model reported topics this module does not have; they were ignored
 	// and are listed in coach.Outcome.Diagnostic.
 	RuleUnknownTopic = "unknown_topic_ignored"
@@ -136,6 +139,9 @@ func (c *Contract) Begin(s *coach.Session, in coach.TurnInput) (coach.Turn, erro
 	t.stream.init()
 	return t, nil
 }
+
+// The engine finds Fallback by a type assertion; this keeps the method from drifting off it.
+var _ coach.Fallback = (*turn)(nil)
 
 // turn is one module turn in progress.
 type turn struct {

@@ -531,6 +531,9 @@ func TestFinishErrors(t *testing.T) {
 		{"choice field without options", `{"content":{"text_blocks":[],"forms":[{"id":"f","fields":[{"id":"a","type":"radio","label":"A"}]}]},"meta":{"response_type":"assessment"}}`, coach.CodeValidationFailed, `radio field "a" needs options`},
 		{"duplicate field ids", `{"content":{"text_blocks":[],"forms":[{"id":"f","fields":[{"id":"a","type":"text","label":"A"},{"id":"a","type":"text","label":"B"}]}]},"meta":{"response_type":"assessment"}}`, coach.CodeValidationFailed, `duplicate field id "a"`},
 		{"duplicate form ids", `{"content":{"text_blocks":[],"forms":[{"id":"f","fields":[]},{"id":"f","fields":[]}]},"meta":{"response_type":"assessment"}}`, coach.CodeValidationFailed, `duplicate form id "f"`},
+		{"no text blocks", `{"content":{"text_blocks":[]},"meta":{"response_type":"conversational","progress":{"covered_topics":["panic","anger"]}}}`, coach.CodeEmptyResponse, "shows no text"},
+		{"blank text blocks", `{"content":{"text_blocks":[{"type":"paragraph","content":" \n"},{"type":"heading","level":2,"content":"\t"}]},"meta":{"response_type":"conversational"}}`, coach.CodeEmptyResponse, "shows no text"},
+		{"a form without text", `{"content":{"text_blocks":[],"forms":[{"id":"f","fields":[{"id":"a","type":"text","label":"A"}]}]},"meta":{"response_type":"assessment"}}`, coach.CodeEmptyResponse, "shows no text"},
 		{"min above max", `{"content":{"text_blocks":[],"forms":[{"id":"f","fields":[{"id":"n","type":"number","label":"N","min":5,"max":1}]}]},"meta":{"response_type":"assessment"}}`, coach.CodeValidationFailed, "min greater than max"},
 	}
 	for _, tt := range tests {
@@ -547,4 +550,59 @@ func TestFinishErrors(t *testing.T) {
 			contains(t, "message", e.Message, tt.want)
 		})
 	}
+}
+
+// TestEmptyAnswerFallback checks the markdown fallback for answers that showed no text even after
+// the corrective retry: one paragraph saying so, in the session's language, and the session's
+// progress, milestones and open forms exactly as before the turn, even when the learner's message
+// names a topic.
+func TestEmptyAnswerFallback(t *testing.T) {
+	c := newContract(t)
+	empty := `{"content":{"text_blocks":[{"type":"paragraph","content":"  "}]},"meta":{"response_type":"educational","progress":{"covered_topics":["panic","anger","avoidance"]}}}`
+	for _, locale := range []string{"en", "es"} {
+		t.Run(locale, func(t *testing.T) {
+			s := newSession(t, c, "quarters", locale)
+			legacy := `{"type":"form","title":"Quick Check-in","fields":[{"id":"mood","type":"text","label":"Mood?"}]}`
+			commit(s, runTurn(t, c, s, message("I often panic"), legacy).out)
+			before := decodeState(t, s.State)
+			if before.Percentage != 25 || before.Forms["quick_check_in"] == nil {
+				t.Fatalf("state before = %+v, want 25%% and the form offered", before)
+			}
+			r := runTurn(t, c, s, message("I get angry and avoid people"), empty)
+			if got := coach.AsError(r.err).Code; got != coach.CodeEmptyResponse {
+				t.Fatalf("Finish error = %v, want %s", r.err, coach.CodeEmptyResponse)
+			}
+			out, err := r.turn.Fallback(r.err)
+			if err != nil {
+				t.Fatalf("Fallback: %v", err)
+			}
+			if !out.Fallback || !slices.Equal(out.Rules, []string{RuleFallback, RuleEmptyAnswer}) {
+				t.Errorf("fallback %v rules %v, want a fallback with %s, %s", out.Fallback, out.Rules, RuleFallback, RuleEmptyAnswer)
+			}
+			doc := resultDoc(t, out.Result)
+			blocks := doc["content"].(map[string]any)["text_blocks"].([]any)
+			if len(blocks) != 1 || blocks[0].(map[string]any)["content"] != emptyFallbackText[locale] {
+				t.Errorf("text blocks = %v, want the %s fallback paragraph", blocks, locale)
+			}
+			p := progressOf(t, out.Result)
+			if p["percentage"] != float64(before.Percentage) || len(p["newly_covered"].([]any)) != 0 {
+				t.Errorf("progress = %v, want %d%% and nothing newly covered", p, before.Percentage)
+			}
+			after := decodeState(t, out.State)
+			if !slices.Equal(after.CoveredTopics, before.CoveredTopics) || after.Percentage != before.Percentage ||
+				!slices.Equal(after.Milestones, before.Milestones) || len(after.Forms) != len(before.Forms) || after.Forms["quick_check_in"] == nil {
+				t.Errorf("state after the fallback = %+v, want it as before: %+v", after, before)
+			}
+			if !strings.Contains(out.Diagnostic, `"covered_topics":["panic","anger"`) {
+				t.Errorf("diagnostic = %q, want the model's answer in it", out.Diagnostic)
+			}
+		})
+	}
+	t.Run("other unusable output keeps its error", func(t *testing.T) {
+		s := newSession(t, c, "quarters", "en")
+		r := runTurn(t, c, s, message("hello"), `{"content":`)
+		if out, err := r.turn.Fallback(r.err); out != nil || err != r.err {
+			t.Errorf("Fallback = %v, %v; want no outcome and the cause %v", out, err, r.err)
+		}
+	})
 }

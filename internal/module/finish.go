@@ -63,6 +63,12 @@ func (t *turn) Finish() (*coach.Outcome, error) {
 		if forms, err = offeredForms(doc); err != nil {
 			return nil, coach.Errorf(coach.KindStream, coach.CodeValidationFailed, "%s", err.Error())
 		}
+		if !showsText(doc) {
+			// The seed's contract: text_blocks carry what the learner reads, forms only come
+			// with them. An answer that shows nothing is no answer (toulmin's empty
+			// assistantText is the same error), and it must not move the learner's progress.
+			return nil, coach.Errorf(coach.KindStream, coach.CodeEmptyResponse, "%s", noText)
+		}
 	}
 
 	cov := t.learner.clone()
@@ -122,6 +128,70 @@ func (t *turn) Finish() (*coach.Outcome, error) {
 		Rules:      rules,
 		Diagnostic: strings.Join(diag, "; "),
 		Notice:     notice,
+	}, nil
+}
+
+// noText is the problem of a response without visible text, as the corrective retry tells it.
+const noText = "the reply shows no text: content.text_blocks must hold at least one block whose content is not blank"
+
+// showsText reports whether a schema-valid response has a text block with visible content.
+func showsText(doc map[string]any) bool {
+	blocks, _ := doc["content"].(map[string]any)["text_blocks"].([]any)
+	for _, b := range blocks {
+		if s, _ := b.(map[string]any)["content"].(string); strings.TrimSpace(s) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// emptyFallbackText is the paragraph of the markdown fallback that replaces answers that showed
+// no text even after the corrective retry, by locale.
+var emptyFallbackText = map[string]string{
+	"en": "Sorry, I could not put an answer together just now. Could you say that again, or tell me what you would like to look at next?",
+	"es": "Perdona, ahora mismo no he podido preparar una respuesta. ¿Puedes repetirlo o decirme qué te gustaría ver ahora?",
+}
+
+// Fallback answers in place of a response that showed no text even after the corrective retry:
+// the seed's markdown fallback, one paragraph saying so, with the learner's progress as it was
+// before the turn (a turn that taught nothing covers nothing, not even what the learner's
+// message mentioned) and the forms offered before still open. Other unusable output (broken
+// JSON, a schema violation) has no text worth showing either, but no honest fallback: it ends
+// the turn with its error line, as before. It implements coach.Fallback.
+func (t *turn) Fallback(cause error) (*coach.Outcome, error) {
+	var e *coach.Error
+	if !errors.As(cause, &e) || e.Code != coach.CodeEmptyResponse {
+		return nil, cause
+	}
+	text, ok := emptyFallbackText[t.sess.Locale]
+	if !ok {
+		text = emptyFallbackText["en"]
+	}
+	doc := fallbackResponse(text)
+	doc["meta"].(map[string]any)["progress"] = map[string]any{
+		"percentage":       t.st.Percentage,
+		"covered_topics":   t.before.ids(),
+		"newly_covered":    []string{},
+		"remaining_topics": len(t.before.covered) - t.before.n,
+	}
+	result, err := marshalOrdered(doc)
+	if err != nil {
+		return nil, coach.Wrap(err, coach.KindInternal, coach.CodeInternal, "encoding the module fallback")
+	}
+	state, err := json.Marshal(t.st)
+	if err != nil {
+		return nil, coach.Wrap(err, coach.KindInternal, coach.CodeInternal, "encoding module state")
+	}
+	return &coach.Outcome{
+		Result: result,
+		State:  state,
+		History: []coach.Message{
+			{Role: coach.RoleUser, Content: t.user},
+			{Role: coach.RoleAssistant, Content: string(result)},
+		},
+		Fallback:   true,
+		Rules:      []string{RuleFallback, RuleEmptyAnswer},
+		Diagnostic: "module: " + cause.Error() + "; a fallback was sent in place of: " + clip(t.stream.out, maxDiagnostic),
 	}, nil
 }
 
