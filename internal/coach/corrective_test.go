@@ -244,3 +244,37 @@ func TestResetsCountResetLines(t *testing.T) {
 		})
 	}
 }
+
+// decliningContract is echoContract whose turns have a Fallback that declines every failure.
+type decliningContract struct{ echoContract }
+
+func (c decliningContract) Begin(s *Session, in TurnInput) (Turn, error) {
+	t, err := c.echoContract.Begin(s, in)
+	if err != nil {
+		return nil, err
+	}
+	return &decliningTurn{t.(*echoTurn)}, nil
+}
+
+type decliningTurn struct{ *echoTurn }
+
+func (t *decliningTurn) Fallback(cause error) (*Outcome, error) { return nil, cause }
+
+// TestDeclinedFallbackSendsNoReset checks that a turn whose Fallback has no answer for the
+// failure ends with the error line right after the text it streamed: a reset line would
+// announce a replacement that never comes.
+func TestDeclinedFallbackSendsNoReset(t *testing.T) {
+	m := &fakeModel{scripts: []script{{frags: []string{"bad"}}, {frags: []string{"worse"}}}}
+	obs := &resetCounter{}
+	svc := New(Deps{Store: newMemStore(), Upstreams: []Upstream{{Name: "a", Model: m}},
+		Contracts: []Contract{decliningContract{}}, Options: testOptions(), Observer: obs})
+	sess, err := svc.CreateSession(context.Background(), "", "echo", NewSession{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, rep := runTurn(t, svc, sess.ID)
+	want := "delta:bad reset:invalid_output delta:worse error:coach_validation_failed"
+	if got := lines(events); got != want || rep.Resets != 1 || obs.resets != 1 {
+		t.Errorf("lines %q (resets %d, observed %d), want %q (1 reset)", got, rep.Resets, obs.resets, want)
+	}
+}

@@ -337,11 +337,13 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 		}
 		if exhausted {
 			if fb, ok := r.turn.(Fallback); ok {
-				if sent {
-					// The text this attempt streamed is not what the fallback says.
+				out, ferr := fb.Fallback(err)
+				if ferr == nil && sent {
+					// The text this attempt streamed is not what the fallback says. A turn
+					// with no fallback for this failure ends with its error line instead.
 					r.sendReset(rep, send, resetReason(err))
 				}
-				return fb.Fallback(err)
+				return out, ferr
 			}
 		}
 		// A failed call that sent nothing has had its retries above; recovery is for calls that

@@ -606,3 +606,30 @@ func TestEmptyAnswerFallback(t *testing.T) {
 		}
 	})
 }
+
+// TestNoNegativeZero checks that a -0 the model writes (a form field's bounds) or a learner
+// answers (a number field) comes out as 0: in the result, the stored form and the history.
+func TestNoNegativeZero(t *testing.T) {
+	c := newContract(t)
+	s := newSession(t, c, "quarters", "en")
+	out := `{"content":{"text_blocks":[{"type":"paragraph","content":"Rate it."}],"forms":[{"id":"f","fields":[` +
+		`{"id":"n","type":"number","label":"How much?","min":-0,"max":-0.0e1}]}]},"meta":{"response_type":"assessment"}}`
+	r := runTurn(t, c, s, message("hello"), out)
+	if r.err != nil {
+		t.Fatalf("Finish: %v", r.err)
+	}
+	if strings.Contains(string(r.out.Result), "-0") || !strings.Contains(string(r.out.Result), `"min":0`) {
+		t.Errorf("result %s, want its -0 bounds written as 0", r.out.Result)
+	}
+	commit(s, r.out)
+	if strings.Contains(string(s.State), "-0") {
+		t.Errorf("state %s holds a -0", s.State)
+	}
+	a := runTurn(t, c, s, formInput("f", `{"n":-0}`), response("Noted."))
+	if a.err != nil {
+		t.Fatalf("answer: %v", a.err)
+	}
+	if got := a.out.History[0].Content; strings.Contains(got, "-0") || !strings.Contains(got, "How much? 0") {
+		t.Errorf("history shows the answer as %q, want 0", got)
+	}
+}

@@ -217,7 +217,13 @@ func optionList(fd *Field) string {
 	return "[" + strings.Join(vs, ", ") + "]"
 }
 
-func formatNumber(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+// formatNumber renders x as the history shows it; a negative zero shows as 0.
+func formatNumber(x float64) string {
+	if x == 0 {
+		x = 0
+	}
+	return strconv.FormatFloat(x, 'g', -1, 64)
+}
 
 // formMessage renders a submission as the user message the history keeps, e.g.
 //

@@ -48,7 +48,10 @@ func (v *Validator) Validate(doc any) error {
 }
 
 // Decode parses raw JSON into a generic document with numbers kept exact, after stripping a
-// surrounding markdown code fence.
+// surrounding markdown code fence. The one exception is a negative zero ("-0", "-0.0e3", or a
+// negative number too small for a float64), which becomes "0": a grammar-constrained model may
+// write it for a value whose minimum is 0, it passes that minimum, and a "-0" in a result is a
+// bug report waiting to happen in every client.
 func Decode(raw []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(StripFence(raw)))
 	dec.UseNumber()
@@ -59,7 +62,28 @@ func Decode(raw []byte) (any, error) {
 	if dec.More() {
 		return nil, fmt.Errorf("unexpected data after the JSON value")
 	}
-	return doc, nil
+	return noNegativeZero(doc), nil
+}
+
+// noNegativeZero replaces every negative zero in doc by 0, recursively, and returns doc.
+func noNegativeZero(doc any) any {
+	switch v := doc.(type) {
+	case json.Number:
+		if strings.HasPrefix(string(v), "-") {
+			if f, err := v.Float64(); err == nil && f == 0 {
+				return json.Number("0")
+			}
+		}
+	case map[string]any:
+		for k, x := range v {
+			v[k] = noNegativeZero(x)
+		}
+	case []any:
+		for i, x := range v {
+			v[i] = noNegativeZero(x)
+		}
+	}
+	return doc
 }
 
 // StripNulls removes every object member whose value is null, recursively, and returns doc.

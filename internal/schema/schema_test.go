@@ -41,6 +41,28 @@ func TestDecodeAndStripNulls(t *testing.T) {
 	}
 }
 
+// TestDecodeNegativeZero checks that no negative zero survives decoding, while every other number
+// stays as it was written.
+func TestDecodeNegativeZero(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"-0", "0"}, {"-0.0", "0"}, {"-0e5", "0"}, {"-0E-0", "0"}, {"-1e-400", "0"},
+		{"0", "0"}, {"0.0", "0.0"}, {"-5e-0", "-5e-0"}, {"-0.5", "-0.5"}, {"1e-400", "1e-400"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			doc, err := Decode([]byte(`{"a":` + tt.in + `,"b":[` + tt.in + `,{"c":` + tt.in + `}]}`))
+			if err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+			n := json.Number(tt.want)
+			want := map[string]any{"a": n, "b": []any{n, map[string]any{"c": n}}}
+			if !reflect.DeepEqual(doc, want) {
+				t.Errorf("Decode = %#v, want %#v", doc, want)
+			}
+		})
+	}
+}
+
 func TestValidate(t *testing.T) {
 	v := Load("coach-ai-result.json")
 	ok, _ := Decode([]byte(`{"assistantText":"Hi.","step":"claim","confidence":0.5}`))

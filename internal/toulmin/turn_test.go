@@ -3,6 +3,7 @@ package toulmin
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -125,6 +126,9 @@ func TestFeedNeverFails(t *testing.T) {
 		{"blank text", []string{`{"assistantText":"  ","step":"claim"}`}, "  ", coach.CodeEmptyResponse},
 		{"schema-invalid", []string{`{"assistantText":"Hi.","step":"claim","confidence":7}`}, "Hi.", coach.CodeValidationFailed},
 		{"wrong type", []string{`{"assistantText":"Hi.","step":"claim","isComplete":"no"}`}, "Hi.", coach.CodeValidationFailed},
+		// What llama.cpp's grammar wrote for a schema that had lost its minimum.
+		{"negative confidence", []string{`{"assistantText":"Hi.","step":"claim","confidence":-5e-0}`}, "Hi.", coach.CodeValidationFailed},
+		{"slightly negative confidence", []string{`{"assistantText":"Hi.","step":"claim","confidence":-0.01}`}, "Hi.", coach.CodeValidationFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -570,5 +574,19 @@ func BenchmarkBegin(b *testing.B) {
 			b.Fatal(err)
 		}
 		_ = tr.Request()
+	}
+}
+
+// TestNegativeZeroConfidence checks that a confidence of -0, which the schema's minimum of 0
+// lets through, is sent and stored as 0.
+func TestNegativeZeroConfidence(t *testing.T) {
+	for _, zero := range []string{"-0", "-0.0", "-0e3"} {
+		t.Run(zero, func(t *testing.T) {
+			out, _, res := finish(t, State{Step: StepClaim}, "Cars are bad", `{"assistantText":"Go on.","step":"claim","confidence":`+zero+`}`)
+			want := `{"assistantText":"Go on.","step":"claim","confidence":0}`
+			if string(out.Result) != want || res.Confidence == nil || math.Signbit(*res.Confidence) {
+				t.Errorf("result %s, want %s", out.Result, want)
+			}
+		})
 	}
 }
