@@ -1,11 +1,15 @@
 // Command coachgw is the coaching gateway: it streams coaching turns from any OpenAI-compatible
 // model endpoint to coaching front ends as NDJSON, with session state in Redis. With nothing
 // configured it runs on an embedded Redis and an embedded replay model. See README.md.
+//
+// "coachgw qualify" judges the configured model endpoints with scripted learners instead of
+// serving (see internal/qualify).
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -19,21 +23,26 @@ import (
 
 	"github.com/coachgw/coachgw/internal/app"
 	"github.com/coachgw/coachgw/internal/config"
+	"github.com/coachgw/coachgw/internal/qualify"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "coachgw:", err)
 		os.Exit(1)
 	}
 }
 
-// run starts the gateway and serves until ctx is done, then drains and returns nil.
+// run starts the gateway and serves until ctx is done, then drains and returns nil; with the
+// argument "qualify" it runs `coachgw qualify` instead.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if len(args) > 0 && args[0] == "qualify" {
+		return qualify.Main(ctx, args[1:], getenv, stdout)
+	}
 	if len(args) > 0 {
-		return errors.New("coachgw takes no arguments; it is configured by environment variables (see README.md)")
+		return errors.New("coachgw takes no arguments but \"qualify\"; it is configured by environment variables (see README.md)")
 	}
 	cfg, err := config.Load(getenv)
 	if err != nil {

@@ -45,10 +45,28 @@ type App struct {
 	closers   []func()
 }
 
+// Option adjusts what New builds.
+type Option func(*options)
+
+type options struct {
+	observe func(coach.Observer) coach.Observer
+}
+
+// WithObserver has the engine report its turns to wrap(m) instead of to the gateway's metrics m,
+// so that a caller in the same process (coachgw qualify) sees every turn's Report and the calls
+// behind it. The Observer wrap returns must pass every call on to m, which serves /metrics.
+func WithObserver(wrap func(m coach.Observer) coach.Observer) Option {
+	return func(o *options) { o.observe = wrap }
+}
+
 // New builds the gateway. Problems that make it useless (an unparsable setting, an invalid
 // module file) are errors; a Redis that does not answer yet is not: the gateway starts unready
 // and recovers when Redis comes back.
-func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (_ *App, err error) {
+func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Option) (_ *App, err error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	a := &App{cfg: cfg, log: log}
 	defer func() {
 		if err != nil {
@@ -114,6 +132,10 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (_ *App, er
 	// Other instances' open circuits are read every second, or four times a cooldown when that
 	// is shorter, so that they are seen well before they end.
 	go a.breaker.Run(syncCtx, max(10*time.Millisecond, min(time.Second, cfg.BreakerCooldown/4)))
+	var obs coach.Observer = m
+	if o.observe != nil {
+		obs = o.observe(m)
+	}
 	svc := coach.New(coach.Deps{
 		Store:     a.store,
 		Upstreams: ups,
@@ -135,7 +157,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger) (_ *App, er
 			MaxAttempts:              cfg.MaxAttempts,
 			RetryAfterCap:            cfg.RetryAfterCap,
 		},
-		Observer: m,
+		Observer: obs,
 	})
 	a.api = httpapi.New(httpapi.Deps{
 		Service:         svc,
