@@ -47,6 +47,16 @@ func take(ctx context.Context, c *coachclient.Client, sess *coachclient.Session,
 	start := time.Now()
 	defer func() { t.Duration = time.Since(start) }()
 	stream, err := c.Turn(ctx, sess.ID, in)
+	// A failed turn's error line comes before the gateway frees the session, and the client
+	// stops reading at that line: a learner who answers at once may find the session still
+	// busy for a moment. That is the learner's haste, not the model's doing.
+	for wait := 0; isBusy(err) && wait < busyWaits; wait++ {
+		if !sleep(ctx, busyPause) {
+			break
+		}
+		start = time.Now()
+		stream, err = c.Turn(ctx, sess.ID, in)
+	}
 	if err != nil {
 		t.Outcome, t.Code = OutcomeError, errorCode(err)
 		return t
@@ -92,6 +102,30 @@ func take(ctx context.Context, c *coachclient.Client, sess *coachclient.Session,
 		t.Outcome, t.Code = OutcomeError, "no_last_line"
 	}
 	return t
+}
+
+// busyWaits and busyPause bound how long a learner waits for a session still busy with its
+// last turn.
+const (
+	busyWaits = 50
+	busyPause = 20 * time.Millisecond
+)
+
+func isBusy(err error) bool {
+	var apiErr *coachclient.APIError
+	return errors.As(err, &apiErr) && apiErr.Code == "session_busy"
+}
+
+// sleep waits for d or until ctx ends, and reports whether ctx is still alive.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // errorCode names a failure to take a turn: the gateway's error code, or "transport".

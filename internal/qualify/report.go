@@ -232,14 +232,14 @@ func (t *tally) Reset(contract, reason string) {
 // WriteText writes the report as a table, then the gateway's error messages per endpoint.
 func (r *Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "endpoint\tcontract\tturns\tok\tfallback\tempty\terror\tsuccess\tcorrective\tretries\tresets\tguards\tfirst delta p50/p95\tturn p50/p95\ttokens in/out\t")
+	fmt.Fprintln(tw, "endpoint\tcontract\tturns\tok\tfallback\tempty\terror\tsuccess\tcorrective\tretries\tresets\tguards\tfirst delta p50/p95\tturn p50/p95\ttokens in/out")
 	for _, ep := range r.Endpoints {
 		for _, row := range ep.Rows {
 			tokens := "-"
 			if row.Tokens != nil {
 				tokens = fmt.Sprintf("%d/%d", row.Tokens.Prompt, row.Tokens.Completion)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.2f\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n",
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.2f\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n",
 				row.Endpoint, row.Contract, row.Turns, row.OK, row.Fallbacks, row.Empty, row.Errors, row.Success,
 				row.Corrective, row.Retries, row.Resets, row.Guards, ms(row.FirstDelta), ms(row.TurnTime), tokens)
 		}
