@@ -9,12 +9,17 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/fakellm"
 	"github.com/coachgw/coachgw/internal/openai"
+	"github.com/coachgw/coachgw/internal/redisstore/redistest"
 	"github.com/coachgw/coachgw/internal/replay"
 )
 
@@ -233,3 +238,50 @@ func fixtureClient(name string) *http.Client {
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestSharedRedisKeepsLiveStateApart qualifies a failing endpoint on a shared Redis with a
+// breaker that opens at the first failure: the open circuit and the sessions stay under the
+// run's own prefix, so a live gateway with the same endpoint name and prefix is not steered.
+func TestSharedRedisKeepsLiveStateApart(t *testing.T) {
+	url := redistest.URL(t)
+	if url == "" {
+		t.Skip("no Redis reachable")
+	}
+	prefix := "qualifytest" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	bad := startLLM(t, fakellm.Options{Responder: fakellm.ResponderFunc(func(*fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{Fault: fakellm.Fault{Status: 503}}
+	})})
+	ups, _ := json.Marshal([]map[string]string{{"name": "bad", "baseURL": bad, "profile": "openai", "model": "m"}})
+	getenv := env(map[string]string{"COACH_UPSTREAMS": string(ups), "REDIS_URL": url, "COACH_REDIS_PREFIX": prefix,
+		"COACH_BREAKER_FAILURES": "1", "COACH_MAX_ATTEMPTS": "1"})
+	if _, err := qualify(t, getenv, "--contracts", "toulmin", "--sessions", "1", "--turns", "2", "--min-success", "1"); !errors.Is(err, ErrBelowBar) {
+		t.Fatalf("Main = %v, want ErrBelowBar", err)
+	}
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opts)
+	defer rdb.Close()
+	ctx := context.Background()
+	if n, err := rdb.Exists(ctx, prefix+":{cb:bad}").Result(); err != nil || n != 0 {
+		t.Errorf("the live circuit key exists = %d (%v), want 0", n, err)
+	}
+	ours, err := rdb.Keys(ctx, prefix+":*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := false
+	for _, k := range ours {
+		if !strings.HasPrefix(k, prefix+":qualify:") {
+			t.Errorf("key %s is outside the run's prefix", k)
+		}
+		opened = opened || strings.HasSuffix(k, ":{cb:bad}")
+	}
+	if !opened {
+		t.Errorf("keys %v: the run's own circuit did not open, so the test proves nothing", ours)
+	}
+	if len(ours) > 0 {
+		rdb.Del(ctx, ours...)
+	}
+}
