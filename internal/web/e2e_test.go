@@ -27,7 +27,8 @@ const chromium = "/usr/bin/chromium"
 // TestBrowserE2E runs e2e/run.mjs, the ChatPanel's browser test, against a gateway started here on
 // a loopback port with the embedded Redis and the embedded replay model. It runs when
 // COACHGW_BROWSER=1 or CI=true; CI must have installed Chromium and the e2e packages, and the
-// test fails when they are missing there (elsewhere it skips).
+// test fails when they are missing there (elsewhere it skips). COACHGW_E2E_FILTER runs only the
+// scenarios whose name contains it.
 func TestBrowserE2E(t *testing.T) {
 	ci := os.Getenv("CI") == "true"
 	if os.Getenv("COACHGW_BROWSER") != "1" && !ci {
@@ -66,6 +67,11 @@ func TestBrowserE2E(t *testing.T) {
 	cmd := exec.CommandContext(ctx, node, filepath.Join("e2e", "run.mjs"))
 	cmd.Env = append(os.Environ(), "COACHGW_URL="+base, "COACHGW_LOW_LIMIT_URL="+low,
 		fmt.Sprintf("COACHGW_LOW_LIMIT=%d", lowMessageChars))
+	// Screenshots go where COACH_SCREENSHOTS_DIR says (CI keeps them), else into the test's own
+	// temporary directory: never into the repository.
+	if os.Getenv("COACH_SCREENSHOTS_DIR") == "" {
+		cmd.Env = append(cmd.Env, "COACH_SCREENSHOTS_DIR="+t.TempDir())
+	}
 	// An interrupt lets playwright close the browser it started; a kill follows if it hangs.
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 10 * time.Second

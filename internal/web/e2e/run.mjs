@@ -4,11 +4,13 @@
 //
 //   COACHGW_URL=http://127.0.0.1:8080 node run.mjs [name-filter]
 //
-// Screenshots go to SCREENSHOT_DIR (default: <repo>/out/screenshots). The last line of the output
-// is "N passed, N failed"; the exit code is 1 when anything failed. internal/web/e2e_test.go
-// starts a gateway and runs this script.
+// Screenshots go to COACH_SCREENSHOTS_DIR (default: a new temporary directory, never the
+// repository); CI keeps them as artifacts. COACHGW_E2E_FILTER (or the first argument) runs only
+// the scenarios whose name contains it (or one of its |-separated parts). The last line of the output is "N passed, N failed"; the
+// exit code is 1 when anything failed. internal/web/e2e_test.go starts a gateway and runs this
+// script.
 
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,14 +19,15 @@ import { chromium } from 'playwright-core';
 import { charCount, draftLimit, messageLimit } from '../static/js/limits.js';
 import { parseBlocks, parseInline } from '../static/js/markdown.js';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
+// axe-core, the accessibility engine every screen state is checked with.
+const AXE_SOURCE = await readFile(fileURLToPath(import.meta.resolve('axe-core/axe.min.js')), 'utf8');
 const BASE = (process.env.COACHGW_URL || '').replace(/\/+$/, '');
 // LOW_BASE, when set, is a second gateway whose COACH_MAX_MESSAGE_CHARS is LOW_LIMIT.
 const LOW_BASE = (process.env.COACHGW_LOW_LIMIT_URL || '').replace(/\/+$/, '');
 const LOW_LIMIT = Number(process.env.COACHGW_LOW_LIMIT || 0);
-const SHOTS = process.env.SCREENSHOT_DIR || path.resolve(here, '../../../out/screenshots');
+const SHOTS = process.env.COACH_SCREENSHOTS_DIR || await mkdtemp(path.join(os.tmpdir(), 'coachgw-screenshots-'));
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-const FILTER = process.argv[2] || '';
+const FILTER = process.argv[2] || process.env.COACHGW_E2E_FILTER || '';
 const WAIT = 20_000;
 
 const STEPS = ['claim', 'grounds', 'warrant', 'groundsBacking', 'warrantBacking', 'qualifier', 'rebuttal'];
@@ -53,7 +56,7 @@ function assertEq(got, want, what) {
 }
 
 async function scenario(name, fn) {
-  if (FILTER && !name.includes(FILTER)) return;
+  if (FILTER && !FILTER.split('|').some((f) => name.includes(f))) return;
   const start = Date.now();
   try {
     await fn();
@@ -325,7 +328,10 @@ async function browserScenarios() {
       const [seqs, next] = pages[before];
       route.fulfill({ json: { messages: seqs.map((seq) => ({ seq, at: '2026-01-01T00:00:00Z', role: 'learner', input: { message: `m${seq}` } })), next } });
     });
-    const seqs = await page.evaluate(async (sid) => (await (await import('./static/js/api.js')).getTranscript(sid)).map((e) => e.seq), id);
+    const seqs = await page.evaluate(async (sid) => {
+      const { client, TRANSCRIPT_PAGE } = await import('./static/js/coach.js');
+      return (await client.transcript(sid, { limit: TRANSCRIPT_PAGE })).map((e) => e.seq);
+    }, id);
     assertEq(JSON.stringify(seqs), '[1,2,3,4,5,6]', 'entries oldest first across pages');
     assertEq(JSON.stringify(asked), '["?limit=200","?limit=200&before=5","?limit=200&before=3"]', 'pages asked for');
   }));
@@ -846,6 +852,467 @@ async function browserScenarios() {
   }));
 }
 
+
+// ---------------------------------------------------------------------------------------------
+// Issue 22: every screen state, at every width, in both themes, by keyboard.
+
+// The WCAG 2.2 AA rules of axe-core (with the A and AA rules of 2.0 and 2.1 they build on).
+const AXE_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'];
+const WIDTHS = [390, 768, 1280];
+
+/** axeClean runs axe-core on page and fails with every WCAG 2.2 AA violation it finds. */
+async function axeClean(page, what) {
+  // Through the debugging protocol: the panel's Content-Security-Policy rightly refuses a script tag.
+  if (!(await page.evaluate(() => typeof window.axe === 'object'))) await page.evaluate(AXE_SOURCE);
+  const violations = await page.evaluate(async (tags) => {
+    const r = await window.axe.run(document, { runOnly: { type: 'tag', values: tags }, resultTypes: ['violations'] });
+    return r.violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => `${n.target.join(' ')} ${n.failureSummary.split('\n').slice(1, 2).join('')}`).join(' | ')}`);
+  }, AXE_TAGS);
+  assert(violations.length === 0, `axe (${what}): ${violations.join('; ')}`);
+}
+
+/** noOverflow fails when the page is wider than the viewport, naming the widest element. */
+async function noOverflow(page, what) {
+  const out = await page.evaluate(() => {
+    const vw = document.documentElement.clientWidth;
+    let worst = null;
+    for (const el of document.querySelectorAll('main *, header *')) {
+      const r = el.getBoundingClientRect();
+      if (r.width === 0 || el.closest('.sr-only')) continue;
+      if (r.right > vw + 1 && (!worst || r.right > worst.right)) worst = { right: Math.round(r.right), el: `${el.tagName.toLowerCase()}.${[...el.classList].join('.')}` };
+    }
+    return { sw: document.documentElement.scrollWidth, vw, worst };
+  });
+  assert(out.sw <= out.vw && !out.worst, `${what}: the page is ${out.sw}px wide in a ${out.vw}px viewport${out.worst ? `; ${out.worst.el} ends at x=${out.worst.right}` : ''}`);
+}
+
+/**
+ * tour checks a screen state as learners meet it: at 390, 768 and 1280 px, light and dark, the
+ * page never grows wider than the screen and is screenshotted; at 390 and 1280 axe-core finds
+ * no violation. The viewport and the colour scheme are put back afterwards.
+ */
+async function tour(page, name) {
+  const before = page.viewportSize();
+  try {
+    for (const scheme of ['light', 'dark']) {
+      await page.emulateMedia({ colorScheme: scheme });
+      for (const width of WIDTHS) {
+        await page.setViewportSize({ width, height: width < 700 ? 844 : 900 });
+        await noOverflow(page, `${name} at ${width}px, ${scheme}`);
+        await shot(page, `${name}-${width}-${scheme}`, false);
+        if (width !== 768) await axeClean(page, `${name} at ${width}px, ${scheme}`);
+      }
+    }
+  } finally {
+    await page.emulateMedia({ colorScheme: 'light' });
+    await page.setViewportSize(before);
+  }
+}
+
+/** rewriteTurns rewrites the result line of every turn page posts with edit(result), after the real gateway answered. */
+async function rewriteTurns(page, edit) {
+  await page.route('**/v1/sessions/*/turns', async (route) => {
+    const res = await route.fetch();
+    const lines = (await res.text()).split('\n').map((l) => {
+      if (!l.trim()) return l;
+      const ev = JSON.parse(l);
+      if (ev.type === 'result') edit(ev.result);
+      return JSON.stringify(ev);
+    });
+    await route.fulfill({ response: res, body: lines.join('\n') });
+  });
+}
+
+/** tabTo presses Tab until the element with testid has the focus (at most max times). */
+async function tabTo(page, testid, max = 60) {
+  for (let i = 0; i < max; i++) {
+    if (await page.evaluate((id) => document.activeElement?.closest('[data-testid]')?.dataset.testid === id || document.activeElement?.dataset.testid === id, testid)) return;
+    await page.keyboard.press('Tab');
+  }
+  throw new Error(`${testid} not reached with ${max} presses of Tab`);
+}
+
+/** focused returns the data-testid of the focused element (or of the nearest element that has one). */
+async function focused(page) {
+  return page.evaluate(() => document.activeElement?.dataset.testid || document.activeElement?.closest('[data-testid]')?.dataset.testid || document.activeElement?.tagName.toLowerCase());
+}
+
+const LONG_URL = 'https://www.who.int/news-room/fact-sheets/detail/ambient-(outdoor)-air-quality-and-health?utm_source=coachgw&utm_medium=learner&utm_campaign=a-very-long-campaign-name-that-never-ends';
+const LONG_WORD = 'Donaudampfschifffahrtsgesellschaftskapitän'.repeat(5);
+const LONG_PROPOSAL = `Cities should make public transit free for all residents by 2030, as ${LONG_URL} shows for air quality; ${'and because the evidence from many cities keeps pointing the same way, free fares are worth their cost '.repeat(7)}`.slice(0, 830);
+
+async function issue22Scenarios() {
+  await scenario('i22-1 overflow: long URLs and words never widen the page, 320 to 1280 px', () => withPage('i22-overflow', async (page) => {
+    await rewriteTurns(page, (r) => {
+      if (typeof r.assistantText === 'string') r.assistantText += ` See ${LONG_URL} and ${LONG_WORD}.`;
+      if (r.proposedUpdate) r.proposedUpdate.value = `${LONG_PROPOSAL} ${LONG_WORD}`;
+    });
+    await start(page, 'toulmin');
+    await toProposal(page);
+    await say(page, `My source: ${LONG_URL} ${LONG_WORD}`.slice(0, 3900), { enter: false }).catch(() => {});
+    await waitTurns(page, 'toulmin', 4);
+    for (const width of [320, 390, 768, 1280]) {
+      await page.setViewportSize({ width, height: 844 });
+      await noOverflow(page, `toulmin at ${width}px`);
+      const send = await page.getByTestId('composer-send').boundingBox();
+      assert(send && send.x + send.width <= width, `Send is on screen at ${width}px (ends at ${send && send.x + send.width})`);
+    }
+    await page.unrouteAll({ behavior: 'ignoreErrors' });
+    await page.setViewportSize({ width: 1280, height: 900 });
+    // A URL in a cards answer.
+    await start(page, 'cards');
+    await waitTurns(page, 'cards', 1);
+    await page.locator('[data-testid="card"][data-active="true"]').last().getByTestId('card-continue').click();
+    await waitTurns(page, 'cards', 2);
+    const card = page.locator('[data-testid="card"][data-active="true"]').last();
+    await card.getByTestId('card-input').fill(`${LONG_URL}`.slice(0, 190));
+    await card.getByTestId('card-submit').click();
+    await waitTurns(page, 'cards', 3);
+    for (const width of [320, 390, 768]) {
+      await page.setViewportSize({ width, height: 844 });
+      await noOverflow(page, `cards at ${width}px`);
+    }
+  }));
+
+  await scenario('i22-2 palette: every custom property used resolves in both themes', () => withPage('i22-palette', async (page) => {
+    await start(page, 'toulmin');
+    for (const scheme of ['light', 'dark']) {
+      await page.emulateMedia({ colorScheme: scheme });
+      const bad = await page.evaluate(() => {
+        const used = new Set();
+        const scoped = new Set(); // declared by a rule other than :root (e.g. .card's --accent)
+        for (const sheet of document.styleSheets) {
+          const walk = (rules) => {
+            for (const rule of rules) {
+              if (rule.cssRules) walk(rule.cssRules);
+              if (!rule.style) continue;
+              for (const prop of rule.style) {
+                if (prop.startsWith('--') && rule.selectorText !== ':root') scoped.add(prop);
+                for (const m of rule.style.getPropertyValue(prop).matchAll(/var\((--[\w-]+)/g)) used.add(m[1]);
+              }
+            }
+          };
+          walk(sheet.cssRules);
+        }
+        const root = getComputedStyle(document.documentElement);
+        return [...used].filter((name) => root.getPropertyValue(name).trim() === '' && !scoped.has(name));
+      });
+      assertEq(bad.join(', '), '', `custom properties without a value in the ${scheme} theme`);
+      const composerBg = await page.evaluate(() => getComputedStyle(document.querySelector('[data-testid="composer"]')).backgroundImage);
+      assert(/gradient/.test(composerBg) && !/transparent\)$/.test(composerBg), `the composer has its background (${composerBg})`);
+    }
+  }));
+
+  await scenario('i22-3 keyboard and screen reader: focus after start, proposal, draft save; one announcement per answer', () => withPage('i22-focus', async (page) => {
+    await start(page, 'toulmin');
+    assertEq(await focused(page), 'composer-input', 'the focus after Start session');
+    for (const [sel, what] of [['[data-testid="transcript"]', 'transcript']]) {
+      const live = await page.evaluate((q) => { const el = document.querySelector(q); return [el.getAttribute('aria-live'), el.getAttribute('role')].join(','); }, sel);
+      assertEq(live, ',', `the ${what} is not a live region (streamed text would be read delta by delta)`);
+    }
+    await page.evaluate(() => {
+      window.__announced = [];
+      const el = document.querySelector('[data-testid="announcer"]');
+      new MutationObserver(() => { if (el.textContent) window.__announced.push(el.textContent); }).observe(el, { childList: true, characterData: true, subtree: true });
+    });
+    await toProposal(page);
+    const announced = await page.evaluate(() => window.__announced);
+    assertEq(announced.length, 3, `one announcement per answer (${JSON.stringify(announced).slice(0, 300)})`);
+    const value = (await page.getByTestId('proposal-value').textContent()).trim();
+    assert(announced[2].includes(value) && /Confirm/.test(announced[2]), 'the proposal is announced with its text and how to act on it');
+    assertEq(await focused(page), 'proposal-card', 'the focus moves to the proposal card');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Tab');
+    assertEq(await focused(page), 'proposal-confirm', 'Confirm follows the proposal text in the Tab order');
+    await page.getByTestId('draft-edit-claim').click();
+    await page.getByTestId('draft-input-claim').fill('Cities should make buses free.');
+    await page.getByTestId('draft-input-claim').press('Control+Enter');
+    await page.waitForFunction(() => document.querySelector('[data-testid="draft-claim"]')?.textContent.startsWith('Cities should make buses'));
+    assertEq(await focused(page), 'draft-edit-claim', 'the focus after Ctrl+Enter saved the draft');
+    const outline = await page.evaluate(() => {
+      const b = document.querySelector('[data-testid="draft-edit-claim"]');
+      return getComputedStyle(b).outlineStyle;
+    });
+    assert(outline !== 'none', 'the focused Edit button shows its focus');
+  }));
+
+  await scenario('i22-4 dir: learner and model text take their direction from their own letters', () => withPage('i22-dir', async (page) => {
+    const hebrew = 'ערים צריכות להציע תחבורה ציבורית חינם לכולם 🚌 (2024).';
+    await rewriteTurns(page, (r) => { if (r.proposedUpdate) r.proposedUpdate.value = hebrew; });
+    await start(page, 'toulmin');
+    await toProposal(page);
+    await say(page, hebrew);
+    await waitTurns(page, 'toulmin', 4);
+    const dirs = await page.evaluate(() => ({
+      user: [...document.querySelectorAll('[data-testid="msg-user"] .msg-body')].map((e) => e.getAttribute('dir')),
+      coach: [...document.querySelectorAll('[data-testid="msg-assistant"] .msg-body')].map((e) => e.getAttribute('dir')),
+      hebrewDirection: getComputedStyle([...document.querySelectorAll('[data-testid="msg-user"] .msg-body')].at(-1)).direction,
+      englishDirection: getComputedStyle(document.querySelector('[data-testid="msg-user"] .msg-body')).direction,
+      input: document.querySelector('[data-testid="composer-input"]').getAttribute('dir'),
+    }));
+    assert(dirs.user.every((d) => d === 'auto') && dirs.coach.every((d) => d === 'auto'), `bubbles have dir=auto (${JSON.stringify(dirs)})`);
+    assertEq(dirs.hebrewDirection, 'rtl', 'a Hebrew message reads right to left');
+    assertEq(dirs.englishDirection, 'ltr', 'an English one left to right');
+    assertEq(dirs.input, 'auto', 'the message box');
+    await page.unrouteAll({ behavior: 'ignoreErrors' });
+    await start(page, 'toulmin');
+    await rewriteTurns(page, (r) => { if (r.proposedUpdate) r.proposedUpdate.value = hebrew; });
+    await toProposal(page);
+    assertEq(await page.getByTestId('proposal-value').getAttribute('dir'), 'auto', 'the proposal');
+    assertEq(await page.getByTestId('proposal-value').evaluate((e) => getComputedStyle(e).direction), 'rtl', 'a Hebrew proposal reads right to left');
+    await page.unrouteAll({ behavior: 'ignoreErrors' });
+    await start(page, 'cards');
+    await waitTurns(page, 'cards', 1);
+    assertEq(await page.getByTestId('card-content').last().getAttribute('dir'), 'auto', 'a card');
+  }));
+
+  await scenario('i22-5 tabs and devices stay in step; nothing is resent under a moved session', async () => {
+    const a = await context.newPage();
+    const b = await context.newPage();
+    try {
+      for (const p of [a, b]) { p.setDefaultTimeout(WAIT); await p.setViewportSize({ width: 1280, height: 900 }); }
+      await start(a, 'toulmin');
+      const id = (await sessionOf(a)).id;
+      await b.goto(`${BASE}/#/s/${id}`);
+      await restored(b, 'toulmin');
+      const bBodies = turnBodies(b);
+      await toProposal(a);
+      await a.getByTestId('proposal-confirm').click();
+      await waitTurns(a, 'toulmin', 4);
+      // Tab B follows by itself (BroadcastChannel), within seconds.
+      await b.waitForFunction(() => document.querySelector('[data-testid="step-grounds"]')?.dataset.state === 'current' && document.querySelectorAll('[data-testid="msg-user"]').length === 3 && document.querySelectorAll('[data-testid="msg-assistant"]').length === 4, null, { timeout: 5000 });
+      assertEq(await b.getByTestId('draft-claim').textContent(), await a.getByTestId('draft-claim').textContent(), 'the same draft in both tabs');
+
+      // Another device (no BroadcastChannel): its turn moves the session on. B's send finds out
+      // before it sends, reloads the conversation and keeps the text in the box.
+      const device = async (message) => {
+        const res = await fetch(`${BASE}/v1/sessions/${id}/turns`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ message }) });
+        await res.text();
+      };
+      await device('From my phone: Tallinn made buses free in 2013.');
+      await say(b, 'Text typed in tab B.');
+      await b.waitForFunction(() => document.querySelector('[data-testid="transcript"]').textContent.includes('From my phone'), null, { timeout: 5000 });
+      assertEq(await b.getByTestId('composer-input').inputValue(), 'Text typed in tab B.', 'the unsent text stays in the box');
+      assert(!bBodies.some((x) => x.message === 'Text typed in tab B.'), 'nothing sent under a session B had not seen');
+
+      // Retry after the session moved elsewhere: nothing is resent; the conversation reloads.
+      await b.route('**/v1/sessions/*/turns', (route) => route.fulfill({ status: 200, contentType: 'application/x-ndjson', body: '{"type":"error","error":"coach_stream_failed","message":"x"}\n' }));
+      await b.getByTestId('composer-send').click();
+      await b.getByTestId('retry-button').waitFor();
+      await b.unrouteAll({ behavior: 'ignoreErrors' });
+      const sent = bBodies.length;
+      await device('From my phone again: car traffic fell too.');
+      await b.getByTestId('retry-button').click();
+      await b.waitForFunction(() => document.querySelector('[data-testid="transcript"]').textContent.includes('From my phone again'), null, { timeout: 5000 });
+      assertEq(bBodies.length, sent, 'Retry sent nothing under the moved session');
+      assertEq(await b.getByTestId('composer-input').inputValue(), 'Text typed in tab B.', 'the text is still in the box');
+      // On focus: a device's change shows when the tab is focused again.
+      await device('From my phone a third time.');
+      await b.evaluate(() => window.dispatchEvent(new Event('focus')));
+      await b.waitForFunction(() => document.querySelector('[data-testid="transcript"]').textContent.includes('a third time'), null, { timeout: 5000 });
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  await scenario('i22-6 long proposal on a phone: Confirm and Reject in view', () => withPage('i22-long-proposal', async (page) => {
+    await rewriteTurns(page, (r) => { if (r.proposedUpdate) r.proposedUpdate.value = LONG_PROPOSAL; });
+    await start(page, 'toulmin');
+    await toProposal(page);
+    assert((await page.getByTestId('proposal-value').textContent()).length >= 800, 'an ~830-character proposal');
+    await onTop(page, 'proposal-confirm', 'a long proposal on a phone');
+    await onTop(page, 'proposal-reject', 'a long proposal on a phone');
+    await tour(page, 'i22-long-proposal');
+  }, { viewport: { width: 390, height: 844 } }));
+
+  await scenario('i22-8 wording, the retrying note, the 422 names the character, progress in the session list', () => withPage('i22-wording', async (page) => {
+    await page.goto(`${BASE}/`);
+    await page.getByTestId('start-screen').waitFor();
+    const words = await page.getByTestId('start-screen').textContent();
+    assert(!/contract|gateway|streams/i.test(words), `no jargon on the start page (${words.match(/contract|gateway|streams/i)})`);
+    await start(page, 'toulmin');
+    await page.evaluate(() => {
+      window.__note = {};
+      new MutationObserver(() => {
+        const on = Boolean(document.querySelector('[data-testid="retry-note"]'));
+        if (on && !window.__note.shown) window.__note.shown = performance.now();
+        if (!on && window.__note.shown && !window.__note.gone) window.__note.gone = performance.now();
+      }).observe(document.body, { childList: true, subtree: true });
+    });
+    await page.route('**/v1/sessions/*/turns', async (route) => {
+      const res = await route.fetch();
+      await route.fulfill({ response: res, body: `{"type":"delta","text":"Lost "}\n{"type":"reset","reason":"stream_interrupted"}\n${await res.text()}` });
+    });
+    await say(page, ARGUMENT.claim[0]);
+    await waitTurns(page, 'toulmin', 1);
+    await page.waitForFunction(() => window.__note.gone, null, { timeout: 5000 });
+    const up = await page.evaluate(() => window.__note.gone - window.__note.shown);
+    assert(up >= 1400, `the retrying note stays up long enough to read (${Math.round(up)} ms)`);
+    await page.unrouteAll({ behavior: 'ignoreErrors' });
+    await page.route('**/v1/sessions/*/turns', (route) => route.fulfill({ status: 422, contentType: 'application/json', body: JSON.stringify({ error: 'invalid_input', message: 'message contains a control character', field: 'message' }) }));
+    await say(page, 'Pasted text');
+    await page.getByTestId('turn-error').waitFor();
+    const text = await page.getByTestId('error-text').textContent();
+    assert(/control character/.test(text) && !/may be too long/.test(text), `the 422 names what the gateway found (${text})`);
+    await page.unrouteAll({ behavior: 'ignoreErrors' });
+    await start(page, 'toulmin');
+    await toProposal(page);
+    await page.getByTestId('proposal-confirm').click();
+    await waitTurns(page, 'toulmin', 4);
+    await page.getByTestId('new-session').click();
+    await page.getByTestId('session-list').waitFor();
+    const progress = await page.getByTestId('session-progress').first().textContent();
+    assert(progress.includes('1 of 7'), `the session list shows the progress (${progress})`);
+  }));
+
+  await scenario('i22 axe and screenshots: every screen state of the three contracts, 390/768/1280, light and dark', () => withPage('i22-states', async (page) => {
+    await page.goto(`${BASE}/`);
+    await page.getByTestId('start-screen').waitFor();
+    await tour(page, 'start');
+    await start(page, 'toulmin');
+    await tour(page, 'toulmin-empty');
+    await toProposal(page);
+    await tour(page, 'toulmin-proposal');
+    await page.getByTestId('proposal-reject').click();
+    await page.getByTestId('msg-rejected').waitFor();
+    await page.getByTestId('draft-edit-claim').click();
+    await tour(page, 'toulmin-rejected-editing');
+    await page.route('**/v1/sessions/*/turns', (route) => route.fulfill({ status: 200, contentType: 'application/x-ndjson', body: '{"type":"error","error":"coach_stream_failed","message":"the model endpoint failed"}\n' }));
+    await say(page, 'A message that fails.');
+    await page.getByTestId('turn-error').waitFor();
+    await tour(page, 'toulmin-error');
+    await page.unrouteAll({ behavior: 'ignoreErrors' });
+    await page.getByTestId('new-session').click();
+    await page.getByTestId('session-list').waitFor();
+    await tour(page, 'session-list');
+
+    await start(page, 'cards');
+    await waitTurns(page, 'cards', 1);
+    await tour(page, 'cards-scenario');
+    let turns = 1;
+    const seen = new Set();
+    for (let i = 0; i < 16 && (await page.locator('[data-card-type="level_up"]').count()) === 0; i++) {
+      const card = page.locator('[data-testid="card"][data-active="true"]').last();
+      const type = await card.getAttribute('data-card-type');
+      if (!seen.has(type)) { seen.add(type); if (type !== 'scenario') await tour(page, `cards-${type}`); }
+      if (type === 'scenario' || type === 'insight') await card.getByTestId('card-continue').click();
+      else if (type === 'multiple_choice') await card.getByTestId('card-option').first().click();
+      else { await card.getByTestId('card-input').fill('I would listen first, then agree on a plan.'); await card.getByTestId('card-submit').click(); }
+      await waitTurns(page, 'cards', ++turns);
+    }
+    await page.locator('[data-card-type="level_up"]').waitFor();
+    await tour(page, 'cards-level-up');
+
+    await start(page, 'module');
+    await waitTurns(page, 'module', 1);
+    await tour(page, 'module-response');
+    let mturns = 1;
+    for (let i = 0; i < 6 && (await page.getByTestId('module-form').count()) === 0; i++) {
+      const suggestion = page.getByTestId('module-response').last().getByTestId('suggestion').first();
+      if (await suggestion.count()) await suggestion.click();
+      else await say(page, 'Can you tell me more about this?');
+      await waitTurns(page, 'module', ++mturns);
+    }
+    await page.getByTestId('module-form').first().waitFor();
+    await tour(page, 'module-form');
+  }));
+
+  await scenario('i22 keyboard walks: a toulmin session, a cards drill, a module form', () => withPage('i22-keyboard', async (page) => {
+    // Toulmin: start, messages, proposal, Confirm, draft edit, by keyboard alone.
+    await page.goto(`${BASE}/`);
+    await page.getByTestId('start-screen').waitFor();
+    await tabTo(page, 'contract-toulmin');
+    await page.keyboard.press('Space');
+    await tabTo(page, 'start-button');
+    await page.keyboard.press('Enter');
+    await page.getByTestId('toulmin-panel').waitFor();
+    assertEq(await focused(page), 'composer-input', 'typing goes into the message box after Start');
+    const messages = [ARGUMENT.claim[0], 'What makes a claim strong?', ARGUMENT.claim[1]];
+    for (const [i, m] of messages.entries()) {
+      if (i > 0) assertEq(await focused(page), 'composer-input', `the focus is back in the box after answer ${i}`);
+      await page.keyboard.type(m);
+      await page.keyboard.press('Enter');
+      await waitTurns(page, 'toulmin', i + 1);
+    }
+    await page.getByTestId('proposal-card').waitFor();
+    await tabTo(page, 'proposal-confirm', 4);
+    await page.keyboard.press('Enter');
+    await waitTurns(page, 'toulmin', 4);
+    assertEq(await page.getByTestId('step-grounds').getAttribute('data-state'), 'current', 'confirmed by keyboard');
+    await tabTo(page, 'draft-edit-claim');
+    await page.keyboard.press('Enter');
+    assertEq(await focused(page), 'draft-input-claim', 'Edit opens the draft box with the focus in it');
+    await page.keyboard.press('Control+A');
+    await page.keyboard.type('Cities should fund fare-free transit by 2030.');
+    await page.keyboard.press('Control+Enter');
+    await page.waitForFunction(() => document.querySelector('[data-testid="draft-claim"]')?.textContent.startsWith('Cities should fund'));
+    assertEq(await focused(page), 'draft-edit-claim', 'the focus after the draft was saved');
+
+    // Cards: the first card's Continue has the focus; options by arrow keys.
+    await page.getByTestId('new-session').focus();
+    await page.keyboard.press('Enter');
+    await tabTo(page, 'contract-cards');
+    await page.keyboard.press('Space');
+    await tabTo(page, 'start-button');
+    await page.keyboard.press('Enter');
+    await waitTurns(page, 'cards', 1);
+    let turns = 1;
+    for (let i = 0; i < 8; i++) {
+      const card = page.locator('[data-testid="card"][data-active="true"]').last();
+      const type = await card.getAttribute('data-card-type');
+      if (type === 'multiple_choice') {
+        assertEq(await focused(page), 'card-option', 'the first option has the focus');
+        await page.keyboard.press('ArrowDown');
+        await page.keyboard.press('Enter');
+        await waitTurns(page, 'cards', ++turns);
+        break;
+      }
+      if (type === 'scenario' || type === 'insight') {
+        assertEq(await focused(page), 'card-continue', `${type}: Continue has the focus`);
+        await page.keyboard.press('Enter');
+      } else {
+        assertEq(await focused(page), 'card-input', `${type}: the answer box has the focus`);
+        await page.keyboard.type('I would ask what is in their way.');
+        await page.keyboard.press('Control+Enter');
+      }
+      await waitTurns(page, 'cards', ++turns);
+    }
+    assert(turns > 1 && (await page.getByTestId('card-answer').filter({ hasText: 'You chose' }).count()) === 1, 'an option chosen by arrow keys');
+
+    // Module: a form filled and sent by keyboard.
+    await page.getByTestId('new-session').focus();
+    await page.keyboard.press('Enter');
+    await tabTo(page, 'contract-module');
+    await page.keyboard.press('Space');
+    await page.waitForFunction(() => document.querySelector('[data-testid="module-select"]')?.options.length > 0);
+    await tabTo(page, 'start-button');
+    await page.keyboard.press('Enter');
+    await waitTurns(page, 'module', 1);
+    let mturns = 1;
+    for (let i = 0; i < 6 && (await page.getByTestId('module-form').count()) === 0; i++) {
+      await page.keyboard.type('Can you tell me more about this?');
+      await page.keyboard.press('Enter');
+      await waitTurns(page, 'module', ++mturns);
+    }
+    const form = page.getByTestId('module-form').first();
+    await form.waitFor();
+    await tabTo(page, 'form-field', 120);
+    for (let i = 0; i < 12 && (await focused(page)) !== 'form-submit'; i++) {
+      const kind = await page.evaluate(() => { const el = document.activeElement; return el.type || el.tagName.toLowerCase(); });
+      if (kind === 'radio' || kind === 'checkbox') await page.keyboard.press('Space');
+      else if (kind === 'select-one') await page.keyboard.press('ArrowDown');
+      else if (kind === 'number') await page.keyboard.type('3');
+      else await page.keyboard.type('Before presentations.');
+      await page.keyboard.press('Tab');
+    }
+    assertEq(await focused(page), 'form-submit', 'Tab reaches the form’s submit button');
+    await page.keyboard.press('Enter');
+    await waitTurns(page, 'module', ++mturns);
+    assertEq(await form.getAttribute('data-sent'), 'true', 'the form was sent by keyboard');
+  }));
+}
+
 // ---------------------------------------------------------------------------------------------
 
 async function main() {
@@ -865,6 +1332,7 @@ async function main() {
       viewport: { width: 1280, height: 900 },
     });
     await browserScenarios();
+    await issue22Scenarios();
   } catch (err) {
     console.log(`FAIL browser: ${err.message}`);
     results.push({ name: 'browser', ok: false });

@@ -3,13 +3,14 @@
 // and the panel of the session's contract. The session id is kept in the URL (#/s/<id>) so that a
 // reload picks the session up again: its state and its transcript come from the gateway.
 
-import * as api from './api.js';
-
-/** @typedef {import('./api.js').ApiError} ApiError */
+import { apiKey, asCoachError, client, setApiKey } from './coach.js';
 import { append, clear, h } from './dom.js';
 import { LOCALES, translator } from './i18n.js';
 import { errorBox, forgetDrafts, loadDraft, storeDraft } from './turn.js';
 import { forgetSession, listSessions, rememberSession, touchSession } from './sessions.js';
+import { SessionSync } from './sync.js';
+
+/** @typedef {import('./coach.js').CoachErrorType} CoachErrorType */
 import { mountToulmin } from './toulmin.js';
 import { mountCards } from './cards.js';
 import { mountModule } from './module.js';
@@ -26,6 +27,8 @@ const SESSION_HASH = /^#\/s\/([0-9a-f]{32})$/;
 
 /** @type {{unmount(): void} | null} */
 let panel = null; // the mounted panel
+/** @type {SessionSync | null} */
+let sync = null; // keeps the mounted panel's session in step with other tabs and devices
 const choice = { contract: 'toulmin', module: '', locale: preferredLocale() };
 /** @type {{id: string, title: string, sections: number, topics: number}[] | null} */
 let modules = null; // GET /v1/modules, once
@@ -79,9 +82,9 @@ async function boot() {
 async function openById(id) {
   let session;
   try {
-    session = await api.getSession(id);
+    session = await client.getSession(id);
   } catch (thrown) {
-    const err = /** @type {ApiError} */ (thrown);
+    const err = asCoachError(thrown);
     if (err.code === 'session_not_found') {
       showGone(id);
       return;
@@ -126,29 +129,31 @@ async function startNew({ contract, locale, module = '', draft = '' }) {
   const body = { contract, locale };
   if (contract === 'module') {
     try {
-      modules ||= await api.listModules();
+      modules ||= await client.listModules();
     } catch {
       // The gateway picks nothing for us: the start screen will say what went wrong.
     }
     body.module = module || modules?.[0]?.id || '';
   }
   try {
-    const session = await api.createSession(body);
+    const session = await client.createSession(/** @type {any} */ (body));
     if (draft) storeDraft(session.id, draft);
     open(session, false);
   } catch (err) {
-    showStart(/** @type {ApiError} */ (err));
+    showStart(asCoachError(err));
   }
 }
 
 function unmount() {
+  sync?.close();
+  sync = null;
   panel?.unmount();
   panel = null;
 }
 
 /**
  * showStart shows the start page: the sessions to return to, and a new session's choices.
- * @param {ApiError | null} [startError] why the page is shown instead of a session
+ * @param {CoachErrorType | null} [startError] why the page is shown instead of a session
  */
 async function showStart(startError = null) {
   unmount();
@@ -179,15 +184,15 @@ async function showStart(startError = null) {
   }, LOCALES.map(([code, name]) => h('option', { value: code, selected: code === choice.locale }, name)));
 
   const keyInput = h('input', {
-    type: 'password', id: 'api-key', testid: 'api-key', autocomplete: 'off', spellcheck: 'false', value: api.apiKey(),
+    type: 'password', id: 'api-key', testid: 'api-key', autocomplete: 'off', spellcheck: 'false', value: apiKey(),
     'aria-describedby': 'api-key-help',
     onchange: () => {
-      api.setApiKey(keyInput.value.trim());
+      setApiKey(keyInput.value.trim());
       // The module list may have been refused for want of a key.
       if (!modules) showStart();
     },
   });
-  const access = h('details', { class: 'access', open: Boolean(api.apiKey()) },
+  const access = h('details', { class: 'access', open: Boolean(apiKey()) },
     h('summary', null, t('advanced')),
     h('div', { class: 'field' }, h('label', { for: 'api-key' }, t('apiKey')), keyInput,
       h('p', { class: 'field-note', id: 'api-key-help' }, t('apiKeyHelp'))));
@@ -205,11 +210,11 @@ async function showStart(startError = null) {
       /** @type {{contract: string, locale: string, module?: string}} */
       const body = { contract: choice.contract, locale: choice.locale };
       if (choice.contract === 'module') body.module = moduleSelect.value;
-      api.setApiKey(keyInput.value.trim());
+      setApiKey(keyInput.value.trim());
       try {
-        open(await api.createSession(body), false);
+        open(await client.createSession(/** @type {any} */ (body)), false);
       } catch (thrown) {
-        const err = /** @type {ApiError} */ (thrown);
+        const err = asCoachError(thrown);
         if (err.status === 401) {
           access.open = true;
           keyInput.focus();
@@ -234,9 +239,9 @@ async function showStart(startError = null) {
 
   let list;
   try {
-    list = modules ||= await api.listModules();
+    list = modules ||= await client.listModules();
   } catch (thrown) {
-    const err = /** @type {ApiError} */ (thrown);
+    const err = /** @type {CoachErrorType} */ (thrown);
     if (err.status === 401) access.open = true;
     moduleNote.append(errorBox(t, err, null, null));
     return;
@@ -262,8 +267,9 @@ function sessionList(t) {
     const title = e.title || t(e.contract);
     const item = h('li', { class: 'session-item', testid: 'session-item', dataset: { sessionId: e.id } },
       h('a', { class: 'session-open', href: `#/s/${e.id}`, testid: 'session-open' },
-        h('span', { class: 'session-title' }, title),
-        h('span', { class: 'session-meta' }, `${t(e.contract)} · ${e.locale} · ${when.format(new Date(e.updated))}`)),
+        h('span', { class: 'session-title', dir: 'auto' }, title),
+        h('span', { class: 'session-meta' }, `${t(e.contract)} · ${e.locale} · ${when.format(new Date(e.updated))}`),
+        e.progress ? sessionProgress(t, e.progress) : null),
       h('button', {
         type: 'button', class: 'btn btn-small btn-ghost', testid: 'session-remove', 'aria-label': t('removeSession', title),
         onclick: () => {
@@ -276,6 +282,27 @@ function sessionList(t) {
     items.append(item);
   }
   return section;
+}
+
+/**
+ * sessionProgress shows how far a listed session is: a small meter and its words, or "Complete".
+ * @param {import('./i18n.js').Translator} t
+ * @param {import('./sessions.js').Progress} p
+ */
+function sessionProgress(t, p) {
+  const text = p.complete ? t('sessionComplete')
+    : p.level !== undefined ? t('level', p.level)
+      : p.percentage !== undefined ? t('percentDone', p.percentage)
+        : t('progressOf', p.done || 0, p.total || 0);
+  const share = p.complete ? 100 : p.percentage !== undefined ? p.percentage : p.total ? Math.round((100 * (p.done || 0)) / p.total) : null;
+  let meter = null;
+  if (share !== null) {
+    const fill = h('span', { class: 'meter-fill' });
+    fill.style.width = `${share}%`; // through the CSSOM: the Content-Security-Policy refuses style attributes
+    meter = h('span', { class: 'meter meter-small', 'aria-hidden': 'true' }, fill);
+  }
+  return h('span', { class: `session-progress${p.complete ? ' session-complete' : ''}`, testid: 'session-progress', dataset: { complete: String(Boolean(p.complete)) } },
+    meter, h('span', null, p.complete ? `✓ ${text}` : text));
 }
 
 /**
@@ -299,13 +326,23 @@ function open(session, resumed) {
   document.title = `${t(session.contract)} · coachgw`;
   const mount = PANELS[session.contract];
   clear(main);
+  sync = new SessionSync(session, {
+    // The session moved on in another tab or on another device: draw it again from the gateway
+    // (the text in the box is kept by the composer).
+    reload: (fresh) => open(fresh, true),
+    busy: () => Boolean(main.querySelector('[data-busy="true"]')),
+    // The list of sessions shows how far each one is.
+    changed: (s) => rememberSession(s),
+  });
   panel = mount({
-    root: main, session, t, resumed, toast,
+    root: main, session, t, resumed, toast, sync,
     // The panel tells what the learner did, to name the session in the list and date it.
     touched: (title) => touchSession(session.id, title),
     newSession: (draft = '') => startNew({ contract: session.contract, locale: session.locale, module: session.state?.module, draft }),
   });
-  main.focus({ preventScroll: true });
+  // The panel puts the focus where the learner acts first (the message box, the first card);
+  // only when it did not does the page's main region take it.
+  if (!main.contains(document.activeElement) || document.activeElement === main) main.focus({ preventScroll: true });
 }
 
 boot();

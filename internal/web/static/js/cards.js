@@ -65,19 +65,20 @@ export function validateCard(card) {
  * mountCards mounts the cards panel of session in root.
  * @param {import('./turn.js').PanelArgs} args
  */
-export function mountCards({ root, session, t, resumed, touched = () => {}, newSession }) {
+export function mountCards({ root, session, t, resumed, touched = () => {}, newSession, sync }) {
   let sess = session;
   /** @type {CardView | null} */
   let active = null; // the card the learner answers next
 
   const levelEl = h('span', { class: 'level-badge', testid: 'cards-level' });
   const phaseEl = h('span', { class: 'cards-phase', testid: 'cards-phase' });
-  const feed = h('div', { class: 'card-feed', testid: 'card-feed', role: 'log', 'aria-live': 'polite' });
+  // Not a live region: Turns announces each new card once, not every streamed delta.
+  const feed = h('div', { class: 'card-feed', testid: 'card-feed' });
   const status = h('div', { class: 'turn-status', testid: 'turn-status' });
   const panel = h('section', { class: 'panel panel-cards', testid: 'cards-panel' },
     h('header', { class: 'cards-head' }, levelEl, phaseEl), feed, status);
   root.append(panel);
-  const turns = new Turns({ sessionId: () => sess.id, t, root: panel, status, newSession: newSession && (() => newSession()) });
+  const turns = new Turns({ sessionId: () => sess.id, t, root: panel, status, sync, newSession: newSession && (() => newSession()) });
   // The text typed into the active card survives a reload under this key.
   const draftKey = `${sess.id}.card`;
 
@@ -160,6 +161,7 @@ export function mountCards({ root, session, t, resumed, touched = () => {}, newS
         prev?.answered(summary);
         next = show(line.result, !acknowledged);
         showLevel(sess.state.level);
+        turns.announce([levelCard ? levelCard.el.textContent : '', next.el.querySelector('.card-content')?.textContent || ''].filter(Boolean).join(' '));
         if (acknowledged) revealNext();
       },
       fail() {
@@ -311,18 +313,18 @@ function renderCard(card, t, actions, { draftKey = '', limit = Infinity } = {}) 
   if (type === 'level_up') {
     body = h('div', { class: 'card-content', testid: 'card-content' },
       h('p', { class: 'levelup-level', testid: 'levelup-level' }, t('newLevel', card.new_level)),
-      card.message ? h('p', { class: 'levelup-message' }, card.message) : null);
+      card.message ? h('p', { class: 'levelup-message', dir: 'auto' }, card.message) : null);
     focusEl = h('button', { type: 'button', class: 'btn btn-success btn-large', testid: 'card-continue-training', onclick: () => actions.continueTraining?.() }, t('continueTraining'));
     controls.append(focusEl);
   } else {
-    body = h('div', { class: 'card-content', testid: 'card-content' }, renderMarkdown(card.content));
+    body = h('div', { class: 'card-content', testid: 'card-content', dir: 'auto' }, renderMarkdown(card.content));
     if (type === 'prompt' || type === 'reflection') {
       const max = Math.min(card.input?.max_length || (type === 'prompt' ? 500 : 200), limit);
       const id = uid('card-input');
       const hintId = uid('card-hint');
       const submit = h('button', { type: 'submit', class: 'btn btn-primary', testid: 'card-submit', disabled: true }, t('submit'));
       const input = h('textarea', {
-        id, class: `card-input card-input-${type}`, testid: 'card-input', rows: type === 'prompt' ? 4 : 2,
+        id, class: `card-input card-input-${type}`, testid: 'card-input', dir: 'auto', rows: type === 'prompt' ? 4 : 2,
         placeholder: card.input?.placeholder || '',
         oninput: () => storeDraft(draftKey, input.value),
         onkeydown: (/** @type {KeyboardEvent} */ e) => {
@@ -382,7 +384,7 @@ function renderCard(card, t, actions, { draftKey = '', limit = Infinity } = {}) 
             button.classList.add('option-selected');
             actions.select?.(option);
           },
-        }, h('span', { class: 'option-key', 'aria-hidden': 'true' }, option.id.length <= 2 ? option.id.toUpperCase() : String(i + 1)), h('span', { class: 'option-label' }, option.label));
+        }, h('span', { class: 'option-key', 'aria-hidden': 'true' }, option.id.length <= 2 ? option.id.toUpperCase() : String(i + 1)), h('span', { class: 'option-label', dir: 'auto' }, option.label));
         if (i === 0) focusEl = button;
         buttons.push(button);
         list.append(button);
@@ -420,7 +422,7 @@ function renderCard(card, t, actions, { draftKey = '', limit = Infinity } = {}) 
       controls.remove();
       el.dataset.active = 'false';
       el.classList.add('card-done');
-      if (summary) el.append(h('p', { class: 'card-answer', testid: 'card-answer' }, summary));
+      if (summary) el.append(h('p', { class: 'card-answer', testid: 'card-answer', dir: 'auto' }, summary));
     },
     focus() {
       if (focusEl && !el.hidden) focusEl.focus({ preventScroll: true });

@@ -234,8 +234,21 @@ function wordBoundary(s, before, after) {
  */
 export function renderMarkdown(src, { headingBase = 3 } = {}) {
   const frag = document.createDocumentFragment();
-  for (const b of parseBlocks(src)) frag.append(renderBlock(b, headingBase));
+  for (const b of parseBlocks(src)) frag.append(withDir(renderBlock(b, headingBase)));
   return frag;
+}
+
+/**
+ * withDir gives a block dir="auto", and the items of a list too: each paragraph of model text
+ * takes its direction from its own first strong letter (a Hebrew paragraph after an English one
+ * reads right to left, and an emoji or "(2024)." at its end stays where the writer put it).
+ * @param {HTMLElement} el
+ * @returns {HTMLElement}
+ */
+function withDir(el) {
+  el.dir = 'auto';
+  el.querySelectorAll('li, p, h1, h2, h3, h4, h5, h6').forEach((c) => { /** @type {HTMLElement} */ (c).dir = 'auto'; });
+  return el;
 }
 
 /**

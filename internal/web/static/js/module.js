@@ -5,7 +5,7 @@
 // always there. A resumed session is drawn from its transcript: every message and answer, the
 // forms already answered filled in and closed, the quick replies of the last answer.
 
-import * as api from './api.js';
+import { client } from './coach.js';
 import { append, clear, frame, h, reveal } from './dom.js';
 import { renderInline, renderMarkdown } from './markdown.js';
 import { Turns, bubble, composer, uid } from './turn.js';
@@ -32,7 +32,7 @@ const BLOCK_TYPES = new Set(['paragraph', 'heading', 'list', 'quote', 'info', 'w
  * mountModule mounts the module panel of session in root.
  * @param {import('./turn.js').PanelArgs} args
  */
-export function mountModule({ root, session, t, resumed, toast, touched = () => {}, newSession }) {
+export function mountModule({ root, session, t, resumed, toast, touched = () => {}, newSession, sync }) {
   let sess = session;
   /** @type {any} */
   let def = null; // the module definition, for titles and topic names
@@ -45,7 +45,8 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
   const progressText = h('p', { class: 'meter-text', testid: 'module-progress-text' });
   const topicList = h('ul', { class: 'topic-list', testid: 'covered-topics' });
   const topics = h('details', { class: 'topics' }, h('summary', null, t('coveredTopics')), topicList);
-  const transcript = h('div', { class: 'transcript', testid: 'transcript', role: 'log', 'aria-live': 'polite' });
+  // Not a live region: Turns announces each finished answer once, not every streamed delta.
+  const transcript = h('div', { class: 'transcript', testid: 'transcript' });
   const status = h('div', { class: 'turn-status', testid: 'turn-status' });
   const box = composer(t, (text) => send({ message: text }, text, true), { limit: messageLimit(session), draftKey: session.id });
   const panel = h('section', { class: 'panel panel-module', testid: 'module-panel' },
@@ -57,7 +58,7 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
   /** @type {Map<string, {el: HTMLFormElement, answered: (values: object) => void, title: string, form: any}>} */
   const forms = new Map();
   const turns = new Turns({
-    sessionId: () => sess.id, t, root: panel, status,
+    sessionId: () => sess.id, t, root: panel, status, sync,
     newSession: newSession && (() => newSession(box.input.value)),
     onBusy: (busy) => {
       box.setLocked(busy);
@@ -91,7 +92,7 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
     topics.hidden = covered.length === 0;
   }
 
-  api.getModule(sess.state.module).then((d) => {
+  client.getModule(sess.state.module).then((/** @type {any} */ d) => {
     def = d;
     title.textContent = d.title || sess.state.module;
     showProgress(lastProgress);
@@ -177,6 +178,7 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
         resp = done;
         lastProgress = r.meta?.progress || null;
         showProgress(lastProgress);
+        turns.announce([done.querySelector('.blocks')?.textContent || '', done.querySelector('.next-prompt')?.textContent || ''].filter(Boolean).join(' '));
         const milestone = lastProgress?.milestone;
         if (milestone) {
           toast(t('milestone', milestone), { kind: 'celebrate' });
@@ -241,12 +243,12 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
     }
     const next = content.next_step;
     if (next && (next.prompt || (next.suggestions || []).length)) {
-      if (next.prompt) frag.append(h('p', { class: 'next-prompt', testid: 'next-prompt' }, renderInline(next.prompt)));
+      if (next.prompt) frag.append(h('p', { class: 'next-prompt', testid: 'next-prompt', dir: 'auto' }, renderInline(next.prompt)));
       /** @type {string[]} */
       const suggestions = (next.suggestions || []).filter((/** @type {unknown} */ s) => typeof s === 'string' && s.trim());
       if (suggestions.length) {
         frag.append(h('div', { class: 'suggestions', role: 'group', 'aria-label': t('suggestions') },
-          suggestions.map((s) => h('button', { type: 'button', class: 'chip', testid: 'suggestion', onclick: () => send({ message: s }, s) }, s))));
+          suggestions.map((s) => h('button', { type: 'button', class: 'chip', testid: 'suggestion', dir: 'auto', onclick: () => send({ message: s }, s) }, s))));
       }
     }
     return frag;
@@ -443,6 +445,8 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
     restore();
   } else {
     send({ message: t('moduleStart'), auto: true }, t('moduleStart'));
+    // The learner may type while the coach opens the lesson.
+    box.focus();
   }
 
   return {
@@ -480,7 +484,7 @@ export function renderBlock(b) {
   let el;
   if (type === 'heading') {
     const level = Math.max(2, Math.min(6, typeof b.level === 'number' && Number.isInteger(b.level) ? b.level : 2));
-    el = h(/** @type {'h2'} */ (`h${level}`), { class: 'block block-heading' }, renderInline(content));
+    el = h(/** @type {'h2'} */ (`h${level}`), { class: 'block block-heading', dir: 'auto' }, renderInline(content));
   } else if (type === 'quote') {
     el = h('blockquote', { class: 'block block-quote' }, renderMarkdown(content));
   } else if (CALLOUT_ICONS[type]) {

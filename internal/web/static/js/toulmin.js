@@ -11,13 +11,12 @@
 // A resumed session is drawn from the gateway: the state (step, draft, pending proposal) and the
 // transcript of every message, answer and decision so far.
 
-import * as api from './api.js';
+import { asCoachError, canRetry, client } from './coach.js';
 import { clear, frame, h, reveal } from './dom.js';
 import { renderMarkdown } from './markdown.js';
 import { Turns, bubble, composer, uid } from './turn.js';
 import { draftLimit, limitCounter, messageLimit } from './limits.js';
 
-/** @typedef {import('./api.js').ApiError} ApiError */
 /**
  * Proposal is a CoachAIResult's proposedUpdate.
  * @typedef {{field: string, value: string, rationale?: string}} Proposal
@@ -29,7 +28,7 @@ export const STEPS = ['claim', 'grounds', 'warrant', 'groundsBacking', 'warrantB
  * mountToulmin mounts the Toulmin panel of session in root.
  * @param {import('./turn.js').PanelArgs} args
  */
-export function mountToulmin({ root, session, t, resumed, touched = () => {}, newSession }) {
+export function mountToulmin({ root, session, t, resumed, touched = () => {}, newSession, sync }) {
   let sess = session;
   /** @type {Proposal | null} */
   let proposal = null; // the proposedUpdate on screen
@@ -50,7 +49,9 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
   const progress = h('nav', { class: 'toulmin-progress', testid: 'toulmin-progress', 'aria-label': t('progress'), dataset: { sticky: 'top' } },
     h('ol', { class: 'steps' }, stepItems), meter, progressText);
 
-  const transcript = h('div', { class: 'transcript', testid: 'transcript', role: 'log', 'aria-live': 'polite' });
+  // The transcript is not a live region: the coach's answer streams in delta by delta, and a
+  // screen reader would read every one. Turns announces each finished answer once instead.
+  const transcript = h('div', { class: 'transcript', testid: 'transcript' });
   const proposalSlot = h('div', { class: 'proposal-slot' });
   const status = h('div', { class: 'turn-status', testid: 'turn-status' });
   const banner = h('section', { class: 'complete-banner', testid: 'complete-banner', role: 'status', hidden: true });
@@ -66,7 +67,7 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
   root.append(panel);
 
   const turns = new Turns({
-    sessionId: () => sess.id, t, root: panel, status,
+    sessionId: () => sess.id, t, root: panel, status, sync,
     newSession: newSession && (() => newSession(box.input.value)),
     onBusy: (busy) => {
       box.setLocked(busy || state().isComplete);
@@ -91,6 +92,7 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
   /** @param {any} s */
   function applySession(s) {
     sess = s;
+    sync?.changed(s);
     const st = state();
     const current = STEPS.indexOf(st.step);
     const done = st.isComplete ? STEPS.length : Math.max(current, 0);
@@ -132,7 +134,7 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
         const save = h('button', { type: 'button', class: 'btn btn-small btn-primary', testid: `draft-save-${step}`, onclick: () => saveDraft(step, edit.text) }, t('save'));
         // As in the cards: Enter breaks the line, Ctrl+Enter (Cmd+Enter) saves.
         const area = h('textarea', {
-          class: 'draft-input', testid: `draft-input-${step}`, rows: 3, value: edit.text, 'aria-label': stepName(step), 'aria-describedby': hintId,
+          class: 'draft-input', testid: `draft-input-${step}`, dir: 'auto', rows: 3, value: edit.text, 'aria-label': stepName(step), 'aria-describedby': hintId,
           oninput: () => { edit.text = area.value; },
           onkeydown: (/** @type {KeyboardEvent} */ e) => {
             if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
@@ -148,7 +150,7 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
           h('button', { type: 'button', class: 'btn btn-small btn-ghost', onclick: () => { editing = null; renderDraft(); } }, t('cancel')),
           h('span', { class: 'input-hint', id: hintId, testid: 'draft-hint' }, t('draftHint')), count.counter), count.live);
       } else {
-        item.append(h('p', { class: value ? 'draft-value' : 'draft-value draft-empty', testid: `draft-${step}` }, value || t('draftEmpty')));
+        item.append(h('p', { class: value ? 'draft-value' : 'draft-value draft-empty', testid: `draft-${step}`, dir: value ? 'auto' : null }, value || t('draftEmpty')));
       }
       draftFields.append(item);
     }
@@ -160,12 +162,16 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
    */
   async function saveDraft(step, value) {
     try {
-      const s = await api.putDraft(sess.id, step, value);
+      const s = await client.setDraft(sess.id, /** @type {any} */ (step), value);
       editing = null;
       applySession(s);
+      // The box that had the focus is gone: the focus goes to the step's Edit button, next to
+      // the text just saved, and the saving is announced.
+      /** @type {HTMLElement | null} */ (draftFields.querySelector(`[data-testid="draft-edit-${step}"]`))?.focus();
+      turns.announce(t('saved', stepName(step)));
     } catch (thrown) {
-      const err = /** @type {ApiError} */ (thrown);
-      turns.showError(err, err.retryable ? () => saveDraft(step, value) : null);
+      const err = asCoachError(thrown);
+      turns.showError(err, canRetry(err) ? () => saveDraft(step, value) : null);
     }
   }
 
@@ -177,27 +183,41 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
       h('h2', null, h('span', { 'aria-hidden': 'true' }, '🏁 '), t('complete')),
       h('p', null, t('completeLead')),
       h('ol', { class: 'argument', testid: 'argument-summary' }, STEPS.map((step) => h('li', null,
-        h('strong', null, `${stepName(step)}: `), (st.draft && st.draft[step]) || '—'))));
+        h('strong', null, `${stepName(step)}: `), h('span', { dir: 'auto' }, (st.draft && st.draft[step]) || '—')))));
   }
 
   // showProposal shows p when it is for the current step (the seed's rule), and nothing otherwise.
-  /** @param {Proposal | null | undefined} p */
-  function showProposal(p) {
+  // fresh marks a proposal that has just arrived: it is announced, and the focus moves to the
+  // card when the learner was not busy elsewhere (typing ahead in the box, say), so that
+  // Confirm and Reject are the next stops of the Tab key.
+  /**
+   * @param {Proposal | null | undefined} p
+   * @param {{fresh?: boolean}} [options]
+   */
+  function showProposal(p, { fresh = false } = {}) {
     const st = state();
     proposal = p && p.field === st.step && !st.isComplete && typeof p.value === 'string' && p.value.trim() ? p : null;
     clear(proposalSlot);
     if (!proposal) return;
-    const card = h('section', { class: 'proposal', testid: 'proposal-card', dataset: { field: proposal.field }, 'aria-labelledby': 'proposal-title' },
+    const titleId = uid('proposal-title');
+    // A long text scrolls within the card (and can be scrolled by keyboard: it is focusable), and
+    // the actions come right after it: Confirm and Reject are in view with the card on any screen.
+    const value = h('blockquote', { class: 'proposal-value', testid: 'proposal-value', dir: 'auto', tabindex: '0', role: 'region', 'aria-label': t('proposalText') }, proposal.value);
+    const card = h('section', { class: 'proposal', testid: 'proposal-card', dataset: { field: proposal.field }, 'aria-labelledby': titleId, tabindex: '-1' },
       h('header', { class: 'proposal-head' },
-        h('h3', { id: 'proposal-title' }, h('span', { 'aria-hidden': 'true' }, '✨ '), t('proposalTitle')),
+        h('h3', { id: titleId }, h('span', { 'aria-hidden': 'true' }, '✨ '), t('proposalTitle')),
         h('span', { class: 'pill' }, t('proposalFor', stepName(proposal.field)))),
-      h('blockquote', { class: 'proposal-value', testid: 'proposal-value' }, proposal.value),
-      proposal.rationale ? h('p', { class: 'proposal-rationale', testid: 'proposal-rationale' }, proposal.rationale) : null,
-      h('div', { class: 'proposal-actions' },
+      value,
+      h('div', { class: 'proposal-actions', role: 'group', 'aria-label': t('proposalTitle') },
         h('button', { type: 'button', class: 'btn btn-primary', testid: 'proposal-confirm', onclick: () => decide('accept') }, t('confirm')),
-        h('button', { type: 'button', class: 'btn btn-ghost', testid: 'proposal-reject', onclick: () => decide('reject') }, t('reject'))));
+        h('button', { type: 'button', class: 'btn btn-ghost', testid: 'proposal-reject', onclick: () => decide('reject') }, t('reject'))),
+      proposal.rationale ? h('p', { class: 'proposal-rationale', testid: 'proposal-rationale', dir: 'auto' }, proposal.rationale) : null);
     proposalSlot.append(card);
     reveal(card);
+    if (!fresh) return;
+    const active = document.activeElement;
+    const idle = !active || active === document.body || active === root || (box.el.contains(active) && box.input.value.trim() === '');
+    if (idle) card.focus({ preventScroll: true });
   }
 
   // rejectedNote keeps a rejected proposal's text in the transcript, with a way to take it into
@@ -206,7 +226,7 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
   function rejectedNote(p) {
     const el = h('div', { class: 'msg-note msg-rejected', testid: 'msg-rejected' },
       h('p', null, t('rejected')),
-      p && p.value ? h('blockquote', { class: 'rejected-value', testid: 'rejected-value' }, p.value) : null,
+      p && p.value ? h('blockquote', { class: 'rejected-value', testid: 'rejected-value', dir: 'auto' }, p.value) : null,
       p && p.value ? h('button', {
         type: 'button', class: 'btn btn-small btn-ghost', testid: 'rejected-edit',
         onclick: () => { box.setText(p.value); box.focus(); },
@@ -221,12 +241,12 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
     proposalSlot.querySelectorAll('button').forEach((b) => { b.disabled = true; });
     turns.clearStatus();
     try {
-      applySession(await api.decideProposal(sess.id, action));
+      applySession(await client.decideProposal(sess.id, action));
     } catch (thrown) {
-      const err = /** @type {ApiError} */ (thrown);
+      const err = asCoachError(thrown);
       if (err.code === 'no_pending_proposal') await refresh();
       else proposalSlot.querySelectorAll('button').forEach((b) => { b.disabled = false; });
-      turns.showError(err, err.retryable ? () => decide(action) : null);
+      turns.showError(err, canRetry(err) ? () => decide(action) : null);
       return;
     }
     showProposal(null);
@@ -238,6 +258,9 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
       return;
     }
     note(`✓ ${t('saved', stepName(field))}`, 'msg-saved');
+    turns.announce(t('saved', stepName(field)));
+    // The card and its buttons are gone: the focus goes back to the message box.
+    box.focus();
     // The seed: on confirm, save, advance and trigger the next coach turn, which is the coach's
     // own: it does not count as the learner's first message of the new step.
     if (!state().isComplete) await send(null);
@@ -246,7 +269,7 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
 
   async function refresh() {
     try {
-      applySession(await api.getSession(sess.id));
+      applySession(await client.getSession(sess.id));
       showProposal(state().pendingProposal);
     } catch {
       // The error already on screen says what went wrong.
@@ -305,7 +328,9 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
         reply.classList.remove('msg-streaming');
         clear(body).append(assistantContent(r));
         applySession(line.session);
-        showProposal(r.proposedUpdate);
+        showProposal(r.proposedUpdate, { fresh: true });
+        turns.announce([typeof r.assistantText === 'string' ? r.assistantText : '',
+          proposal ? t('proposalAnnounce', stepName(proposal.field), proposal.value) : ''].filter(Boolean).join(' '));
         if (proposal) reveal(proposalSlot.firstElementChild);
         else {
           reveal(reply);

@@ -2,12 +2,12 @@
 // What the three panels share: running a streamed turn (busy state, the "retrying…" note of a
 // reset line, the error box with its Retry button) and the free-text composer.
 
-import { getTranscript, streamTurn } from './api.js';
+import { CoachError, TRANSCRIPT_PAGE, asCoachError, canRetry, client } from './coach.js';
 import { autosize, clear, h, reveal } from './dom.js';
 import { limitCounter } from './limits.js';
 
 /** @typedef {import('./i18n.js').Translator} Translator */
-/** @typedef {import('./api.js').ApiError} ApiError */
+/** @typedef {import('./coach.js').CoachErrorType} CoachErrorType */
 
 /**
  * PanelArgs is what app.js gives the panel of a session's contract when it mounts it.
@@ -17,8 +17,9 @@ import { limitCounter } from './limits.js';
  * @property {Translator} t
  * @property {boolean} resumed whether the session existed before this page (restore it)
  * @property {(text: string, options?: {kind?: string}) => void} toast
- * @property {(title: string) => void} [touched] the learner did something: date the session, name it by title
+ * @property {(title: string, session?: any) => void} [touched] the learner did something: date the session, name it by title, note its progress
  * @property {(draft?: string) => void} [newSession] start a session like this one, with draft in its box
+ * @property {import('./sync.js').SessionSync} [sync] keeps the session in step with other tabs and devices
  */
 
 /**
@@ -29,7 +30,7 @@ import { limitCounter } from './limits.js';
  * @property {(line: any) => void} [card]
  * @property {(line: any) => void} [reset]
  * @property {(line: any) => void} [result]
- * @property {(err: ApiError) => void} [fail]
+ * @property {(err: CoachErrorType) => void} [fail]
  */
 
 /**
@@ -46,8 +47,18 @@ export class Turns {
    * @param {HTMLElement} o.status where the retry note and errors show
    * @param {(busy: boolean) => void} [o.onBusy]
    * @param {(() => void) | null} [o.newSession] offered when the session is gone
+   * @param {import('./sync.js').SessionSync} [o.sync]
    */
-  constructor({ sessionId, t, root, status, onBusy, newSession }) {
+  constructor({ sessionId, t, root, status, onBusy, newSession, sync }) {
+    this.sync = sync;
+    // One polite live region per panel: a finished answer is announced once, never delta by
+    // delta (the transcript itself is not live), and so is a proposal or a card that follows.
+    this.announcer = h('p', { class: 'sr-only', role: 'status', testid: 'announcer' });
+    root.append(this.announcer);
+    /** @type {number} when the "retrying…" note appeared (0: not shown) */
+    this.noteShown = 0;
+    /** @type {ReturnType<typeof setTimeout> | undefined} */
+    this.noteTimer = undefined;
     this.sessionId = sessionId;
     this.t = t;
     this.root = root;
@@ -86,45 +97,64 @@ export class Turns {
     if (this.busy) return false;
     this.setBusy(true);
     this.clearStatus();
+    // Another tab or device may have moved the session on: then the panel is drawn again, and
+    // nothing is sent under a step or a card the learner has not seen.
+    if (this.sync && !(await this.sync.fresh())) {
+      this.setBusy(false);
+      return false;
+    }
     view.begin?.();
     const controller = new AbortController();
     this.controller = controller;
-    let end;
+    /** @type {any} */
+    let end = null;
     try {
-      end = await streamTurn(this.sessionId(), typeof body === 'function' ? body() : body, (line) => {
-        switch (line.type) {
-          case 'delta':
-            this.hideNote();
-            view.delta?.(line);
-            break;
-          case 'card':
-            view.card?.(line);
-            break;
-          case 'reset':
-            this.showNote();
-            view.reset?.(line);
-            break;
-          default:
-            // result and error end the stream and are handled below; unknown types are for newer clients.
+      const req = typeof body === 'function' ? body() : body;
+      for await (const line of client.streamTurn(this.sessionId(), /** @type {any} */ (req), { signal: controller.signal })) {
+        const ev = /** @type {any} */ (line);
+        if (ev.type === 'delta') {
+          this.hideNote();
+          view.delta?.(ev);
+        } else if (ev.type === 'card') {
+          view.card?.(ev);
+        } else if (ev.type === 'reset') {
+          this.showNote();
+          view.reset?.(ev);
+        } else if (ev.type === 'error') {
+          throw new CoachError('turn', ev.error || 'coach_stream_failed', ev.message || '');
+        } else if (ev.type === 'result') {
+          end = ev;
         }
-      }, { signal: controller.signal });
+      }
+      if (!end) throw new CoachError('read', 'stream_truncated', 'the stream ended before its result line');
     } catch (thrown) {
       if (controller.signal.aborted) return false;
-      // streamTurn rejects with ApiErrors only.
-      const err = /** @type {ApiError} */ (thrown);
+      const err = asCoachError(thrown);
       this.setBusy(false);
-      this.hideNote();
+      this.hideNote(true);
       view.fail?.(err);
-      this.showError(err, err.retryable ? (retry || (() => this.send(body, view, { retry }))) : null);
+      this.showError(err, canRetry(err) ? (retry || (() => this.send(body, view, { retry }))) : null);
       return false;
     } finally {
       if (this.controller === controller) this.controller = null;
     }
     this.hideNote();
+    this.sync?.changed(end.session);
     this.setBusy(false);
     view.result?.(end);
     this.root.dataset.turns = String(++this.count);
     return true;
+  }
+
+  /**
+   * announce tells screen readers text, once (the panel's polite live region).
+   * @param {string} text
+   */
+  announce(text) {
+    // A change of text is what a live region announces: clear first, so the same words twice are
+    // read twice.
+    this.announcer.textContent = '';
+    requestAnimationFrame(() => { this.announcer.textContent = text; });
   }
 
   /**
@@ -135,9 +165,9 @@ export class Turns {
    */
   async transcript() {
     try {
-      return await getTranscript(this.sessionId());
+      return await client.transcript(this.sessionId(), { limit: TRANSCRIPT_PAGE });
     } catch (err) {
-      this.showError(/** @type {ApiError} */ (err), null);
+      this.showError(asCoachError(err), null);
       return [];
     }
   }
@@ -148,21 +178,39 @@ export class Turns {
   }
 
   clearStatus() {
+    clearTimeout(this.noteTimer);
+    this.noteShown = 0;
     clear(this.status);
   }
 
   showNote() {
+    clearTimeout(this.noteTimer);
+    this.noteShown = Date.now();
     if (this.status.querySelector('[data-testid="retry-note"]')) return;
     this.status.append(h('p', { class: 'retry-note', testid: 'retry-note', role: 'status' }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), this.t('retrying')));
   }
 
-  hideNote() {
-    this.status.querySelector('[data-testid="retry-note"]')?.remove();
+  /**
+   * hideNote takes the "retrying…" note away once new text has arrived, but not before it has
+   * been up for NOTE_MIN_MS: a note that flashes by leaves the learner watching text vanish
+   * without a word. now hides it at once (an error box takes its place).
+   * @param {boolean} [now]
+   */
+  hideNote(now = false) {
+    if (!this.noteShown) return;
+    const left = NOTE_MIN_MS - (Date.now() - this.noteShown);
+    const remove = () => {
+      this.noteShown = 0;
+      this.status.querySelector('[data-testid="retry-note"]')?.remove();
+    };
+    clearTimeout(this.noteTimer);
+    if (now || left <= 0) remove();
+    else this.noteTimer = setTimeout(remove, left);
   }
 
   /**
    * showError shows err; retry, when given, is offered as a Retry button.
-   * @param {ApiError} err
+   * @param {CoachErrorType} err
    * @param {(() => unknown) | null} retry
    */
   showError(err, retry) {
@@ -172,14 +220,26 @@ export class Turns {
   }
 }
 
+// NOTE_MIN_MS is how long the "retrying…" note stays up at least.
+const NOTE_MIN_MS = 1600;
+
 /**
  * friendlyError returns the sentence a learner reads for err: what happened and what to do, in
  * the session's language, without codes (those go to the details line).
  * @param {Translator} t
- * @param {ApiError} err
+ * @param {CoachErrorType} err
  * @returns {string}
  */
 export function friendlyError(t, err) {
+  // A 422 says in its message what the gateway found: the length limit, or the kind of
+  // character it refuses. The learner is told that, not a guess.
+  if (err.code === 'invalid_input' && err.field) {
+    const what = t(`fieldNames.${err.field}`);
+    const long = /longer than (\d+) characters/.exec(err.message);
+    if (long) return t('errors.tooLong', what, Number(long[1]));
+    if (/control character/.test(err.message)) return t('errors.controlCharacter', what);
+    if (/line or paragraph separator/.test(err.message)) return t('errors.separatorCharacter', what);
+  }
   const keys = err.field ? [`errors.${err.code}_${err.field}`, `errors.${err.code}`] : [`errors.${err.code}`];
   for (const key of keys) {
     const text = t(key);
@@ -195,7 +255,7 @@ export function friendlyError(t, err) {
  * when given, is offered as a Retry button; newSession as "Start a new session" when the session
  * is gone.
  * @param {Translator} t
- * @param {ApiError} err
+ * @param {CoachErrorType} err
  * @param {(() => unknown) | null} retry
  * @param {(() => void) | null} dismiss
  * @param {{newSession?: () => void}} [actions]
@@ -244,7 +304,7 @@ export function uid(prefix) {
 export function composer(t, onSend, { placeholder = '', limit = 8000, draftKey = '' } = {}) {
   const hintId = uid('composer-hint');
   const noteId = uid('composer-note');
-  const input = h('textarea', { class: 'composer-input', testid: 'composer-input', rows: 1, placeholder, 'aria-label': t('composerLabel'), 'aria-describedby': `${hintId} ${noteId}` });
+  const input = h('textarea', { class: 'composer-input', testid: 'composer-input', dir: 'auto', rows: 1, placeholder, 'aria-label': t('composerLabel'), 'aria-describedby': `${hintId} ${noteId}` });
   const button = h('button', { type: 'submit', class: 'btn btn-primary', testid: 'composer-send', disabled: true }, t('send'));
   const fit = autosize(input);
   let locked = false;
@@ -367,5 +427,5 @@ export function forgetDrafts(id) {
 export function bubble(role, label, content, extra = {}) {
   return h('article', { class: `msg msg-${role}${extra.class ? ` ${extra.class}` : ''}`, testid: extra.testid || `msg-${role}` },
     h('header', { class: 'msg-who' }, label),
-    h('div', { class: 'msg-body' }, content));
+    h('div', { class: 'msg-body', dir: 'auto' }, content));
 }
