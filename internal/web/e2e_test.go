@@ -58,7 +58,8 @@ func TestBrowserE2E(t *testing.T) {
 	// the server reports, not one it assumes.
 	low := startGateway(t, func(cfg *config.Config) { cfg.MaxMessageChars = lowMessageChars })
 
-	deadline := time.Now().Add(8 * time.Minute)
+	// Every screen state is checked at three widths in both themes: the run takes minutes.
+	deadline := time.Now().Add(15 * time.Minute)
 	if d, ok := t.Deadline(); ok && d.Add(-30*time.Second).Before(deadline) {
 		deadline = d.Add(-30 * time.Second)
 	}

@@ -131,7 +131,7 @@ func TestModuleGraph(t *testing.T) {
 		t.Fatalf("the page references %d files, want the stylesheet and the entry module", len(seeds))
 	}
 	seen := walkModules(t, h, seeds)
-	for _, want := range []string{"/static/js/api.js", "/static/js/markdown.js", "/static/js/toulmin.js", "/static/js/cards.js", "/static/js/module.js", "/static/js/limits.js", "/static/js/sessions.js", "/client/stream.js", "/client/ndjson.js"} {
+	for _, want := range []string{"/static/js/coach.js", "/static/js/sync.js", "/static/js/markdown.js", "/static/js/toulmin.js", "/static/js/cards.js", "/static/js/module.js", "/static/js/limits.js", "/static/js/sessions.js", "/client/stream.js", "/client/ndjson.js", "/client/index.js", "/client/client.js"} {
 		if !seen[want] {
 			t.Errorf("%s is not reachable from the page", want)
 		}
