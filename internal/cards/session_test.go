@@ -88,7 +88,7 @@ func TestSessionHistoryStaysValid(t *testing.T) {
 		{in: cont, frags: toolFrags("call_10", `{"content":"Try again: what do you say?","card_type":"prompt","is_iteration":true,"input_config":{"max_length":300}}`), content: "Try again: what do you say?"},
 		{in: say("Let's decide on criteria first."), frags: toolFrags("call_11", `{"content":"Better: criteria before positions.","card_type":"insight"}`), content: "Better: criteria before positions."},
 		{in: cont, frags: append(toolFrags("call_12", `{"content":"Which criterion first?","card_type":"multiple_choice","options":[{"id":"x","label":"Revenue"},{"id":"y","label":"Risk"}]}`),
-			toolFrags("call_12b", `{"content":"ignored","card_type":"scenario"}`)...), content: "Which criterion first?"},
+			atIndex(1, toolFrags("call_12b", `{"content":"ignored","card_type":"scenario"}`))...), content: "Which criterion first?"},
 		{in: coach.TurnInput{Selected: strPtr("y")}, frags: toolFrags("call_13", `{"content":"Why","card_type":"essay"}`), retry: toolFrags("", `{"content":"Why risk?","card_type":"reflection"}`),
 			content: "Why risk?", resets: 1, user: `{"selected": "y"}`},
 		{in: say("Safety."), frags: toolFrags("call_14", `{"content":"Safety is a value, not a criterion.","card_type":"insight"}`), content: "Safety is a value, not a criterion."},

@@ -36,6 +36,7 @@ var _ coach.Fallback = (*Turn)(nil)
 
 // toolCall is one tool call as the model streamed it.
 type toolCall struct {
+	index    int
 	id, name string
 	args     bytes.Buffer
 }
@@ -66,10 +67,11 @@ func (t *Turn) Feed(f coach.Fragment, emit func(coach.Event)) error {
 	if f.ToolArgs == "" && f.ToolCallID == "" && f.ToolName == "" {
 		return nil
 	}
-	if t.opensCall(f) {
-		t.calls = append(t.calls, &toolCall{id: f.ToolCallID, name: f.ToolName})
+	cur := t.call(f.ToolIndex)
+	if cur == nil {
+		cur = &toolCall{index: f.ToolIndex, id: f.ToolCallID, name: f.ToolName}
+		t.calls = append(t.calls, cur)
 	}
-	cur := t.calls[len(t.calls)-1]
 	if cur.id == "" {
 		cur.id = f.ToolCallID
 	}
@@ -77,7 +79,7 @@ func (t *Turn) Feed(f coach.Fragment, emit func(coach.Event)) error {
 		cur.name = f.ToolName
 	}
 	cur.args.WriteString(f.ToolArgs)
-	if len(t.calls) > 1 || t.stopped || f.ToolArgs == "" {
+	if cur != t.calls[0] || t.stopped || f.ToolArgs == "" {
 		return nil
 	}
 	t.emit = emit
@@ -90,19 +92,16 @@ func (t *Turn) Feed(f coach.Fragment, emit func(coach.Event)) error {
 	return nil
 }
 
-// opensCall reports whether f starts a tool call. Fragments carry no call index, so a second
-// call shows itself by a new id, or by a name (without the current id) once the current call has
-// arguments; endpoints that repeat the id or name on every fragment of one call stay one call.
-func (t *Turn) opensCall(f coach.Fragment) bool {
-	if len(t.calls) == 0 {
-		return true
+// call returns the call with the given index (coach.Fragment.ToolIndex), or nil before it
+// opens. Only the index tells calls apart: endpoints repeat a call's id or name on every piece
+// of it (vLLM with a named tool_choice), send them empty (LM Studio, DashScope) or not at all.
+func (t *Turn) call(index int) *toolCall {
+	for _, c := range t.calls {
+		if c.index == index {
+			return c
+		}
 	}
-	cur := t.calls[len(t.calls)-1]
-	if f.ToolCallID != "" && cur.id != "" && f.ToolCallID != cur.id {
-		return true
-	}
-	sameID := f.ToolCallID != "" && f.ToolCallID == cur.id
-	return f.ToolName != "" && cur.args.Len() > 0 && !sameID
+	return nil
 }
 
 // Reset discards the output fed so far, and with it the last verdict: the fallback always

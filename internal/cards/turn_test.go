@@ -25,6 +25,14 @@ func toolFrags(id, args string, cuts ...int) []coach.Fragment {
 	return frags
 }
 
+// atIndex returns frags as pieces of the call with the given index.
+func atIndex(index int, frags []coach.Fragment) []coach.Fragment {
+	for i := range frags {
+		frags[i].ToolIndex = index
+	}
+	return frags
+}
+
 // feed feeds frags to turn and returns the delta events it emitted.
 func feed(turn coach.Turn, frags []coach.Fragment) []coach.Event {
 	var got []coach.Event
@@ -183,7 +191,7 @@ var unusable = []struct {
 	{"invalid card with text", append(toolFrags("call_9", `{"card_type":"scenario","content":""}`), coach.Fragment{Content: "aside"}),
 		RuleFallbackInvalid, "a scenario card needs non-empty content", []string{`"content":""`, "content=aside"}},
 	{"invalid first call of two", append(toolFrags("call_9", `{"card_type":"multiple_choice","content":"Pick","options":[{"id":"a","label":""}]}`),
-		toolFrags("call_10", `{"card_type":"insight","content":"ok"}`)...),
+		atIndex(1, toolFrags("call_10", `{"card_type":"insight","content":"ok"}`))...),
 		RuleFallbackInvalid, "options[0] needs a non-empty id and a non-empty label", []string{"id=call_9", "id=call_10"}},
 }
 
@@ -353,13 +361,25 @@ func TestFinishToolCallIDs(t *testing.T) {
 			{ToolCallID: "call_r", ToolName: ToolName, ToolArgs: `"content":"a"}`},
 		}, "call_r", nil},
 		{"second call with an id after one without", append(toolFrags("", `{"card_type":"insight","content":"a"}`),
-			toolFrags("call_2", `{"card_type":"scenario","content":"b"}`)...), "", []string{RuleExtraToolCalls}},
+			atIndex(1, toolFrags("call_2", `{"card_type":"scenario","content":"b"}`))...), "", []string{RuleExtraToolCalls}},
 		{"missing id", toolFrags("", `{"card_type":"insight","content":"a"}`), "", nil},
 		{"no tool call", []coach.Fragment{{Content: "hi"}}, "", []string{RuleFallbackNoToolCall}},
-		{"second call by id is ignored", append(toolFrags("call_1", `{"card_type":"insight","content":"a"}`),
-			toolFrags("call_2", `{"card_type":"scenario","content":"b"}`)...), "call_1", []string{RuleExtraToolCalls}},
-		{"second call by name is ignored", append(toolFrags("", `{"card_type":"insight","content":"a"}`),
-			toolFrags("", `{"card_type":"scenario","content":"b"}`)...), "", []string{RuleExtraToolCalls}},
+		{"second call is ignored", append(toolFrags("call_1", `{"card_type":"insight","content":"a"}`),
+			atIndex(1, toolFrags("call_2", `{"card_type":"scenario","content":"b"}`))...), "call_1", []string{RuleExtraToolCalls}},
+		{"second call without id or name is ignored", append(toolFrags("", `{"card_type":"insight","content":"a"}`),
+			atIndex(1, []coach.Fragment{{ToolArgs: `{"card_type":"scenario","content":"b"}`}})...), "", []string{RuleExtraToolCalls}},
+		// vLLM with a named tool_choice (vllm-project/vllm #18412, #14951): the name on every
+		// piece, no id; one call, because the index says so.
+		{"name repeated on every piece without an id", []coach.Fragment{
+			{ToolName: ToolName, ToolArgs: `{"card_type":"insight",`},
+			{ToolName: ToolName, ToolArgs: `"content":"a"}`},
+		}, "", nil},
+		{"calls interleaved by index", []coach.Fragment{
+			{ToolName: ToolName, ToolArgs: `{"card_type":"insight",`},
+			{ToolIndex: 1, ToolName: ToolName, ToolArgs: `{"card_type":"scenario",`},
+			{ToolArgs: `"content":"a"}`},
+			{ToolIndex: 1, ToolArgs: `"content":"b"}`},
+		}, "", []string{RuleExtraToolCalls}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

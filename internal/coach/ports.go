@@ -99,6 +99,10 @@ type Fragment struct {
 	ToolArgs   string
 	ToolCallID string
 	ToolName   string
+	// ToolIndex tells the calls of one answer apart: the pieces of a call share it, and calls
+	// are numbered 0, 1, ... in the order they open (the model adapter maps the endpoint's
+	// own numbering onto this).
+	ToolIndex int
 	// FinishReason is set on the last fragment when the endpoint says why it stopped.
 	FinishReason string
 	// Usage is set on the fragment made from the endpoint's usage report, when it sent one

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -54,7 +55,13 @@ type usage struct {
 	CompletionTokens int `json:"completion_tokens"`
 }
 
-type toolCall struct{ id, name, args string }
+// toolCall is one element of delta.tool_calls. index is the call it is a piece of, when the
+// endpoint said (hasIndex): the one field that tells the calls of an answer apart.
+type toolCall struct {
+	id, name, args string
+	index          int
+	hasIndex       bool
+}
 
 // maxChunkDepth is encoding/json's nesting limit, so that both reject the same payloads.
 const maxChunkDepth = 10000
@@ -521,6 +528,8 @@ func (d *chunkDecoder) toolCalls(c *chunk, depth int) error {
 		tc := &c.calls[i]
 		return d.expect("tool_calls[]", depth, func(k quoted, depth int) error {
 			switch {
+			case d.key(k, "index"):
+				return d.index(tc)
 			case d.key(k, "id"):
 				return d.field(&tc.id, "tool_calls[].id")
 			case d.key(k, "function"):
@@ -544,4 +553,61 @@ func (d *chunkDecoder) toolCalls(c *chunk, depth int) error {
 	}
 	c.calls = c.calls[:n]
 	return nil
+}
+
+// index reads tool_calls[].index as encoding/json reads it into go-openai's *int: null unsets
+// it, an integer in int's range sets it, and any other value is an error.
+func (d *chunkDecoder) index(tc *toolCall) error {
+	if null, err := d.isNull(); null || err != nil {
+		tc.index, tc.hasIndex = 0, false
+		return err
+	}
+	start := d.i
+	if c := d.peek(); c != '-' && (c < '0' || c > '9') {
+		if err := d.skip(0); err != nil {
+			return err
+		}
+		return &chunkTypeError{"tool_calls[].index"}
+	}
+	if err := d.number(); err != nil {
+		return err
+	}
+	n, ok := parseInt(d.b[start:d.i])
+	if !ok {
+		return &chunkTypeError{"tool_calls[].index"}
+	}
+	tc.index, tc.hasIndex = n, true
+	return nil
+}
+
+// parseInt reads a JSON number that is an integer in int's range, without allocating.
+func parseInt(b []byte) (int, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 {
+		return 0, false
+	}
+	const limit = uint64(1) << (strconv.IntSize - 1) // |math.MinInt|
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false // a fraction or an exponent: encoding/json will not put it in an int
+		}
+		if n > limit/10 {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+		if n > limit {
+			return 0, false
+		}
+	}
+	if !neg && n == limit {
+		return 0, false
+	}
+	if neg {
+		return int(-n), true
+	}
+	return int(n), true
 }

@@ -45,7 +45,12 @@ func TestChunkDecode(t *testing.T) {
 			want: chunk{choice: true, content: "a"}},
 		{name: "a null choice is still a choice", payload: `{"choices":[null]}`, want: chunk{choice: true}},
 		{name: "tool calls", payload: `{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"display_card","arguments":""}},{"index":1,"function":{"arguments":"{\"a\""}}]}}]}`,
-			want: chunk{choice: true, calls: []toolCall{{id: "call_1", name: "display_card"}, {args: `{"a"`}}}},
+			want: chunk{choice: true, calls: []toolCall{{id: "call_1", name: "display_card", hasIndex: true}, {args: `{"a"`, index: 1, hasIndex: true}}}},
+		{name: "tool call index: null, negative, large", payload: `{"choices":[{"delta":{"tool_calls":[{"index":null},{"index":-3},{"index":9007199254740993}]}}]}`,
+			want: chunk{choice: true, calls: []toolCall{{}, {index: -3, hasIndex: true}, {index: 9007199254740993, hasIndex: true}}}},
+		{name: "tool call index that is not an integer", payload: `{"choices":[{"delta":{"tool_calls":[{"index":1.5}]}}]}`, wantErr: true},
+		{name: "tool call index that is a string", payload: `{"choices":[{"delta":{"tool_calls":[{"index":"0"}]}}]}`, wantErr: true},
+		{name: "tool call index past int's range", payload: `{"choices":[{"delta":{"tool_calls":[{"index":99999999999999999999}]}}]}`, wantErr: true},
 		{name: "unknown members of every kind are skipped", payload: `{"id":"x","n":-1.5e+3,"t":true,"f":false,"z":null,"o":{"a":[1,{"b":[]}]},"choices":[{"logprobs":{"x":[0.1]},"delta":{"role":"assistant","content":"hi"}}],"usage":{}}`,
 			want: chunk{choice: true, content: "hi", hasUsage: true}},
 		{name: "white space everywhere", payload: " { \"choices\" :\t[ { \"delta\" : { \"content\" : \"x\" } } ] }\r\n",
@@ -133,7 +138,11 @@ func FuzzChunkDecode(f *testing.F) {
 			t.Fatalf("decode(%q): %d tool calls; go-openai reads %d", payload, len(got.calls), len(ch.Delta.ToolCalls))
 		}
 		for i, tc := range ch.Delta.ToolCalls {
-			if w := (toolCall{tc.ID, tc.Function.Name, tc.Function.Arguments}); got.calls[i] != w {
+			w := toolCall{id: tc.ID, name: tc.Function.Name, args: tc.Function.Arguments}
+			if tc.Index != nil {
+				w.index, w.hasIndex = *tc.Index, true
+			}
+			if got.calls[i] != w {
 				t.Fatalf("decode(%q): tool call %d = %+v; go-openai reads %+v", payload, i, got.calls[i], w)
 			}
 		}

@@ -21,9 +21,13 @@ import (
 // without this check a connection cut between two chunks would pass for a complete answer.
 var errCut = errors.New("the stream ended before the model finished (no finish_reason and no [DONE])")
 
-// maxEmptyLines is how many lines without data in a row end a stream, as in go-openai: an
-// endpoint that sends only comments or blank lines is broken, however alive it looks.
-const maxEmptyLines = 300
+// maxPingBytes bounds the bytes an endpoint may send without an event in a row: comments,
+// blank lines, fields other than data. Pings are how a server that is still reading a long
+// prompt shows it is alive (llama-server sends one every 30 s), so they keep a stream going
+// for as long as the turn's deadline, which the stream's context carries, allows; no count of
+// them ends it. The bound only stops an endpoint that floods pings from holding a core until
+// that deadline: at one short ping a second it is more than a day's worth.
+const maxPingBytes = 1 << 20
 
 // readBufSize is a stream's first read buffer: a typical chunk's line fits, several usually do.
 // It grows for longer lines, up to the line limit.
@@ -41,12 +45,22 @@ type stream struct {
 	// contentAsArgs).
 	asArgs argsFromContent
 
-	// buf[r:w] is read but not yet consumed, and holds no newline before buf[scanned];
+	// buf[r:w] is read but not yet consumed, and holds no CR or LF before buf[scanned];
 	// rerr is the error that ended the body.
 	buf     []byte
 	r, w    int
 	scanned int
 	rerr    error
+	// skipLF records that the last line ended with a CR at the end of what was read: an LF
+	// that comes next belongs to that line end (CRLF).
+	skipLF bool
+	// begun records that the first line was read (and a byte order mark cut from it).
+	begun bool
+	// data is the data of the event being read (its data lines joined with LF), hasData
+	// whether it had a data line, and errorType whether its type is "error".
+	data      []byte
+	hasData   bool
+	errorType bool
 	// done records "data: [DONE]".
 	done bool
 	// junk collects the lines that are not data, which is where an endpoint that answers a
@@ -59,6 +73,8 @@ type stream struct {
 	calls  []toolCall
 	next   int
 	finish string
+	// tools are the answer's tool calls so far, in the order they opened.
+	tools toolCalls
 	// finished records that some chunk carried a finish_reason.
 	finished bool
 	err      error
@@ -98,7 +114,7 @@ func (s *stream) Next() (coach.Fragment, error) {
 			s.finished = true
 		}
 		if calls := ch.calls; len(calls) > 0 {
-			setCall(&f, &calls[0])
+			s.tools.piece(&f, &calls[0], 0)
 			if len(calls) > 1 {
 				s.calls, s.next, s.finish = calls, 1, f.FinishReason
 				f.FinishReason = ""
@@ -114,7 +130,7 @@ func (s *stream) NotifiesWait() bool { return s.wait != nil }
 
 func (s *stream) nextCall() coach.Fragment {
 	var f coach.Fragment
-	setCall(&f, &s.calls[s.next])
+	s.tools.piece(&f, &s.calls[s.next], s.next)
 	s.next++
 	if s.next == len(s.calls) {
 		f.FinishReason = s.finish
@@ -123,57 +139,190 @@ func (s *stream) nextCall() coach.Fragment {
 	return f
 }
 
-func setCall(f *coach.Fragment, tc *toolCall) {
-	f.ToolCallID, f.ToolName, f.ToolArgs = tc.id, tc.name, tc.args
+// toolCalls assembles the pieces of an answer's tool calls the way OpenAI's streaming rule
+// says: by index. Endpoints differ in everything else. vLLM with a named tool_choice and
+// llama-server before b5481 repeat the name on every piece and send no id; LM Studio sends
+// "name":"" and the type on every piece; DashScope sends "id":"" on later pieces; a proxy may
+// number calls from 1. So a call's id and name are whatever non-empty value arrives first,
+// and a repeated one is dropped, so that the fragment that names a call is the one that opens
+// it. Two rules cover endpoints that break the index rule: a piece without an index belongs to
+// the call with its id, or opens one when its id is new or it is not the first piece of its
+// chunk, and else continues the last call; and a new id on an index whose call already has
+// another one opens a new call (vLLM and lmdeploy have numbered every call 0).
+type toolCalls struct {
+	calls []openCall
+}
+
+// openCall is one call of the answer: the endpoint's index for it (-1 when it sent none), and
+// the id and name it was given.
+type openCall struct {
+	wire     int
+	id, name string
+}
+
+// piece sets f to the piece tc of a tool call, the pos-th in its chunk.
+func (t *toolCalls) piece(f *coach.Fragment, tc *toolCall, pos int) {
+	n := t.find(tc, pos)
+	if n < 0 {
+		wire := -1
+		if tc.hasIndex {
+			wire = tc.index
+		}
+		t.calls = append(t.calls, openCall{wire: wire})
+		n = len(t.calls) - 1
+	}
+	c := &t.calls[n]
+	f.ToolIndex, f.ToolArgs = n, tc.args
+	if c.id == "" && tc.id != "" {
+		c.id, f.ToolCallID = tc.id, tc.id
+	}
+	if c.name == "" && tc.name != "" {
+		c.name, f.ToolName = tc.name, tc.name
+	}
+}
+
+// find returns the position of the call tc is a piece of, or -1 when tc opens a call.
+func (t *toolCalls) find(tc *toolCall, pos int) int {
+	if tc.hasIndex {
+		for n := len(t.calls) - 1; n >= 0; n-- {
+			if c := &t.calls[n]; c.wire == tc.index {
+				if tc.id != "" && c.id != "" && tc.id != c.id {
+					return -1
+				}
+				return n
+			}
+		}
+		return -1
+	}
+	if tc.id != "" {
+		for n := len(t.calls) - 1; n >= 0; n-- {
+			if t.calls[n].id == tc.id {
+				return n
+			}
+		}
+		if len(t.calls) > 0 && t.calls[len(t.calls)-1].id != "" {
+			return -1
+		}
+	}
+	if pos > 0 {
+		return -1
+	}
+	return len(t.calls) - 1
 }
 
 // errorEvent starts the data of an in-stream error event, the way go-openai recognises one.
 var errorEvent = []byte(`{"error":`)
 
-// event returns the data of the next event line, valid until the next call. It reads lines as
-// go-openai does: space trimmed, "data:" and the spaces after it cut, "[DONE]" the end (io.EOF),
-// an error event an error, and a last line without its newline ignored.
+// bom is UTF-8's byte order mark, which the SSE standard drops from the start of a stream.
+var bom = []byte("\xEF\xBB\xBF")
+
+// event returns the data of the next event, valid until the next call. It reads the stream as
+// the SSE standard (WHATWG HTML, "Server-sent events") says: lines end with CR, LF or CRLF; a
+// leading byte order mark is dropped; a line that starts with ':' is a comment; a line is a
+// field "name: value" (one space after the colon dropped); the data lines of an event are
+// joined with LF, and a blank line ends the event. Of the other fields, "event: error" makes
+// the event an error, and "id" and "retry" are read and ignored: a stream is one completion,
+// never resumed. Beyond the standard, as openai-python and go-openai do, data "[DONE]" ends
+// the stream (io.EOF) and data that opens with {"error": is an error; and an event whose data
+// lines arrived whole is taken even when the body ends before the blank line after it.
 func (s *stream) event() ([]byte, error) {
-	for empty := 0; ; empty++ {
+	s.data, s.hasData, s.errorType = s.data[:0], false, false
+	for idle := 0; ; {
 		line, err := s.line()
 		if err != nil {
+			if err == io.EOF && s.hasData {
+				if data, ok, err := s.dispatch(); ok || err != nil {
+					return data, err
+				}
+			}
 			if apiErr := s.junkError(); apiErr != nil {
 				return nil, apiErr
 			}
 			return nil, err
 		}
-		line = bytes.TrimSpace(line)
-		data, ok := bytes.CutPrefix(line, dataPrefix)
-		if !ok {
-			if len(s.junk)+len(line) <= maxErrorBody {
-				s.junk = append(s.junk, line...)
-			}
-			if empty >= maxEmptyLines {
-				return nil, oai.ErrTooManyEmptyStreamMessages
-			}
-			continue
+		if !s.begun {
+			s.begun = true
+			line = bytes.TrimPrefix(line, bom)
 		}
-		data = bytes.TrimLeft(data, " \t\n\f\r")
-		switch {
-		case bytes.HasPrefix(data, errorEvent):
-			return nil, eventError(data)
-		case string(data) == "[DONE]":
-			s.done = true
-			return nil, io.EOF
+		if len(line) == 0 {
+			if s.hasData {
+				if data, ok, err := s.dispatch(); ok || err != nil {
+					return data, err
+				}
+			}
+			s.errorType = false
+			idle++
+		} else if idle += len(line) + 1; line[0] != ':' {
+			if err := s.field(line); err != nil {
+				return nil, err
+			}
 		}
-		return data, nil
+		if idle > maxPingBytes {
+			return nil, fmt.Errorf("the endpoint sent %d bytes without an event", idle)
+		}
 	}
 }
 
-var dataPrefix = []byte("data:")
+// field reads one field line of an event.
+func (s *stream) field(line []byte) error {
+	name, value := line, line[len(line):]
+	if i := bytes.IndexByte(line, ':'); i >= 0 {
+		name, value = line[:i], line[i+1:]
+		if len(value) > 0 && value[0] == ' ' {
+			value = value[1:]
+		}
+	}
+	switch string(name) {
+	case "data":
+		if s.hasData {
+			s.data = append(s.data, '\n')
+		}
+		if len(s.data)+len(value) > s.c.maxLine {
+			return fmt.Errorf("a stream event is longer than %d bytes", s.c.maxLine)
+		}
+		s.data, s.hasData = append(s.data, value...), true
+	case "event":
+		s.errorType = string(value) == "error"
+	case "id", "retry":
+	default:
+		// Not SSE: where an endpoint that answers a stream with a plain JSON error body puts it.
+		if len(s.junk)+len(line) <= maxErrorBody {
+			s.junk = append(s.junk, line...)
+		}
+	}
+	return nil
+}
 
-// eventError is the error an in-stream error event reports.
+// dispatch ends the event read so far. It returns its data and true, or an error for an error
+// event or [DONE] (io.EOF); an event whose data is blank is no chunk and is dropped (false).
+func (s *stream) dispatch() ([]byte, bool, error) {
+	data := bytes.TrimLeft(s.data, " \t\n\f\r")
+	errorType := s.errorType
+	s.data, s.hasData, s.errorType = s.data[:0], false, false
+	switch {
+	case len(data) == 0:
+		return nil, false, nil
+	case errorType || bytes.HasPrefix(data, errorEvent):
+		return nil, false, eventError(data)
+	case data[0] == '[' && string(bytes.TrimRight(data, " \t\n\f\r")) == "[DONE]":
+		s.done = true
+		return nil, false, io.EOF
+	}
+	return data, true, nil
+}
+
+// eventError is the error an in-stream error event reports: OpenAI's error object, or the
+// bare error some endpoints send under "event: error".
 func eventError(data []byte) error {
 	var er oai.ErrorResponse
-	if err := json.Unmarshal(data, &er); err != nil || er.Error == nil {
-		return fmt.Errorf("a malformed error event in the stream: %.200q", data)
+	if err := json.Unmarshal(data, &er); err == nil && er.Error != nil {
+		return fmt.Errorf("error, %w", er.Error)
 	}
-	return fmt.Errorf("error, %w", er.Error)
+	var bare oai.APIError
+	if err := json.Unmarshal(data, &bare); err == nil && bare.Message != "" {
+		return fmt.Errorf("error, %w", &bare)
+	}
+	return fmt.Errorf("a malformed error event in the stream: %.200q", data)
 }
 
 // junkError is the error that the lines without data spell, if they spell one.
@@ -188,13 +337,33 @@ func (s *stream) junkError() error {
 	return fmt.Errorf("error, %w", er.Error)
 }
 
-// line returns the next line without its "\n", valid until the next call. A line longer than
-// the limit fails as soon as it is known to be, without waiting for its end.
+// line returns the next line without its end (CR, LF or CRLF), valid until the next call. A
+// line longer than the limit fails as soon as it is known to be, without waiting for its end.
 func (s *stream) line() ([]byte, error) {
 	for {
-		if i := bytes.IndexByte(s.buf[s.scanned:s.w], '\n'); i >= 0 {
-			line := s.buf[s.r : s.scanned+i]
-			s.r = s.scanned + i + 1
+		if s.skipLF && s.r < s.w {
+			s.skipLF = false
+			if s.buf[s.r] == '\n' {
+				s.r++
+				s.scanned = max(s.scanned, s.r)
+			}
+		}
+		seg := s.buf[s.scanned:s.w]
+		end := bytes.IndexByte(seg, '\n')
+		if end >= 0 {
+			if cr := bytes.IndexByte(seg[:end], '\r'); cr >= 0 {
+				end = cr // a CR first: it ends the line, and the LF after it too if it is next
+			}
+		} else if end = bytes.IndexByte(seg, '\r'); end >= 0 {
+			s.skipLF = s.scanned+end+1 == s.w // what follows the CR is not read yet
+		}
+		if end >= 0 {
+			end += s.scanned
+			line := s.buf[s.r:end]
+			s.r = end + 1
+			if s.buf[end] == '\r' && s.r < s.w && s.buf[s.r] == '\n' {
+				s.r++
+			}
 			s.scanned = s.r
 			return line, nil
 		}
@@ -202,9 +371,9 @@ func (s *stream) line() ([]byte, error) {
 		if s.rerr != nil {
 			return nil, s.rerr
 		}
-		max := s.c.maxLine
-		if s.w-s.r > max {
-			s.rerr = fmt.Errorf("a stream line is longer than %d bytes", max)
+		limit := s.c.maxLine
+		if s.w-s.r > limit {
+			s.rerr = fmt.Errorf("a stream line is longer than %d bytes", limit)
 			return nil, s.rerr
 		}
 		if s.buf == nil {
@@ -215,7 +384,7 @@ func (s *stream) line() ([]byte, error) {
 			s.r, s.scanned = 0, s.w
 		}
 		if s.w == len(s.buf) {
-			grown := make([]byte, min(2*len(s.buf), max+1))
+			grown := make([]byte, min(2*len(s.buf), limit+1))
 			copy(grown, s.buf[:s.w])
 			s.buf = grown
 		}

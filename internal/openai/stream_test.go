@@ -94,7 +94,7 @@ func TestFragments(t *testing.T) {
 			},
 			want: []coach.Fragment{
 				{Content: "x", ToolCallID: "call_1", ToolName: "a", ToolArgs: "{}"},
-				{ToolCallID: "call_2", ToolName: "b", ToolArgs: `{"k":1}`, FinishReason: "tool_calls"},
+				{ToolCallID: "call_2", ToolName: "b", ToolArgs: `{"k":1}`, ToolIndex: 1, FinishReason: "tool_calls"},
 			},
 		},
 		{
