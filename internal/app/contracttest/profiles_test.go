@@ -179,3 +179,74 @@ func wantRequest(t *testing.T, what string, llm *fakellm.Server, format openai.F
 		}
 	}
 }
+
+// TestQuirkFixtures replays the wire quirks of real endpoints (testdata/streams/quirk-*.sse,
+// each citing the public recording or issue thread it follows) through all three contracts,
+// under the quirk's profile and under generic, which knows nothing of the endpoint. A quirk of
+// the SSE framing has a fixture per contract; a quirk of tool calls is a cards answer, and
+// toulmin and module then replay that endpoint's own fixtures. Every contract must end with a
+// result that is no fallback, the card being the first call's.
+func TestQuirkFixtures(t *testing.T) {
+	tests := []struct {
+		quirk, profile string
+		// perContract: the quirk has a fixture per contract; else only a cards one.
+		perContract bool
+	}{
+		{quirk: "vllm-named", profile: "vllm"},
+		{quirk: "llamacpp-pre-b5481", profile: "llamacpp"},
+		{quirk: "lmstudio-empty-name", profile: "lmstudio"},
+		{quirk: "dashscope-empty-id", profile: "openai"},
+		{quirk: "litellm-index-from-1", profile: "openai"},
+		{quirk: "several-calls", profile: "ollama"},
+		{quirk: "index-reused", profile: "vllm"},
+		{quirk: "multiline-data", profile: "openai", perContract: true},
+		{quirk: "sse-framing", profile: "openai", perContract: true},
+	}
+	for _, tt := range tests {
+		for _, profile := range []string{tt.profile, openai.GenericProfile} {
+			t.Run(tt.quirk+" under "+profile, func(t *testing.T) {
+				t.Parallel()
+				h := &harness{v: openapitest.New(t), g: apptest.StartWith(t, apptest.Options{
+					LLM: fakellm.Options{Fixtures: os.DirFS("../../../testdata/streams")},
+					Config: func(c *config.Config) {
+						c.Upstreams = []config.Upstream{{Name: "only", BaseURL: c.OpenAIBaseURL, Model: "test-model", Profile: profile}}
+					},
+				})}
+				fixture := func(contract string) string {
+					if tt.perContract || contract == "cards" {
+						return "quirk-" + tt.quirk + "-" + contract
+					}
+					return tt.profile + "-" + contract
+				}
+
+				id := h.create(t, `{"contract":"toulmin"}`)
+				h.g.LLM.Enqueue(fakellm.Reply{Fixture: fixture("toulmin")})
+				a := h.call(t, "POST", "/v1/sessions/"+id+"/turns", apptest.Msg("Remote work is good."))
+				wantStream(t, "toulmin", a, "delta result")
+				if got := deltaText(a); got != fixtureAssistantText {
+					t.Errorf("toulmin deltas = %q, want %q", got, fixtureAssistantText)
+				}
+
+				id = h.create(t, `{"contract":"cards"}`)
+				h.g.LLM.Enqueue(fakellm.Reply{Fixture: fixture("cards")})
+				a = h.call(t, "POST", "/v1/sessions/"+id+"/turns", apptest.Msg("Begin training."))
+				wantStream(t, "cards", a, "delta result")
+				if got := deltaText(a); got != fixtureCardContent {
+					t.Errorf("cards deltas = %q, want the card's content %q", got, fixtureCardContent)
+				}
+				if res := a.last(); string(res.Result) != fixtureCard || res.Fallback {
+					t.Errorf("cards result = %s, want %s (no fallback)", res.Raw, fixtureCard)
+				}
+				wantResultSchema(t, a, "card.json")
+
+				id = h.create(t, `{"contract":"module","module":"`+moduleID+`"}`)
+				h.g.LLM.Enqueue(fakellm.Reply{Fixture: fixture("module")})
+				a = h.call(t, "POST", "/v1/sessions/"+id+"/turns", apptest.Msg("Hi, where do we start?"))
+				if res := a.last(); a.status != http.StatusOK || res.Type != "result" || res.Fallback || len(a.lines) < 2 || a.lines[0].Block == nil {
+					t.Errorf("module: status %d lines %q, want block deltas and a result that is no fallback", a.status, a.kinds())
+				}
+				wantResultSchema(t, a, "structured-response.json")
+			})
+		}
+	}
+}
