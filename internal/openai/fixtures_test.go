@@ -2,6 +2,7 @@ package openai
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -67,4 +68,60 @@ func TestProfileFixtures(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestLlamacppRealWire reads the llama-server streams issue 20 recorded beyond the profile's
+// fixtures: a tool stream cut at the completion cap after a second, parallel call opened (two
+// calls told apart by index, finish "length", the usage still reported), and a cancelled
+// stream, which has no usage chunk and must not pass for a complete answer.
+func TestLlamacppRealWire(t *testing.T) {
+	card := &coach.Tool{Name: "display_card", Parameters: []byte(`{"type":"object"}`)}
+	read := func(t *testing.T, name string, req coach.ModelRequest) ([]coach.Fragment, error) {
+		body, err := os.ReadFile("../../testdata/streams/" + name + ".sse")
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := newUpstream(t, rawResponse(string(body)))
+		s, err := u.client(Config{Profile: "llamacpp"}).Stream(context.Background(), req, coach.StreamHooks{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		return collect(t, s)
+	}
+	t.Run("cut at the cap", func(t *testing.T) {
+		frags, err := read(t, "llamacpp-cards-length", coach.ModelRequest{Messages: hello.Messages, Tool: card})
+		if err != io.EOF {
+			t.Fatalf("stream ended with %v, want io.EOF", err)
+		}
+		args := map[int]string{}
+		var finish string
+		var usage *coach.Usage
+		for _, f := range frags {
+			args[f.ToolIndex] += f.ToolArgs
+			if f.FinishReason != "" {
+				finish = f.FinishReason
+			}
+			if f.Usage != nil {
+				usage = f.Usage
+			}
+		}
+		if len(args) != 2 || !strings.HasPrefix(args[0], `{"card_type":"scenario"`) || !strings.HasSuffix(args[0], `}`) || args[1] != `{"card_type":"insight","content":"You` {
+			t.Errorf("calls = %v, want the card and a second call cut short", args)
+		}
+		if finish != "length" || usage == nil || usage.PromptTokens != 2412 {
+			t.Errorf("finish %q usage %+v, want length and the usage chunk", finish, usage)
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		frags, err := read(t, "llamacpp-toulmin-cancelled", coach.ModelRequest{Messages: hello.Messages, Schema: &coachSchema})
+		if !errors.Is(err, errCut) {
+			t.Fatalf("stream ended with %v, want it reported as cut", err)
+		}
+		for _, f := range frags {
+			if f.Usage != nil {
+				t.Errorf("fragment %+v has usage; a cancelled stream has none", f)
+			}
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,9 +10,11 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/fuzzcorpus"
 )
 
 var hello = coach.ModelRequest{Messages: []coach.Message{{Role: coach.RoleUser, Content: "hi"}}}
@@ -367,4 +370,155 @@ func TestCloseTwice(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close = %v, want nil", err)
 	}
+}
+
+// TestSSEFraming reads bodies framed in each way the SSE standard (WHATWG HTML, "Server-sent
+// events") allows: every one must give the same fragments as plain "data: ...\n\n" events.
+func TestSSEFraming(t *testing.T) {
+	helSplit := "data: {\"choices\":[{\"index\":0,\ndata: \"delta\":{\"content\":\"Hel\"}}]}\n\n"
+	tests := []struct{ name, body string }{
+		{"one event over several data lines, joined with LF", helSplit + "data: " + chunkLo + "\n\ndata: " + chunkStop + "\n\n"},
+		{"a comment between data lines of one event", "data: {\"choices\":[{\"index\":0,\n: ping\ndata: \"delta\":{\"content\":\"Hel\"}}]}\n\ndata: " + chunkLo + "\n\ndata: " + chunkStop + "\n\n"},
+		{"event, id and retry fields", "retry: 3000\n\nid: 1\nevent: message\ndata: " + chunkHel + "\n\nid: 2\ndata: " + chunkLo + "\n\nevent: message\nid\ndata: " + chunkStop + "\n\n"},
+		{"CR line ends", "data: " + chunkHel + "\r\rdata: " + chunkLo + "\r\rdata: " + chunkStop + "\r\r"},
+		{"CRLF line ends", "data: " + chunkHel + "\r\n\r\ndata: " + chunkLo + "\r\n\r\ndata: " + chunkStop + "\r\n\r\n"},
+		{"mixed line ends", "data: " + chunkHel + "\r\n\rdata: " + chunkLo + "\n\r\ndata: " + chunkStop + "\r\r\n"},
+		{"a leading byte order mark", "\xEF\xBB\xBFdata: " + chunkHel + "\n\ndata: " + chunkLo + "\n\ndata: " + chunkStop + "\n\n"},
+		{"no space after the colon", "data:" + chunkHel + "\n\ndata:" + chunkLo + "\n\ndata:" + chunkStop + "\n\n"},
+		{"the last event without its blank line", "data: " + chunkHel + "\n\ndata: " + chunkLo + "\n\ndata: " + chunkStop + "\n"},
+		{"an empty event is no chunk", "data: " + chunkHel + "\n\ndata:\n\ndata: " + chunkLo + "\n\ndata: " + chunkStop + "\n\n"},
+		{"1000 pings before the first event", strings.Repeat(": ping\n\n", 1000) + "data: " + chunkHel + "\n\ndata: " + chunkLo + "\n\ndata: " + chunkStop + "\n\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := newUpstream(t, rawResponse(tt.body))
+			s, err := u.client(Config{}).Stream(context.Background(), hello, coach.StreamHooks{})
+			if err != nil {
+				t.Fatalf("Stream: %v", err)
+			}
+			defer s.Close()
+			got, err := collect(t, s)
+			if err != io.EOF {
+				t.Fatalf("stream ended with %v, want io.EOF", err)
+			}
+			want := []coach.Fragment{{Content: "Hel"}, {Content: "lo"}, {FinishReason: "stop"}}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("fragments = %+v, want %+v", got, want)
+			}
+		})
+	}
+}
+
+// TestErrorTypedEvent checks that an event of type "error" fails the stream with its message,
+// whether its data is OpenAI's error object or a bare one.
+func TestErrorTypedEvent(t *testing.T) {
+	for _, data := range []string{
+		`{"message":"Overloaded","type":"overloaded_error"}`,
+		`{"error":{"message":"Overloaded","type":"server_error"}}`,
+	} {
+		t.Run(data, func(t *testing.T) {
+			u := newUpstream(t, rawResponse("data: "+chunkHel+"\n\nevent: error\ndata: "+data+"\n\n"))
+			s, err := u.client(Config{}).Stream(context.Background(), hello, coach.StreamHooks{})
+			if err != nil {
+				t.Fatalf("Stream: %v", err)
+			}
+			defer s.Close()
+			_, err = collect(t, s)
+			if me := modelError(t, err); me.Class != ClassStream || !strings.Contains(err.Error(), "Overloaded") {
+				t.Errorf("got %v (class %q), want a stream error quoting the message", err, me.Class)
+			}
+		})
+	}
+}
+
+// TestPings checks the two sides of keep-alive comments: pings alone never end a stream, so a
+// server reading a long prompt may ping for as long as the turn allows; but the turn's
+// deadline, which the stream's context carries, still ends one that only pings, and a flood of
+// them is cut at maxPingBytes rather than held until that deadline.
+func TestPings(t *testing.T) {
+	t.Run("an endpoint that only pings ends at the deadline", func(t *testing.T) {
+		u := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			for {
+				if _, err := io.WriteString(w, ": ping\n\n"); err != nil {
+					return
+				}
+				w.(http.Flusher).Flush()
+				select {
+				case <-r.Context().Done():
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		var alive int
+		s, err := u.client(Config{}).Stream(ctx, hello, coach.StreamHooks{Activity: func() { alive++ }})
+		if err != nil {
+			t.Fatalf("Stream: %v", err)
+		}
+		defer s.Close()
+		_, err = nextWithin(t, s)
+		if err == nil || ctx.Err() == nil {
+			t.Fatalf("Next = %v before the deadline, want the deadline to end the stream", err)
+		}
+		if alive == 0 {
+			t.Error("pings were not reported as activity")
+		}
+	})
+	t.Run("a flood of pings is cut", func(t *testing.T) {
+		u := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			ping := []byte(strings.Repeat(":\n", 32<<10))
+			for r.Context().Err() == nil {
+				if _, err := w.Write(ping); err != nil {
+					return
+				}
+			}
+		})
+		s, err := u.client(Config{}).Stream(context.Background(), hello, coach.StreamHooks{})
+		if err != nil {
+			t.Fatalf("Stream: %v", err)
+		}
+		defer s.Close()
+		_, err = nextWithin(t, s)
+		if me := modelError(t, err); me.Class != ClassStream || !strings.Contains(err.Error(), "without an event") {
+			t.Errorf("got %v (class %q), want a stream error about pings without an event", err, me.Class)
+		}
+	})
+}
+
+// FuzzStreamEvents reads arbitrary bytes as a stream's body. The reader must not panic or
+// loop, and what it makes of the body must not depend on how the body arrives: read whole,
+// or one byte at a time (which splits every CRLF and every line across reads).
+func FuzzStreamEvents(f *testing.F) {
+	fuzzcorpus.Add(f, "../../testdata/fuzz/FuzzStreamEvents")
+	for _, b := range []string{
+		"data: " + chunkHel + "\n\ndata: " + chunkStop + "\n\ndata: [DONE]\n\n",
+		"\xEF\xBB\xBF: c\r\nid: 1\r\nevent: message\rretry: 5\ndata: {\"choices\":\ndata: []}\r\n\r\ndata:[DONE]\r\r",
+		"event: error\ndata: {\"message\":\"x\"}\n\n",
+		`{"error":{"message":"bad key"}}`,
+	} {
+		f.Add([]byte(b))
+	}
+	c := New(Config{BaseURL: "http://fuzz/v1", APIKey: testKey})
+	read := func(body io.Reader) (frags []coach.Fragment, end string) {
+		s := &stream{c: c, ctx: context.Background(), body: io.NopCloser(body)}
+		for len(frags) < 1000 {
+			fr, err := s.Next()
+			if err != nil {
+				return frags, err.Error()
+			}
+			frags = append(frags, fr)
+		}
+		return frags, ""
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		whole, wholeEnd := read(bytes.NewReader(body))
+		bytewise, bytewiseEnd := read(iotest.OneByteReader(bytes.NewReader(body)))
+		if !reflect.DeepEqual(whole, bytewise) || wholeEnd != bytewiseEnd {
+			t.Fatalf("body %q:\nread whole: %+v, %s\nbyte by byte: %+v, %s", body, whole, wholeEnd, bytewise, bytewiseEnd)
+		}
+	})
 }
