@@ -144,8 +144,10 @@ func percentiles(d []time.Duration) Percentiles {
 // counts is what the engine reported of one contract's turns.
 type counts struct {
 	// extra counts model calls beyond each turn's first; retries those the engine repeated after
-	// a failed call (Observer.Retried); recovered those restarted after a stream broke off or
-	// stalled once text was out (Observer.Reset with another reason than invalid_output).
+	// a failed call (Observer.Retried with the call's ModelError class; a corrective retry
+	// before text is Retried with "invalid_output" and not counted here); recovered those
+	// restarted after a stream broke off or stalled once text was out (Observer.Reset with
+	// another reason than invalid_output).
 	extra, retries, recovered int
 	guards                    int
 	rules                     map[string]int
@@ -159,6 +161,9 @@ type counts struct {
 func (c counts) corrective() int {
 	return max(c.extra-c.retries-c.recovered, 0)
 }
+
+// invalidOutput is the engine's reason for a corrective retry and its reset.
+const invalidOutput = "invalid_output"
 
 // tally is the engine's Observer in a qualifying gateway: it passes every call on to the
 // gateway's metrics and adds up, per contract, what the learners cannot see.
@@ -215,16 +220,18 @@ func (t *tally) TurnEnded(r coach.Report) {
 	})
 }
 
-// Retried counts a call repeated after a failed one.
+// Retried counts a call repeated after a failed one; a corrective retry is left to corrective.
 func (t *tally) Retried(contract, class string) {
 	t.Observer.Retried(contract, class)
-	t.add(contract, func(c *counts) { c.retries++ })
+	if class != invalidOutput {
+		t.add(contract, func(c *counts) { c.retries++ })
+	}
 }
 
 // Reset counts a restart after a broken stream.
 func (t *tally) Reset(contract, reason string) {
 	t.Observer.Reset(contract, reason)
-	if reason != "invalid_output" {
+	if reason != invalidOutput {
 		t.add(contract, func(c *counts) { c.recovered++ })
 	}
 }
