@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -21,8 +23,52 @@ func (s *Server) postChat(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if req.Regenerate() {
+		if err := s.checkRegenerate(c, &in); err != nil {
+			return err
+		}
+	}
 	return s.runTurn(c, c.Param("id"), in, openUIStream)
 }
+
+// checkRegenerate lets the SDK's regenerate() run the learner's last input again only when the
+// turn that answered it stored nothing (it failed, was stopped, or never started): the session's
+// newest learner entry is then another input. When the newest learner entry is this very input,
+// the turn is part of the session and running it again would answer it twice: 422 naming the
+// trigger. (A learner who failed on the same input twice in a row, e.g. "[Continue]", is told
+// to send it as a new message.)
+func (s *Server) checkRegenerate(c echo.Context, in *coach.TurnInput) error {
+	if err := s.cleanTurn(in); err != nil {
+		return err
+	}
+	page, err := s.deps.Service.Transcript(c.Request().Context(), tenant(c), c.Param("id"), 0, regenerateLookback)
+	if err != nil {
+		return err
+	}
+	want, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	for i := len(page.Entries) - 1; i >= 0; i-- {
+		e := page.Entries[i]
+		if e.Role != coach.TranscriptLearner {
+			continue
+		}
+		var stored coach.TurnInput
+		if json.Unmarshal(e.Input, &stored) == nil {
+			if got, err := json.Marshal(stored); err == nil && bytes.Equal(got, want) {
+				return coach.FieldError("trigger", "the last turn was stored: it cannot be regenerated; send a new message")
+			}
+		}
+		return nil
+	}
+	return nil
+}
+
+// regenerateLookback is how many of the newest transcript entries checkRegenerate reads to find
+// the newest learner entry: a turn stores one learner entry, up to one injected card and its
+// result.
+const regenerateLookback = 4
 
 // openUIStream starts a UI message stream: its headers, pushed out at once, and the start event.
 func openUIStream(c echo.Context) (coach.Sink, error) {

@@ -53,8 +53,6 @@ func TestChatPreStreamErrors(t *testing.T) {
 			wantStatus: http.StatusUnsupportedMediaType, wantCode: "unsupported_media_type"},
 		{name: "over the body limit", path: path(toulminID), body: chatText(strings.Repeat("a", 4<<10)),
 			wantStatus: http.StatusRequestEntityTooLarge, wantCode: "body_too_large"},
-		{name: "regenerate", path: path(toulminID), body: `{"messages":[{"role":"user","parts":[{"type":"text","text":"hi"}]}],"trigger":"regenerate-message"}`,
-			wantStatus: http.StatusUnprocessableEntity, wantCode: "invalid_input", wantField: "trigger"},
 		{name: "no learner message", path: path(toulminID), body: `{"messages":[]}`,
 			wantStatus: http.StatusUnprocessableEntity, wantCode: "invalid_input", wantField: "messages"},
 		{name: "control character in the text", path: path(toulminID), body: chatText("a\x1bb"),
@@ -124,5 +122,78 @@ func TestChatHeaders(t *testing.T) {
 		"Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "content-type")
 	if pre.Status != http.StatusNoContent || pre.Header.Get("Access-Control-Allow-Origin") != origin {
 		t.Errorf("preflight: %d, allow-origin %q", pre.Status, pre.Header.Get("Access-Control-Allow-Origin"))
+	}
+}
+
+// chatRegenerate is the body of the SDK's regenerate() after a turn on text: the messages up to
+// the learner's last, with trigger regenerate-message.
+func chatRegenerate(text string) string {
+	return strings.Replace(chatText(text), `"submit-message"`, `"regenerate-message"`, 1)
+}
+
+// TestChatRegenerate checks that regenerate() runs the learner's last input again only when the
+// turn that answered it stored nothing: after a failed turn it streams a new answer and stores
+// the input once; after a stored turn (or the regenerated one) it is 422 naming the trigger and
+// the model is not called.
+func TestChatRegenerate(t *testing.T) {
+	ts := startServer(t, nil)
+	id := ts.create("toulmin")
+	const good = `{"assistantText":"Tell me more.","step":"claim"}`
+	steps := []struct {
+		name       string
+		answer     string
+		body       string
+		wantStatus int
+		wantEnd    string // how the stream ends: "result" or "error"; "" for a JSON error
+		wantCode   string
+		wantInputs int // learner entries in the transcript afterwards
+	}{
+		{"the first message is answered", good, chatText("Cities should ban cars."), http.StatusOK, "result", "", 1},
+		{"regenerating a stored turn", good, chatRegenerate("Cities should ban cars."), http.StatusUnprocessableEntity, "", "invalid_input", 1},
+		{"the next message fails", "not json", chatText("Because of pollution."), http.StatusOK, "error", "", 1},
+		{"regenerating the failed turn answers it", good, chatRegenerate("Because of pollution."), http.StatusOK, "result", "", 2},
+		{"regenerating it again", good, chatRegenerate("Because of pollution."), http.StatusUnprocessableEntity, "", "invalid_input", 2},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			ts.model.answer = st.answer
+			calls := ts.model.Calls()
+			r := ts.do("POST", "/v1/sessions/"+id+"/chat", st.body)
+			if r.Status != st.wantStatus {
+				t.Fatalf("status %d %s, want %d", r.Status, r.Body, st.wantStatus)
+			}
+			switch st.wantEnd {
+			case "":
+				var b errorBody
+				_ = json.Unmarshal([]byte(r.Body), &b)
+				if b.Error != st.wantCode || b.Field != "trigger" {
+					t.Errorf("error %s naming %q, want %s naming trigger", b.Error, b.Field, st.wantCode)
+				}
+				if ts.model.Calls() != calls {
+					t.Errorf("the model was called")
+				}
+			case "result":
+				if !strings.Contains(r.Body, `"type":"data-coach-result"`) {
+					t.Errorf("no result part in %s", r.Body)
+				}
+			case "error":
+				if !strings.Contains(r.Body, `"type":"data-coach-error"`) {
+					t.Errorf("no error part in %s", r.Body)
+				}
+			}
+			page, err := ts.store.Transcript(context.Background(), "", id, 0, 50)
+			if err != nil {
+				t.Fatal(err)
+			}
+			inputs := 0
+			for _, e := range page.Entries {
+				if e.Role == "learner" {
+					inputs++
+				}
+			}
+			if inputs != st.wantInputs {
+				t.Errorf("%d learner entries stored, want %d", inputs, st.wantInputs)
+			}
+		})
 	}
 }

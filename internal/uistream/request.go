@@ -42,6 +42,15 @@ type Part struct {
 	Data json.RawMessage `json:"data"`
 }
 
+// TriggerRegenerate is the trigger of the SDK's regenerate(): its last message is the learner's
+// input to run again. The transport decides whether that is allowed (see Request.Regenerate).
+const TriggerRegenerate = "regenerate-message"
+
+// Regenerate says whether the request is the SDK's regenerate(). Its input is read as a submitted
+// message's; whether it may run again (only when the turn that answered it stored nothing) is
+// the caller's to check against the session's transcript.
+func (r *Request) Regenerate() bool { return r.Trigger == TriggerRegenerate }
+
 // TurnInput returns the turn the request asks for, from its last message, which must be the
 // learner's: its text parts (joined) are the turn's message; or one data part stands for the
 // input that is not text (PartSelect, PartForm, PartContinue). Text and such a part together, or two of
@@ -51,11 +60,9 @@ type Part struct {
 func (r *Request) TurnInput() (coach.TurnInput, error) {
 	var in coach.TurnInput
 	switch r.Trigger {
-	case "", "submit-message":
-	case "regenerate-message":
-		return in, coach.FieldError("trigger", "a coaching turn cannot be regenerated: it is already part of the session; send a new message")
+	case "", "submit-message", TriggerRegenerate:
 	default:
-		return in, coach.FieldError("trigger", "trigger must be \"submit-message\"")
+		return in, coach.FieldError("trigger", "trigger must be \"submit-message\" or \"regenerate-message\"")
 	}
 	if len(r.Messages) == 0 {
 		return in, coach.FieldError("messages", "messages holds no message")
