@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -10,9 +9,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -62,50 +64,75 @@ type snapshotKey struct {
 	Scores    map[string]float64 `json:"scores,omitempty"`
 }
 
-// snapshotScript reads every key of the server in one atomic step, as a flat array: for each key
-// its name, type, PTTL (ms, negative without one), the number of values and the values (a
-// string; a list's items; a hash's fields and values; a set's members; a sorted set's members
-// and scores). A type it cannot read (a stream) has no values and is reported by Save.
+// snapshotScript reads the keys it is given (KEYS) in one atomic step, as a flat array: for each
+// key that still exists its name, type, PTTL (ms, negative without one), the number of values
+// and the values (a string; a list's items; a hash's fields and values; a set's members; a
+// sorted set's members and scores). A type it cannot read (a stream) has no values and is
+// reported by Save; a key gone since it was listed is left out.
+//
+// It never lists the server's keys itself (no KEYS): Save lists them once and hands them over in
+// batches of at most saveBatch keys, so that the server is held for one batch at a time, never
+// for the whole key space, and requests run between batches.
 //
 // The array's length is counted in n rather than taken with #out, which the embedded server's
-// Lua computes anew each time (a save of thousands of keys would be quadratic).
+// Lua computes anew each time (a batch would be quadratic).
 var snapshotScript = redis.NewScript(`
 local out, n = {}, 0
-for _, k in ipairs(redis.call('KEYS', '*')) do
+for _, k in ipairs(KEYS) do
   local t = redis.call('TYPE', k)
   if type(t) == 'table' then t = t['ok'] end
-  local v = {}
-  if t == 'string' then v = {redis.call('GET', k)}
-  elseif t == 'list' then v = redis.call('LRANGE', k, 0, -1)
-  elseif t == 'hash' then v = redis.call('HGETALL', k)
-  elseif t == 'set' then v = redis.call('SMEMBERS', k)
-  elseif t == 'zset' then v = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
-  end
-  out[n + 1], out[n + 2], out[n + 3], out[n + 4] = k, t, redis.call('PTTL', k), #v
-  n = n + 4
-  for _, x in ipairs(v) do
-    n = n + 1
-    out[n] = x
+  if t ~= 'none' then
+    local v = {}
+    if t == 'string' then v = {redis.call('GET', k)}
+    elseif t == 'list' then v = redis.call('LRANGE', k, 0, -1)
+    elseif t == 'hash' then v = redis.call('HGETALL', k)
+    elseif t == 'set' then v = redis.call('SMEMBERS', k)
+    elseif t == 'zset' then v = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
+    end
+    out[n + 1], out[n + 2], out[n + 3], out[n + 4] = k, t, redis.call('PTTL', k), #v
+    n = n + 4
+    for _, x in ipairs(v) do
+      n = n + 1
+      out[n] = x
+    end
   end
 end
 return out
 `)
+
+// saveBatch is the most keys one snapshotScript call reads, so the longest the server is held
+// by a save: about 100 µs a key on the embedded server, some 10 ms a batch. The keys of one
+// hash tag (one session's document, transcript and counters) always share a batch, so that a
+// session is saved as one commit left it, never half of one commit and half of the next; a
+// tag with more keys than this is read alone.
+const saveBatch = 96
 
 // SavedEmbedded is an embedded Redis (see Embedded) whose keys are loaded from a file at start
 // and saved to it by Save. It is safe for concurrent use.
 type SavedEmbedded struct {
 	m      *embeddedServer
 	client *redis.Client
+	// reader is the client of saves: a client of its own, so that a save's reads never count
+	// as changes (see writes).
+	reader *redis.Client
 	path   string
+	// writes counts the commands of client that may have changed a key (see changeHook): a
+	// save with nothing counted since the last one leaves the file as it is, without reading
+	// the server.
+	writes atomic.Int64
 
 	// mu makes saves take turns, so that an older snapshot never replaces a newer one.
 	mu     sync.Mutex
 	closed bool
 	// refuse, when set, is why Save must not write: the file there could not be set aside.
 	refuse error
-	// lastSum is the SHA-256 of the keys this server last wrote, when saved is set.
-	saved   bool
-	lastSum [sha256.Size]byte
+	// saved says the file holds the server as it was when writes was savedAt; lastKeys is how
+	// many keys it holds.
+	saved    bool
+	savedAt  int64
+	lastKeys int
+	// betweenBatches, when set (by tests), is called after each batch a save reads.
+	betweenBatches func()
 }
 
 // LoadReport says what StartSaved found in its file.
@@ -129,27 +156,114 @@ type LoadReport struct {
 	// fails until that changes; or the file could not be read nor set aside, and Save refuses to
 	// overwrite it. It is found at start so that the start log can say so, not only a save.
 	Unwritable error
+	// StaleTemps is how many temporary files of saves that never finished (the process was
+	// killed mid-save) were removed at start: they hold learners' text and nothing reads them.
+	StaleTemps int
+	// Tightened, when set, is the mode the directory had before it was tightened to 0700;
+	// Loose, when set, is why a directory open to others was left as it is.
+	Tightened fs.FileMode
+	Loose     error
 }
 
 // StartSaved starts an embedded Redis that keeps its state in path: the keys saved there are
 // loaded before it serves. A file that cannot be read or parsed is not fatal: it is renamed to
 // path.corrupt-<UTC time> (reported in the LoadReport, never deleted) and the server starts
-// empty. The directory is created (0700) when missing and checked for writing, a failure reported
-// as LoadReport.Unwritable. Only an embedded server that cannot start is an error.
+// empty. The directory is created (0700) when missing, tightened to 0700 when it is open to
+// others (see tighten), cleared of the temporary files of saves that never finished, and checked
+// for writing, a failure reported as LoadReport.Unwritable. Only an embedded server that cannot
+// start is an error.
 func StartSaved(path string) (*SavedEmbedded, redis.UniversalClient, LoadReport, error) {
 	m, c, err := startEmbedded()
 	if err != nil {
 		return nil, nil, LoadReport{}, err
 	}
-	s := &SavedEmbedded{m: m, client: c, path: path}
-	rep := s.load(time.Now())
+	s := &SavedEmbedded{m: m, client: c, reader: redis.NewClient(&redis.Options{Addr: m.Addr()}), path: path}
+	c.AddHook(changeHook{&s.writes})
+	dir := filepath.Dir(path)
+	rep := LoadReport{}
+	if _, err := os.Stat(dir); err == nil {
+		rep.Tightened, rep.Loose = tighten(dir)
+		rep.StaleTemps = removeStaleTemps(dir, filepath.Base(path))
+	}
+	loaded := s.load(time.Now())
+	loaded.Tightened, loaded.Loose, loaded.StaleTemps = rep.Tightened, rep.Loose, rep.StaleTemps
+	rep = loaded
 	if rep.Problem != nil && rep.SetAside == "" {
 		s.refuse = fmt.Errorf("redisstore: %s could not be read nor set aside; not overwriting it", path)
 		rep.Unwritable = s.refuse
 	} else {
-		rep.Unwritable = checkWritable(filepath.Dir(path))
+		rep.Unwritable = checkWritable(dir)
 	}
 	return s, c, rep, nil
+}
+
+// tempPatterns are the names of the temporary files of a save (writeAtomic) and of the check
+// at start (checkWritable), for the saved file named base.
+func tempPatterns(base string) []string {
+	return []string{"." + base + ".*.tmp", ".write-check-*.tmp"}
+}
+
+// removeStaleTemps removes the temporary files a save or a start killed midway left in dir, and
+// returns how many. They are never read again, and a save's holds learners' text. Another
+// gateway saving to the same directory at this instant could lose its save's file; two
+// gateways must not share a data directory anyway, since each would overwrite the other's saves.
+func removeStaleTemps(dir, base string) int {
+	n := 0
+	for _, pattern := range tempPatterns(base) {
+		names, _ := filepath.Glob(filepath.Join(dir, pattern))
+		for _, name := range names {
+			if os.Remove(name) == nil {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// tighten sets dir to 0700 when others may read or enter it (a COACH_DATA_DIR made 0777 by
+// hand, or by a umask of 0), since the saved file holds every learner's text, and returns the
+// mode it had. A directory that is shared (sticky, like /tmp) or holds files other than the
+// gateway's is left as it is, with the reason: tightening it would lock other users or programs
+// out of their own files. On Windows, where modes do not describe access, it does nothing.
+func tighten(dir string) (was fs.FileMode, loose error) {
+	if runtime.GOOS == "windows" {
+		return 0, nil
+	}
+	fi, err := os.Stat(dir)
+	if err != nil || fi.Mode().Perm()&0o077 == 0 {
+		return 0, nil
+	}
+	mode := fi.Mode().Perm()
+	if fi.Mode()&fs.ModeSticky != 0 {
+		return 0, fmt.Errorf("redisstore: %s (mode %v) is a shared directory: not tightening it; give COACH_DATA_DIR a directory of its own", dir, mode)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: %s (mode %v) cannot be listed: not tightening it: %w", dir, mode, err)
+	}
+	for _, e := range entries {
+		if !ownFile(e.Name()) {
+			return 0, fmt.Errorf("redisstore: %s (mode %v) holds files other than the gateway's (%q): not tightening it; give COACH_DATA_DIR a directory of its own", dir, mode, e.Name())
+		}
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return 0, fmt.Errorf("redisstore: tightening %s (mode %v) to 0700: %w", dir, mode, err)
+	}
+	return mode, nil
+}
+
+// ownFile says whether name is one of the files the gateway keeps in its data directory: the
+// saved file, its corrupt copies set aside, and temporary files.
+func ownFile(name string) bool {
+	if strings.HasPrefix(name, SnapshotFile) {
+		return true
+	}
+	for _, pattern := range tempPatterns(SnapshotFile) {
+		if ok, _ := filepath.Match(pattern, name); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // checkWritable creates dir (0700) when missing and makes and removes a file in it, as a save
@@ -169,7 +283,8 @@ func checkWritable(dir string) error {
 	return nil
 }
 
-// makeDir creates dir (0700) with its parents when missing.
+// makeDir creates dir (0700) with its parents when missing. MkdirAll's mode passes through the
+// umask, which can only take permissions away, so a new directory is never more open than 0700.
 func makeDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("redisstore: creating %s: %w", dir, err)
@@ -274,13 +389,20 @@ type SaveReport struct {
 	// Keys is how many keys the file holds; Unsaved how many keys were left out, having a type
 	// that cannot be saved.
 	Keys, Unsaved int
-	// Unchanged says the keys were exactly those this server saved last, so the file was left as
-	// it was: an idle gateway does not rewrite its file every interval.
+	// Unchanged says no command that may change a key has run since the last save, so the
+	// file was left as it was and the server not even read: an idle gateway does not rewrite
+	// its file every interval.
 	Unchanged bool
 }
 
-// Save writes every key of the server to the file, atomically: the keys are read in one step
-// (a script), written to a temporary file next to the file, synced and renamed over it.
+// Save writes every key of the server to the file, atomically: the keys are read in batches
+// (see snapshotScript), written to a temporary file next to the file, synced and renamed over
+// it. When nothing was written to the server since the last save, it does nothing.
+//
+// Requests are served while it runs: the server is held to list the key names once (a sort of
+// the names: some 10 ms for 100k keys) and for one batch of saveBatch keys at a time, never for
+// the whole save. Each session is saved as one of its commits left it; different sessions are
+// read at different instants, which is as consistent as they ever are with each other.
 func (s *SavedEmbedded) Save(ctx context.Context) (SaveReport, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -290,38 +412,107 @@ func (s *SavedEmbedded) Save(ctx context.Context) (SaveReport, error) {
 	if s.closed {
 		return SaveReport{}, errors.New("redisstore: the embedded Redis is closed")
 	}
+	// Read before the keys are: a write that lands during the save counts after this, so the
+	// next save writes again rather than miss it.
+	writes := s.writes.Load()
+	if s.saved && writes == s.savedAt {
+		return SaveReport{Keys: s.lastKeys, Unchanged: true}, nil
+	}
 	snap, unsaved, err := s.read(ctx, time.Now())
 	if err != nil {
 		return SaveReport{}, err
 	}
-	rep := SaveReport{Keys: len(snap.Keys), Unsaved: unsaved}
-	keys, err := json.Marshal(snap.Keys)
-	if err != nil {
-		return SaveReport{}, fmt.Errorf("redisstore: encoding the saved state: %w", err)
-	}
-	sum := sha256.Sum256(keys)
-	if s.saved && sum == s.lastSum {
-		rep.Unchanged = true
-		return rep, nil
-	}
-	data, err := json.MarshalIndent(snap, "", " ")
+	// Not indented: the file is for the gateway, and indenting 40k sessions costs a save as much
+	// CPU as reading them.
+	data, err := json.Marshal(snap)
 	if err != nil {
 		return SaveReport{}, fmt.Errorf("redisstore: encoding the saved state: %w", err)
 	}
 	if err := writeAtomic(s.path, data); err != nil {
 		return SaveReport{}, err
 	}
-	s.saved, s.lastSum = true, sum
-	return rep, nil
+	s.saved, s.savedAt, s.lastKeys = true, writes, len(snap.Keys)
+	return SaveReport{Keys: len(snap.Keys), Unsaved: unsaved}, nil
 }
 
-// read takes the snapshot of the server.
+// read takes the snapshot of the server: the key names once, then their values by batches of
+// whole hash tags.
 func (s *SavedEmbedded) read(ctx context.Context, now time.Time) (*snapshot, int, error) {
-	res, err := snapshotScript.Run(ctx, s.client, nil).Slice()
-	if err != nil {
-		return nil, 0, fmt.Errorf("redisstore: reading the embedded Redis: %w", err)
-	}
 	snap := &snapshot{Format: SnapshotFormat, Version: SnapshotVersion, SavedAt: now.UTC(), Keys: []snapshotKey{}}
+	unsaved := 0
+	batch := make([]string, 0, saveBatch)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		res, err := snapshotScript.Run(ctx, s.reader, batch).Slice()
+		if err != nil {
+			return fmt.Errorf("redisstore: reading the embedded Redis: %w", err)
+		}
+		n, err := appendKeys(snap, res, now)
+		if err != nil {
+			return err
+		}
+		unsaved += n
+		batch = batch[:0]
+		if s.betweenBatches != nil {
+			s.betweenBatches()
+		}
+		return nil
+	}
+	for _, group := range byHashTag(s.m.Keys()) {
+		if len(batch)+len(group) > saveBatch {
+			if err := flush(); err != nil {
+				return nil, 0, err
+			}
+		}
+		batch = append(batch, group...)
+	}
+	if err := flush(); err != nil {
+		return nil, 0, err
+	}
+	sort.Slice(snap.Keys, func(a, b int) bool { return snap.Keys[a].Key < snap.Keys[b].Key })
+	return snap, unsaved, nil
+}
+
+// byHashTag groups keys by their hash tag (what is between the first { and the next }, as
+// Redis Cluster reads it), in the order of each group's first key; a key without a tag is a
+// group of its own.
+func byHashTag(keys []string) [][]string {
+	var groups [][]string
+	at := map[string]int{}
+	for _, k := range keys {
+		tag, ok := hashTag(k)
+		if !ok {
+			groups = append(groups, []string{k})
+			continue
+		}
+		if i, seen := at[tag]; seen {
+			groups[i] = append(groups[i], k)
+			continue
+		}
+		at[tag] = len(groups)
+		groups = append(groups, []string{k})
+	}
+	return groups
+}
+
+// hashTag returns the hash tag of key, if it has a non-empty one.
+func hashTag(key string) (string, bool) {
+	open := strings.IndexByte(key, '{')
+	if open < 0 {
+		return "", false
+	}
+	end := strings.IndexByte(key[open+1:], '}')
+	if end <= 0 {
+		return "", false
+	}
+	return key[open+1 : open+1+end], true
+}
+
+// appendKeys adds the keys of one snapshotScript reply to snap and returns how many it left
+// out, having a type that cannot be saved.
+func appendKeys(snap *snapshot, res []any, now time.Time) (int, error) {
 	unsaved := 0
 	str := func(i int) string { v, _ := res[i].(string); return v }
 	num := func(i int) int64 { v, _ := res[i].(int64); return v }
@@ -329,8 +520,8 @@ func (s *SavedEmbedded) read(ctx context.Context, now time.Time) (*snapshot, int
 		k := snapshotKey{Key: str(i), Type: str(i + 1)}
 		pttl, n := num(i+2), int(num(i+3))
 		i += 4
-		if i+n > len(res) {
-			return nil, 0, errors.New("redisstore: a malformed snapshot of the embedded Redis")
+		if n < 0 || i+n > len(res) {
+			return 0, errors.New("redisstore: a malformed snapshot of the embedded Redis")
 		}
 		vals := make([]string, n)
 		for j := range vals {
@@ -338,8 +529,8 @@ func (s *SavedEmbedded) read(ctx context.Context, now time.Time) (*snapshot, int
 		}
 		i += n
 		if pttl > 0 {
-			// Rounded up to the second: the server's TTLs move in steps of embeddedTick, and an
-			// expiry that wobbles by those steps would make every save look like a change.
+			// Rounded up to the second, so that the file does not claim a precision the
+			// server's clock (moved every embeddedTick) does not have.
 			at := now.Add(time.Duration(pttl) * time.Millisecond).UTC()
 			if r := at.Truncate(time.Second); r.Before(at) {
 				at = r.Add(time.Second)
@@ -353,8 +544,7 @@ func (s *SavedEmbedded) read(ctx context.Context, now time.Time) (*snapshot, int
 		k.encodeStrings()
 		snap.Keys = append(snap.Keys, k)
 	}
-	sort.Slice(snap.Keys, func(a, b int) bool { return snap.Keys[a].Key < snap.Keys[b].Key })
-	return snap, unsaved, nil
+	return unsaved, nil
 }
 
 // set fills the member of k's type from the values the script read; false for a type that
@@ -500,5 +690,61 @@ func (s *SavedEmbedded) Close() {
 	}
 	s.closed = true
 	_ = s.client.Close()
+	_ = s.reader.Close()
 	s.m.Close()
+}
+
+// changeHook counts, in n, the commands of the embedded server's client that may change a key:
+// every command but those known only to read (readOnly). A script counts as a change whatever
+// it does; a failed command counts too. Counting too much costs a save that finds nothing new;
+// counting too little would lose a change, so the list names only what surely writes nothing.
+type changeHook struct{ n *atomic.Int64 }
+
+// readOnly are the commands the gateway sends that change no key.
+var readOnly = map[string]bool{
+	"get": true, "mget": true, "getrange": true, "strlen": true, "exists": true, "type": true,
+	"ttl": true, "pttl": true, "scan": true, "hget": true, "hmget": true, "hgetall": true,
+	"hexists": true, "hlen": true, "hkeys": true, "hvals": true, "lrange": true, "llen": true,
+	"lindex": true, "smembers": true, "sismember": true, "scard": true, "zrange": true,
+	"zrangebyscore": true, "zscore": true, "zcard": true, "ping": true, "echo": true, "time": true,
+	"info": true, "dbsize": true, "hello": true, "client": true, "select": true, "auth": true,
+	"evalsha_ro": true, "eval_ro": true,
+}
+
+// counts reports whether cmd may change a key. SCRIPT LOAD (which a script's first run may
+// send) stores a script, not a key.
+func (h changeHook) counts(cmd redis.Cmder) bool {
+	name := cmd.Name()
+	if name == "script" {
+		return false
+	}
+	return !readOnly[name]
+}
+
+// DialHook leaves dialling alone.
+func (h changeHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessHook counts a command that may change a key, once it has run.
+func (h changeHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if h.counts(cmd) {
+			h.n.Add(1)
+		}
+		return err
+	}
+}
+
+// ProcessPipelineHook counts a pipeline (or transaction) with any command that may change a key.
+func (h changeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			if h.counts(cmd) {
+				h.n.Add(1)
+				break
+			}
+		}
+		return err
+	}
 }

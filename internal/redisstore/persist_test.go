@@ -194,7 +194,7 @@ func TestSavedKeysExpireWhileStopped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	later := &SavedEmbedded{m: m, client: c2, path: path}
+	later := &SavedEmbedded{m: m, client: c2, reader: redis.NewClient(&redis.Options{Addr: m.Addr()}), path: path}
 	t.Cleanup(later.Close)
 	// Two hours later: the keys with a TTL (at most an hour) have expired; bin, list, hash and
 	// set have none.
