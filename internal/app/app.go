@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/net/netutil"
 
 	"github.com/coachgw/coachgw/internal/breaker"
 	"github.com/coachgw/coachgw/internal/cards"
@@ -175,6 +176,8 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 		CORSOrigins:     cfg.CORSOrigins,
 		Limiter:         a.store,
 		RateLimit:       cfg.RateLimit,
+
+		SessionRateLimit: cfg.SessionRateLimit,
 	})
 	return a, nil
 }
@@ -242,6 +245,15 @@ func (a *App) savedRedis() (redis.UniversalClient, error) {
 		return nil, fmt.Errorf("starting the embedded Redis: %w", err)
 	}
 	log := a.log.With().Str("path", path).Logger()
+	if rep.Tightened != 0 {
+		log.Warn().Str("was", rep.Tightened.String()).Msg("COACH_DATA_DIR was open to other users: tightened to 0700, since the saved sessions hold learners' text")
+	}
+	if rep.Loose != nil {
+		log.Error().Err(rep.Loose).Msg("COACH_DATA_DIR is open to other users and was left so")
+	}
+	if rep.StaleTemps > 0 {
+		log.Info().Int("files", rep.StaleTemps).Msg("removed the temporary files of saves that never finished")
+	}
 	switch {
 	case rep.Problem != nil && rep.SetAside != "":
 		log.Error().Err(rep.Problem).Str("set_aside", rep.SetAside).
@@ -461,11 +473,20 @@ func (a *App) Handler() http.Handler { return a.api.Handler() }
 // Serve answers requests on ln until ctx is done, then shuts down gracefully: readiness fails
 // first, no new turn is accepted, open streams may finish until 80% of the shutdown timeout
 // and are then ended with a shutting_down error line, and the server closes.
+//
+// What a client can hold before it is authenticated is bounded: a header of at most
+// COACH_MAX_HEADER_BYTES (net/http answers 431 past it and closes; its default, 1 MB, let 400
+// connections of unfinished headers take 460 MB), sent within ReadHeaderTimeout, on one of at
+// most COACH_MAX_CONNS connections (more wait, unaccepted, until one closes).
 func (a *App) Serve(ctx context.Context, ln net.Listener) error {
+	if a.cfg.MaxConns > 0 {
+		ln = netutil.LimitListener(ln, a.cfg.MaxConns)
+	}
 	srv := &http.Server{
 		Handler:           a.api.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    a.cfg.MaxHeaderBytes,
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -343,6 +343,8 @@ func (r *runner) gatewayEnv() ([]string, error) {
 		"COACH_SHUTDOWN_TIMEOUT", "5s",
 		// Measure the default gateway: open, unlimited.
 		"COACH_RATE_LIMIT", "0",
+		"COACH_SESSION_RATE_LIMIT", "0", // a level's sessions are created at once from one address
+		"COACH_MAX_CONNS", "0",
 		"COACH_API_KEYS", "",
 		"COACH_API_KEYS_FILE", "",
 	), nil

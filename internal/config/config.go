@@ -115,6 +115,17 @@ type Config struct {
 	// CORSOrigins is COACH_CORS_ORIGINS: the browser origins allowed to call the API, lowercased;
 	// none sends no CORS headers.
 	CORSOrigins []string
+
+	// SessionRateLimit is COACH_SESSION_RATE_LIMIT: sessions a minute each tenant may create (each
+	// client address when no API keys are configured); 0 turns it off.
+	SessionRateLimit int
+	// MaxHeaderBytes (COACH_MAX_HEADER_BYTES) bounds a request's header; MaxConns
+	// (COACH_MAX_CONNS) the connections served at once (0: no cap).
+	MaxHeaderBytes int
+	MaxConns       int
+	// MetricsTenantLabel is COACH_METRICS_TENANT_LABEL: what the tenant label of /metrics holds,
+	// "name", "hash" (the default) or "none".
+	MetricsTenantLabel string
 }
 
 // APIKey is a client's key as configured: the tenant it acts for and the SHA-256 of the key.
@@ -170,6 +181,10 @@ func Default() Config {
 		ReplayDelayMax:       20 * time.Millisecond,
 		LogLevel:             "info",
 		LogFormat:            "json",
+		SessionRateLimit:     120,
+		MaxHeaderBytes:       64 << 10,
+		MaxConns:             2048,
+		MetricsTenantLabel:   "hash",
 	}
 }
 
@@ -273,6 +288,11 @@ func Load(getenv func(string) string) (Config, error) {
 	str("OTEL_EXPORTER_OTLP_PROTOCOL", &c.OTLPProtocol)
 	str("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", &c.OTLPProtocol)
 	c.CORSOrigins, errs = parseOrigins(getenv("COACH_CORS_ORIGINS"), errs)
+	num("COACH_SESSION_RATE_LIMIT", &c.SessionRateLimit)
+	num("COACH_MAX_HEADER_BYTES", &c.MaxHeaderBytes)
+	num("COACH_MAX_CONNS", &c.MaxConns)
+	str("COACH_METRICS_TENANT_LABEL", &c.MetricsTenantLabel)
+	c.MetricsTenantLabel = strings.ToLower(c.MetricsTenantLabel)
 
 	switch c.ResponseFormat {
 	case "json_schema", "json_object", "prompt":
@@ -307,6 +327,14 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.LockTTL < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("COACH_LOCK_TTL=%v: want at least 100ms (a running turn renews its lock every third of it)", c.LockTTL))
+	}
+	if c.MaxHeaderBytes < 4<<10 {
+		errs = append(errs, fmt.Errorf("COACH_MAX_HEADER_BYTES=%d: want at least 4096", c.MaxHeaderBytes))
+	}
+	switch c.MetricsTenantLabel {
+	case "name", "hash", "none":
+	default:
+		errs = append(errs, fmt.Errorf("COACH_METRICS_TENANT_LABEL=%q: want name, hash or none", c.MetricsTenantLabel))
 	}
 	if c.CardsMaxLevel < 1 {
 		errs = append(errs, fmt.Errorf("COACH_CARDS_MAX_LEVEL must be at least 1"))
@@ -350,6 +378,10 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 		Str("modulesDir", c.ModulesDir).
 		Int("apiKeys", len(c.APIKeys)).
 		Int("rateLimit", c.RateLimit).
+		Int("sessionRateLimit", c.SessionRateLimit).
+		Int("maxHeaderBytes", c.MaxHeaderBytes).
+		Int("maxConns", c.MaxConns).
+		Str("metricsTenantLabel", c.MetricsTenantLabel).
 		Strs("corsOrigins", c.CORSOrigins)
 }
 

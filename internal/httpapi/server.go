@@ -57,6 +57,9 @@ type Deps struct {
 	// RateLimit a minute (see ratelimit.go); a nil Limiter or a RateLimit of 0 turns that off.
 	Limiter   Limiter
 	RateLimit int
+	// SessionRateLimit bounds the sessions each tenant (each client address without API keys)
+	// creates a minute (see sessionlimit.go); 0 turns that off.
+	SessionRateLimit int
 }
 
 // DefaultBodyReadTimeout and DefaultWriteTimeout are the defaults of Deps.BodyReadTimeout and
@@ -102,7 +105,7 @@ func New(d Deps) *Server {
 	if mw := cors(d.CORSOrigins); mw != nil {
 		e.Use(mw)
 	}
-	e.Use(s.authenticate, s.rateLimit)
+	e.Use(s.authenticate, s.rateLimit, s.limitSessions)
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
