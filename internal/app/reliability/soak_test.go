@@ -222,6 +222,8 @@ func TestSoak(t *testing.T) {
 			// should trip them.
 			c.FirstByteTimeout, c.IdleTimeout, c.TurnTimeout = 2*time.Second, 2*time.Second, 20*time.Second
 			c.RetryAfterCap, c.MaxAttempts = 200*time.Millisecond, 3
+			// Its sessions are all created at once, from one address.
+			c.SessionRateLimit = 0
 		},
 	})
 	prefix := g.Config.RedisPrefix
