@@ -135,6 +135,11 @@ type ModelRequest struct {
 	// Temperature and MaxTokens are sent when non-zero.
 	Temperature float32
 	MaxTokens   int
+	// Caller is an opaque key of whom the request is for (the tenant and the session). An
+	// adapter that changes how it asks every caller on evidence from one request (e.g. an
+	// endpoint that ignored a forced tool call) waits for evidence from several callers, so
+	// that no one learner's conversation steers what all of them get.
+	Caller string
 }
 
 // OutputSchema names a JSON schema for structured output.

@@ -272,6 +272,7 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 		// stream does not hold its prompt.
 		req := r.turn.Request()
 		req.MaxTokens = s.completionCap(r.contract, req.MaxTokens)
+		req.Caller = r.sess.Tenant + "\x00" + r.sess.ID
 		if fix != "" {
 			req.Messages = append(req.Messages, correctiveMessages(failed, fix)...)
 		}

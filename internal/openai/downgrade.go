@@ -5,6 +5,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	oai "github.com/sashabaranov/go-openai"
 
@@ -307,11 +309,48 @@ func echoes(msg string, texts []string) bool {
 // ignores tool_choice): the Client then asks that endpoint for the tool's arguments as
 // structured output (ToolNone), as its profile would for an endpoint that ignores tools, for
 // Config.DowngradeTTL, like a downgrade.
+//
+// One learner can talk a model out of a call it was merely asked for, so one such stream is
+// not evidence about the endpoint: the switch waits until streams of proseQuorum different
+// callers (coach.ModelRequest.Caller) ended in prose within Config.DowngradeTTL.
 type callWatch struct {
 	coach.Stream
 	c          *Client
 	used       *shape
+	caller     string
 	call, text bool
+}
+
+// proseQuorum is how many different callers' streams must end in prose instead of a forced
+// call before the endpoint is asked for structured output instead.
+const proseQuorum = 3
+
+// proseVotes remembers the callers whose streams ended in prose instead of a forced call, each
+// until the Client's downgrade TTL has passed since.
+type proseVotes struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+}
+
+// vote records caller at now and reports whether proseQuorum different callers voted within
+// ttl; a quorum is spent, so the next switch needs new votes.
+func (v *proseVotes) vote(caller string, now time.Time, ttl time.Duration) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.seen == nil {
+		v.seen = make(map[string]time.Time, proseQuorum)
+	}
+	for k, at := range v.seen {
+		if now.Sub(at) >= ttl {
+			delete(v.seen, k)
+		}
+	}
+	v.seen[caller] = now
+	if len(v.seen) < proseQuorum {
+		return false
+	}
+	clear(v.seen)
+	return true
 }
 
 // Next passes on the stream's next fragment.
@@ -322,6 +361,10 @@ func (w *callWatch) Next() (coach.Fragment, error) {
 		w.call = w.call || f.ToolArgs != "" || f.ToolName != "" || f.ToolCallID != ""
 		w.text = w.text || strings.TrimSpace(f.Content) != ""
 	case err == io.EOF && w.text && !w.call:
+		if !w.c.prose.vote(w.caller, w.c.now(), w.c.ttl) {
+			w.text = false
+			break
+		}
 		if next, _, from, to, ok := w.used.weaker(SettingToolChoice); ok {
 			for next.tool != ToolNone {
 				next, _, _, _, _ = next.weaker(SettingToolChoice)

@@ -240,36 +240,56 @@ func TestServerFlag(t *testing.T) {
 }
 
 // TestProseInsteadOfCall checks that an endpoint on which "required" does not force the call
-// (the model wrote prose to the token cap) is asked for the card as structured output from
-// then on, remembered like a downgrade.
+// (the model wrote prose to the token cap) is asked for the card as structured output once
+// streams of proseQuorum different callers ended so, remembered like a downgrade; and, from a
+// learner's side, that one caller who keeps getting prose never switches the endpoint for
+// everyone.
 func TestProseInsteadOfCall(t *testing.T) {
-	var calls atomic.Int64
-	u := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		w.Header().Set("Content-Type", "text/event-stream")
-		events(w, chunkHel, chunkLo, `{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}`, done)
-	})
-	var got []string
-	c := u.client(Config{Name: "local", Profile: "llamacpp", OnDowngrade: func(d Downgrade) { got = append(got, d.Setting+" "+d.From+">"+d.To) }})
-	req := coach.ModelRequest{Messages: hello.Messages, Tool: cardTool}
-	for i := range 2 {
-		s, err := c.Stream(context.Background(), req, coach.StreamHooks{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := collect(t, s); err != io.EOF {
-			t.Fatal(err)
-		}
-		s.Close()
-		body := u.request(t).body
-		_, tools := body["tools"]
-		rf, _ := body["response_format"].(map[string]any)
-		if want := i == 0; tools != want || (i == 1) != (rf["type"] == "json_schema") {
-			t.Errorf("request %d: tools sent %v, response_format %v; want tools only first, json_schema after", i+1, tools, rf)
-		}
-	}
-	if strings.Join(got, ",") != "tool_choice required>none" {
-		t.Errorf("downgrades %q, want tool_choice required>none once", got)
+	for _, tc := range []struct {
+		name    string
+		callers []string
+		switch_ bool
+	}{
+		{"one learner, many turns", []string{"a", "a", "a", "a", "a", "a"}, false},
+		{"two learners", []string{"a", "b", "a", "b"}, false},
+		{"three learners", []string{"a", "b", "c"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				events(w, chunkHel, chunkLo, `{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}`, done)
+			})
+			var got []string
+			c := u.client(Config{Name: "local", Profile: "llamacpp", OnDowngrade: func(d Downgrade) { got = append(got, d.Setting+" "+d.From+">"+d.To) }})
+			// The last request, of the first caller again, shows what the others did.
+			for i, caller := range append(tc.callers, "a") {
+				req := coach.ModelRequest{Messages: hello.Messages, Tool: cardTool, Caller: caller}
+				s, err := c.Stream(context.Background(), req, coach.StreamHooks{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := collect(t, s); err != io.EOF {
+					t.Fatal(err)
+				}
+				s.Close()
+				body := u.request(t).body
+				if i < len(tc.callers) {
+					continue
+				}
+				_, tools := body["tools"]
+				rf, _ := body["response_format"].(map[string]any)
+				if switched := !tools && rf["type"] == "json_schema"; switched != tc.switch_ {
+					t.Errorf("after %q: tools sent %v, response_format %v; want switched to structured output %v", tc.callers, tools, rf, tc.switch_)
+				}
+			}
+			want := ""
+			if tc.switch_ {
+				want = "tool_choice required>none"
+			}
+			if strings.Join(got, ",") != want {
+				t.Errorf("downgrades %q, want %q", got, want)
+			}
+		})
 	}
 }
 

@@ -274,6 +274,8 @@ type Client struct {
 	onMisconfigured func(Misconfiguration)
 	misconfigured   sync.Map
 	schemas         schemaCache
+	// prose counts the callers whose forced call was answered in prose (see callWatch).
+	prose proseVotes
 }
 
 var _ coach.Model = (*Client)(nil)
@@ -373,7 +375,7 @@ func (c *Client) Stream(ctx context.Context, req coach.ModelRequest, hooks coach
 				// Where "required" does not force the call, the model may answer in prose. A
 				// named choice is forced by the endpoint's decoder (OpenAI, vLLM); prose
 				// there is the model's own fault, left to the engine's corrective retry.
-				return &callWatch{Stream: s, c: c, used: sh}, nil
+				return &callWatch{Stream: s, c: c, used: sh, caller: req.Caller}, nil
 			}
 			return s, nil
 		}
