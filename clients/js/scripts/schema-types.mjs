@@ -24,9 +24,9 @@ const outFile = path.resolve(here, '../src/schemas.js');
  * names maps it.
  */
 const SOURCES = [
-  { file: 'coach-ai-result.json', name: 'CoachAIResult', prefix: '', names: { toulminStep: 'ToulminStep' } },
-  { file: 'card.json', name: 'FrontendCard', prefix: 'Card' },
-  { file: 'structured-response.json', name: 'StructuredResponse', prefix: 'Structured', names: { form: 'ModuleForm', form_field: 'ModuleFormField' } },
+  { file: 'coach-ai-result.json', name: 'CoachAIResult', prefix: '', names: { toulminStep: 'ToulminStep' }, contract: 'toulmin' },
+  { file: 'card.json', name: 'FrontendCard', prefix: 'Card', contract: 'cards' },
+  { file: 'structured-response.json', name: 'StructuredResponse', prefix: 'Structured', names: { form: 'ModuleForm', form_field: 'ModuleFormField' }, contract: 'module' },
   { file: 'module.json', name: 'Module', prefix: 'Module' },
 ];
 
@@ -143,6 +143,11 @@ export function generate() {
     if (!existsSync(file)) throw new Error(`missing schema ${file}`);
     out += '\n' + new Generator(source, JSON.parse(readFileSync(file, 'utf8'))).render();
   }
+  // The result type of each contract, which the types of a turn's result line and of the chat
+  // route's data-coach-result part (src/ai.js) are keyed by.
+  const results = SOURCES.filter((s) => s.contract);
+  out += '\n/**\n * The result type of each contract: the `result` of its result line and data-coach-result part.\n';
+  out += ` * @typedef {{ ${results.map((s) => `${s.contract}: ${s.name}`).join(', ')} }} ContractResults\n */\n`;
   return out + '\nexport {};\n';
 }
 

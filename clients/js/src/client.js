@@ -4,7 +4,7 @@
 import { CoachError } from './errors.js';
 import { DEFAULT_MAX_LINE_BYTES } from './ndjson.js';
 import { send, sessionPath } from './request.js';
-import { coachTurn, streamTurn } from './stream.js';
+import { coachTurn, resumeTurn, stopTurn, streamTurn } from './stream.js';
 
 /** @typedef {import('./request.js').ClientOptions} ClientOptions */
 /** @typedef {import('./request.js').CallOptions} CallOptions */
@@ -16,6 +16,8 @@ import { coachTurn, streamTurn } from './stream.js';
 /** @typedef {import('./types.js').MessagesPage} MessagesPage */
 /** @typedef {import('./types.js').TranscriptEntry} TranscriptEntry */
 /** @typedef {import('./schemas.js').Module} Module */
+/** @typedef {import('./stream.js').StreamCallbacks} StreamCallbacks */
+/** @typedef {import('./stream.js').ResumeRequest} ResumeRequest */
 /**
  * @template [S=Record<string, unknown>]
  * @typedef {import('./types.js').Session<S>} Session
@@ -156,11 +158,35 @@ export class CoachClient {
    * @template [R=TurnResult]
    * @param {string} sessionId
    * @param {TurnRequest} body
-   * @param {CallOptions} [options]
+   * @param {StreamCallbacks} [options]
    * @returns {AsyncGenerator<TurnEvent<R>, void, undefined>}
    */
   streamTurn(sessionId, body, options = {}) {
-    return streamTurn(sessionId, body, { ...this.options, signal: options.signal });
+    return streamTurn(sessionId, body, { ...this.options, signal: options.signal, onTurn: options.onTurn, onLine: options.onLine });
+  }
+
+  /**
+   * resumeTurn reads the session's running (or just ended) turn from line `after` on; see the
+   * function resumeTurn in stream.js. It yields nothing when there is no such turn.
+   * @template [R=TurnResult]
+   * @param {string} sessionId
+   * @param {ResumeRequest} [from]
+   * @param {StreamCallbacks} [options]
+   * @returns {AsyncGenerator<TurnEvent<R>, void, undefined>}
+   */
+  resumeTurn(sessionId, from = {}, options = {}) {
+    return resumeTurn(sessionId, from, { ...this.options, signal: options.signal, onTurn: options.onTurn, onLine: options.onLine });
+  }
+
+  /**
+   * stopTurn stops the session's running turn wherever it runs; it resolves false when none was
+   * running. See the function stopTurn in stream.js.
+   * @param {string} sessionId
+   * @param {CallOptions} [options]
+   * @returns {Promise<boolean>}
+   */
+  stopTurn(sessionId, options = {}) {
+    return stopTurn(sessionId, { ...this.options, signal: options.signal });
   }
 
   /**

@@ -1,11 +1,12 @@
 // @coachgw/client: a typed client of the coachgw gateway without runtime dependencies. The Vue
 // and React bindings are the subpath exports "@coachgw/client/vue" and "@coachgw/client/react".
 
+export { chatError, chatRoutes } from './ai.js';
 export { CoachClient } from './client.js';
 export { CoachError } from './errors.js';
 export { DEFAULT_MAX_LINE_BYTES, LineBuffer, readNDJSON } from './ndjson.js';
 export { SessionRunner, TurnRunner } from './state.js';
-export { coachTurn, collectTurn, parseEvent, readEvents, streamTurn, TurnText } from './stream.js';
+export { coachTurn, collectTurn, parseEvent, readEvents, resumeTurn, stopTurn, streamTurn, TurnText } from './stream.js';
 
 /** @typedef {import('./types.js').Contract} Contract */
 /** @typedef {import('./types.js').CreateSessionRequest} CreateSessionRequest */
@@ -37,6 +38,18 @@ export { coachTurn, collectTurn, parseEvent, readEvents, streamTurn, TurnText } 
 /** @typedef {import('./schemas.js').ModuleForm} ModuleForm */
 /** @typedef {import('./schemas.js').ModuleFormField} ModuleFormField */
 /** @typedef {import('./schemas.js').Module} Module */
+/** @typedef {import('./schemas.js').ContractResults} ContractResults */
+/** @typedef {import('./stream.js').StreamCallbacks} StreamCallbacks */
+/** @typedef {import('./stream.js').ResumeRequest} ResumeRequest */
+/** @typedef {import('./ai.js').CoachChatError} CoachChatError */
+/**
+ * @template {Contract} [C=Contract]
+ * @typedef {import('./ai.js').CoachUIMessage<C>} CoachUIMessage
+ */
+/**
+ * @template [R=TurnResult]
+ * @typedef {import('./ai.js').CoachDataParts<R>} CoachDataParts
+ */
 /** @typedef {import('./request.js').ClientOptions} ClientOptions */
 /** @typedef {import('./request.js').CallOptions} CallOptions */
 /** @typedef {import('./errors.js').CoachErrorKind} CoachErrorKind */

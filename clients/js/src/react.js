@@ -46,13 +46,17 @@ const mounts = new WeakMap();
  * @typedef {TurnSnapshot<R> & {
  *   send: (body: TurnRequest) => Promise<ResultEvent<R> | null>,
  *   abort: () => void,
+ *   stop: () => Promise<boolean>,
+ *   resume: () => Promise<ResultEvent<R> | null>,
  * }} CoachTurn
  */
 
 /**
  * useCoachTurn runs the turns of a session and re-renders as the turn streams. send resolves
  * with the turn's result event, or null when it failed, was aborted, or another turn was
- * running. The turn in flight is aborted when the component unmounts.
+ * running. On mount with a session id it follows the session's running turn, if any (a page
+ * reloaded mid-answer shows the answer go on), unless `options.resume` is false. The turn in
+ * flight is no longer read when the component unmounts.
  * @template [R=TurnResult]
  * @param {CoachClient} client
  * @param {string | (() => string)} sessionId the session, or a function that returns it when a
@@ -68,9 +72,12 @@ export function useCoachTurn(client, sessionId, options) {
   /** @type {TurnRunner<R>} */
   const runner = useMemo(() => new TurnRunner(client, (s) => setSnapshot(s), { onResult: (ev) => latest.current?.onResult?.(ev) }), [client]);
   const [snapshot, setSnapshot] = useState(runner.snapshot);
+  const id = () => (typeof sessionId === 'function' ? sessionId() : sessionId);
   useEffect(() => {
     const mount = {};
     mounts.set(runner, mount);
+    // A second mount under StrictMode finds the first one's resume running: resume does nothing.
+    if (latest.current?.resume !== false) void runner.resume(id());
     // StrictMode unmounts and mounts again at once, in one flush; only a real unmount, after
     // which no new mount follows, aborts the turn in flight.
     return () => queueMicrotask(() => {
@@ -82,7 +89,9 @@ export function useCoachTurn(client, sessionId, options) {
     [runner, sessionId],
   );
   const abort = useCallback(() => runner.abort(), [runner]);
-  return { ...snapshot, send, abort };
+  const stop = useCallback(() => runner.stop(typeof sessionId === 'function' ? sessionId() : sessionId), [runner, sessionId]);
+  const resume = useCallback(() => runner.resume(typeof sessionId === 'function' ? sessionId() : sessionId), [runner, sessionId]);
+  return { ...snapshot, send, abort, stop, resume };
 }
 
 /**
@@ -120,6 +129,8 @@ export function useCoachSession(client, options) {
   const id = useCallback(() => runner.id, [runner]);
   /** @type {CoachTurn<R>} */
   const turn = useCoachTurn(client, id, {
+    // No session at mount: load() resumes instead.
+    resume: false,
     onResult: (ev) => {
       runner.hold(ev.session);
       latest.current?.onResult?.(ev);
@@ -127,7 +138,12 @@ export function useCoachSession(client, options) {
   });
   const calls = useMemo(() => ({
     create: (/** @type {CreateSessionRequest} */ body) => runner.create(body),
-    load: (/** @type {string} */ id) => runner.load(id),
+    load: async (/** @type {string} */ id) => {
+      const s = await runner.load(id);
+      // A session loaded (e.g. after a reload) may have a turn running: follow it.
+      if (s && latest.current?.resume !== false) void turn.resume();
+      return s;
+    },
     refresh: () => runner.refresh(),
     setDraft: (/** @type {ToulminStep} */ field, /** @type {string} */ value) => runner.setDraft(field, value),
     decideProposal: (/** @type {'accept' | 'reject'} */ action) => runner.decideProposal(action),

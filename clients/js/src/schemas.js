@@ -133,4 +133,9 @@
  * @typedef {Array<string>} ModuleKeywords
  */
 
+/**
+ * The result type of each contract: the `result` of its result line and data-coach-result part.
+ * @typedef {{ toulmin: CoachAIResult, cards: FrontendCard, module: StructuredResponse }} ContractResults
+ */
+
 export {};

@@ -38,7 +38,9 @@ import { TurnText } from './stream.js';
  * @property {ResultEvent<R> | null} result the result event, once the turn is done
  * @property {TurnStatus} status
  * @property {CoachError | null} error what failed: an HTTP error before the stream, the stream's
- *   error line (kind `turn`), a broken stream or no answer
+ *   error line (kind `turn`; `turn_cancelled` after a stop), a broken stream or no answer
+ * @property {string} turn the turn's id once its stream started ("" before, or from a gateway
+ *   older than v1.2)
  */
 
 /**
@@ -46,6 +48,8 @@ import { TurnText } from './stream.js';
  * @typedef {object} TurnOptions
  * @property {(result: ResultEvent<R>) => void} [onResult] called with the result event of every
  *   turn that succeeds
+ * @property {boolean} [resume] the bindings: follow the session's running turn on mount (and
+ *   after useCoachSession's load), through GET …/turns/current (default true)
  */
 
 /**
@@ -53,7 +57,7 @@ import { TurnText } from './stream.js';
  * @returns {TurnSnapshot<R>}
  */
 function idleTurn() {
-  return { text: '', blocks: [], blockTypes: [], cards: [], result: null, status: 'idle', error: null };
+  return { text: '', blocks: [], blockTypes: [], cards: [], result: null, status: 'idle', error: null, turn: '' };
 }
 
 /**
@@ -89,16 +93,48 @@ export class TurnRunner {
    * @param {TurnRequest} body
    * @returns {Promise<ResultEvent<R> | null>}
    */
-  async send(sessionId, body) {
+  send(sessionId, body) {
+    return this.follow((options) => this.client.streamTurn(sessionId, body, options), true);
+  }
+
+  /**
+   * resume follows the session's running turn from its first line (GET …/turns/current, v1.2),
+   * as send follows a turn it sent, e.g. when a page that was reloaded mid-answer mounts. It
+   * resolves null at once, the snapshot left as it was, when the session has no running or just
+   * ended turn (204), when a turn is running here already, or when the gateway has no such route.
+   * @param {string} sessionId
+   * @returns {Promise<ResultEvent<R> | null>}
+   */
+  async resume(sessionId) {
+    if (this.controller || !sessionId) return null;
+    const before = this.snapshot;
+    let started = false;
+    const result = await this.follow((options) => {
+      const events = this.client.resumeTurn(sessionId, { after: 0 }, { ...options, onTurn: (turn) => { started = true; options.onTurn(turn); } });
+      return events;
+    }, false);
+    // Nothing to resume (204), or a gateway without the route (404/405): as if resume was never called.
+    if (!started && (this.snapshot.status === 'idle' || this.snapshot.error?.kind === 'http')) this.set(before);
+    return result;
+  }
+
+  /**
+   * follow reads the events of a turn's stream and keeps the snapshot.
+   * @param {(options: { signal: AbortSignal, onTurn: (turn: string) => void }) => AsyncIterable<import('./types.js').TurnEvent<unknown>>} open
+   * @param {boolean} streaming whether the turn shows as streaming before its first line
+   * @returns {Promise<ResultEvent<R> | null>}
+   */
+  async follow(open, streaming) {
     if (this.controller) return null;
     const controller = new AbortController();
     this.controller = controller;
     const text = new TurnText();
     /** @type {CardEvent['card'][]} */
     let cards = [];
-    this.set({ ...idleTurn(), status: 'streaming' });
+    if (streaming) this.set({ ...idleTurn(), status: 'streaming' });
+    const onTurn = (/** @type {string} */ turn) => this.set({ ...(streaming ? this.snapshot : idleTurn()), status: 'streaming', turn });
     try {
-      for await (const ev of this.client.streamTurn(sessionId, body, { signal: controller.signal })) {
+      for await (const ev of open({ signal: controller.signal, onTurn })) {
         text.apply(ev);
         const visible = { text: text.text, blocks: [...text.blocks], blockTypes: [...text.blockTypes] };
         switch (ev.type) {
@@ -137,9 +173,29 @@ export class TurnRunner {
     }
   }
 
-  /** abort cancels the turn in flight, if any: the gateway then stores nothing of it. */
+  /**
+   * abort stops reading the turn in flight, if any. A gateway older than v1.2 (or one with
+   * COACH_TURN_ON_DISCONNECT=cancel) then stops the turn and stores nothing of it; a v1.2 gateway
+   * lets it run to its end: stop it with stop().
+   */
   abort() {
     this.controller?.abort();
+  }
+
+  /**
+   * stop stops the session's running turn on the gateway (DELETE …/turns/current, v1.2): nothing
+   * is stored and the stream being read ends with the error `turn_cancelled`. Resolves whether a
+   * turn was running; a failure shows in the snapshot's error.
+   * @param {string} sessionId
+   * @returns {Promise<boolean>}
+   */
+  async stop(sessionId) {
+    try {
+      return await this.client.stopTurn(sessionId);
+    } catch (err) {
+      this.set({ ...this.snapshot, error: toCoachError(err) });
+      return false;
+    }
   }
 
   /** @param {TurnSnapshot<R>} snapshot */

@@ -27,7 +27,24 @@ export { DEFAULT_MAX_LINE_BYTES, readNDJSON } from './ndjson.js';
  */
 
 /**
- * @typedef {ClientOptions & { signal?: AbortSignal }} StreamOptions
+ * @typedef {object} StreamCallbacks
+ * @property {AbortSignal} [signal]
+ * @property {(turn: string) => void} [onTurn] called with the turn's id (the X-Coach-Turn header)
+ *   as soon as the stream starts, when the gateway sends one (v1.2); resumeTurn takes it
+ * @property {(lines: number) => void} [onLine] called with the number of lines read so far,
+ *   lines of types this client skips included, before each event is yielded: the `after` of a
+ *   resumeTurn that goes on where this stream stopped
+ */
+
+/**
+ * @typedef {ClientOptions & StreamCallbacks} StreamOptions
+ */
+
+/**
+ * @typedef {object} ResumeRequest
+ * @property {number} [after] how many lines of the turn the client already has (default 0: all)
+ * @property {string} [turn] the turn's id: when the session's current turn is another one, the
+ *   gateway answers 404 `turn_not_found`
  */
 
 const NDJSON = 'application/x-ndjson';
@@ -42,8 +59,10 @@ const NDJSON = 'application/x-ndjson';
  * (404 session_not_found, 409 session_busy, 422 invalid_input with its `field`, …), `read` for a
  * stream it cannot read (`stream_truncated`, `line_too_long`, `malformed_line`, `not_a_stream`),
  * `network` when no answer came. The stream's own error line is an event, not a throw.
- * Aborting `options.signal` throws the signal's reason and cancels the request: the gateway then
- * stops the turn and stores nothing of it. Leaving the loop early does the same.
+ * Aborting `options.signal` throws the signal's reason and cancels the request; leaving the loop
+ * early does the same. A v1.2 gateway lets the turn run to its end all the same (resume it with
+ * resumeTurn, stop it with stopTurn) unless it runs with COACH_TURN_ON_DISCONNECT=cancel; an
+ * older one stops the turn and stores nothing of it. `options.onTurn` hears the turn's id.
  *
  * @template [R=TurnResult]
  * @param {string} sessionId
@@ -67,6 +86,49 @@ export function coachTurn(body, options = {}) {
 }
 
 /**
+ * resumeTurn reads the session's running turn (or its last one, if it ended a short while ago:
+ * COACH_RESUME_TTL) from line `after` on, then each new line as it is written, and yields its
+ * events as streamTurn does, up to its result or error line. With `after` 0 it yields the whole
+ * turn. It yields nothing when the session has no such turn (204). A turn stopped with stopTurn
+ * ends with an error event `turn_cancelled`. It throws as streamTurn does; a `turn` that is not
+ * the session's current turn is a CoachError 404 `turn_not_found`. Leaving the loop or aborting
+ * the signal stops reading; the turn goes on (v1.2: turns outlive their connection).
+ * @template [R=TurnResult]
+ * @param {string} sessionId
+ * @param {ResumeRequest} [from]
+ * @param {StreamOptions} [options]
+ * @returns {AsyncGenerator<TurnEvent<R>, void, undefined>}
+ */
+export async function* resumeTurn(sessionId, from = {}, options = {}) {
+  const q = new URLSearchParams({ after: String(from.after ?? 0) });
+  if (from.turn) q.set('turn', from.turn);
+  const path = `${sessionPath(sessionId)}/turns/current?${q}`;
+  const res = await send(options, 'GET', path, undefined, NDJSON, options.signal);
+  if (res.status === 204) return;
+  const after = from.after ?? 0;
+  yield* readStream(res, 'GET', path, { ...options, onLine: options.onLine && ((n) => options.onLine?.(after + n)) });
+}
+
+/**
+ * stopTurn stops the session's running turn, wherever it runs (v1.2): the model call is
+ * cancelled, nothing is stored, and every reader's stream ends with an error event
+ * `turn_cancelled`. It resolves true when a turn was stopped and false when none was running
+ * (404 `no_running_turn`: it may just have ended); other failures throw a CoachError.
+ * @param {string} sessionId
+ * @param {ClientOptions & { signal?: AbortSignal }} [options]
+ * @returns {Promise<boolean>}
+ */
+export async function stopTurn(sessionId, options = {}) {
+  try {
+    await send(options, 'DELETE', `${sessionPath(sessionId)}/turns/current`, undefined, 'application/json', options.signal);
+    return true;
+  } catch (err) {
+    if (err instanceof CoachError && err.status === 404 && err.code === 'no_running_turn') return false;
+    throw err;
+  }
+}
+
+/**
  * @template R
  * @param {string} path
  * @param {unknown} body
@@ -74,15 +136,29 @@ export function coachTurn(body, options = {}) {
  * @returns {AsyncGenerator<TurnEvent<R>, void, undefined>}
  */
 async function* streamPost(path, body, options) {
-  const { signal } = options;
-  const res = await send(options, 'POST', path, body, NDJSON, signal);
+  const res = await send(options, 'POST', path, body, NDJSON, options.signal);
+  yield* readStream(res, 'POST', path, options);
+}
+
+/**
+ * readStream checks that res is an NDJSON stream, reports its turn id, and yields its events.
+ * @template R
+ * @param {Response} res
+ * @param {string} method
+ * @param {string} path
+ * @param {StreamOptions} options
+ * @returns {AsyncGenerator<TurnEvent<R>, void, undefined>}
+ */
+async function* readStream(res, method, path, options) {
   const ctype = res.headers.get('Content-Type') || '';
   const media = ctype.split(';')[0].trim().toLowerCase();
   if (media !== '' && media !== NDJSON && media !== 'application/ndjson') {
     res.body?.cancel().catch(() => {});
-    throw new CoachError('read', 'not_a_stream', `POST ${path}: the answer is ${ctype}, not an NDJSON stream`);
+    throw new CoachError('read', 'not_a_stream', `${method} ${path}: the answer is ${ctype}, not an NDJSON stream`);
   }
   if (!res.body) throw new CoachError('read', 'not_a_stream', 'this runtime cannot read streamed responses');
+  const turn = res.headers.get('X-Coach-Turn');
+  if (turn) options.onTurn?.(turn);
   yield* readEvents(res.body, options);
 }
 
@@ -92,7 +168,7 @@ async function* streamPost(path, body, options) {
  * a CoachError `stream_truncated` when the body ends before either.
  * @template [R=TurnResult]
  * @param {ReadableStream<Uint8Array>} body
- * @param {ReadOptions} [options]
+ * @param {ReadOptions & { onLine?: (lines: number) => void }} [options]
  * @returns {AsyncGenerator<TurnEvent<R>, void, undefined>}
  */
 export async function* readEvents(body, options = {}) {
@@ -101,6 +177,7 @@ export async function* readEvents(body, options = {}) {
   for await (const line of lines) {
     n++;
     const ev = /** @type {TurnEvent<R> | null} */ (parseEvent(line, n));
+    options.onLine?.(n);
     if (!ev) continue;
     yield ev;
     // The turn is over: whatever might follow is not part of it. Returning cancels the body.
@@ -156,7 +233,10 @@ export function parseEvent(line, lineNo = 0) {
     case 'error': {
       const code = str('error');
       if (code === '') throw bad('error line with an empty code');
-      return { type, error: code, message: str('message') };
+      /** @type {ErrorEvent} */
+      const ev = { type, error: code, message: str('message') };
+      if (line.turn != null) ev.turn = str('turn');
+      return ev;
     }
     default:
       return null;

@@ -128,14 +128,16 @@
  * @property {boolean} [fallback] the gateway substituted the result for unusable model output
  * @property {string} [upstream] which model endpoint answered
  * @property {Usage} [usage]
+ * @property {string} [turn] the turn's id (v1.2), as in the X-Coach-Turn header
  */
 
 /**
  * The last line of a turn that failed after its stream started.
  * @typedef {object} ErrorEvent
  * @property {'error'} type
- * @property {string} error the stable code, e.g. `coach_stream_failed`
+ * @property {string} error the stable code, e.g. `coach_stream_failed`, or `turn_cancelled` after a stop
  * @property {string} message
+ * @property {string} [turn] the turn's id (v1.2), as in the X-Coach-Turn header
  */
 
 /** @typedef {CoachAIResult | FrontendCard | StructuredResponse} TurnResult */

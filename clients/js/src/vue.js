@@ -1,7 +1,7 @@
 // Vue bindings (@coachgw/client/vue): composables over the client's turn and session state.
 // Vue is a peer dependency of this entry point only; the core of the package needs nothing.
 
-import { getCurrentScope, onScopeDispose, ref, shallowRef, toValue } from 'vue';
+import { getCurrentInstance, getCurrentScope, onMounted, onScopeDispose, ref, shallowRef, toValue } from 'vue';
 
 import { SessionRunner, TurnRunner } from './state.js';
 
@@ -47,12 +47,17 @@ import { SessionRunner, TurnRunner } from './state.js';
  * @property {Readonly<Ref<CoachError | null>>} error
  * @property {(body: TurnRequest) => Promise<ResultEvent<R> | null>} send takes a turn; resolves
  *   with its result, or null when it failed, was aborted, or another turn was running
- * @property {() => void} abort cancels the turn in flight
+ * @property {() => void} abort stops reading the turn in flight (see TurnRunner.abort)
+ * @property {() => Promise<boolean>} stop stops the session's running turn on the gateway
+ * @property {() => Promise<ResultEvent<R> | null>} resume follows the session's running turn
+ * @property {Readonly<Ref<string>>} turn the turn's id ("" before its stream starts)
  */
 
 /**
- * useCoachTurn runs the turns of a session and keeps refs of what the learner should see. The
- * turn in flight is aborted when the calling component (or effect scope) goes away.
+ * useCoachTurn runs the turns of a session and keeps refs of what the learner should see. When
+ * the calling component mounts with a session id, it follows the session's running turn, if any
+ * (a page reloaded mid-answer shows the answer go on), unless `options.resume` is false. The
+ * turn in flight is no longer read when the component (or effect scope) goes away.
  * @template [R=TurnResult]
  * @param {CoachClient} client
  * @param {MaybeRefOrGetter<string>} sessionId read when a turn is sent
@@ -73,6 +78,7 @@ export function useCoachTurn(client, sessionId, options) {
   const status = ref('idle');
   /** @type {Ref<CoachError | null>} */
   const error = shallowRef(null);
+  const turn = ref('');
   /** @type {TurnRunner<R>} */
   const runner = new TurnRunner(client, (s) => {
     text.value = s.text;
@@ -82,8 +88,10 @@ export function useCoachTurn(client, sessionId, options) {
     result.value = s.result;
     status.value = s.status;
     error.value = s.error;
+    turn.value = s.turn;
   }, options);
   if (getCurrentScope()) onScopeDispose(() => runner.abort());
+  if (options?.resume !== false && getCurrentInstance()) onMounted(() => void runner.resume(toValue(sessionId)));
   return {
     text,
     blocks,
@@ -92,8 +100,11 @@ export function useCoachTurn(client, sessionId, options) {
     result,
     status,
     error,
+    turn,
     send: (body) => runner.send(toValue(sessionId), body),
     abort: () => runner.abort(),
+    stop: () => runner.stop(toValue(sessionId)),
+    resume: () => runner.resume(toValue(sessionId)),
   };
 }
 
@@ -117,7 +128,8 @@ export function useCoachTurn(client, sessionId, options) {
 
 /**
  * useCoachSession holds one session: create or load it, change its draft or proposal, delete
- * it, and take its turns through `turn`; every turn's result line updates `session`.
+ * it, and take its turns through `turn`; every turn's result line updates `session`. A loaded
+ * session's running turn is followed (unless `options.resume` is false).
  * @template [S=Record<string, unknown>]
  * @template [R=TurnResult]
  * @param {CoachClient} client
@@ -140,6 +152,8 @@ export function useCoachSession(client, options = {}) {
   /** @type {CoachTurn<R>} */
   const turn = useCoachTurn(client, () => runner.id, {
     ...options,
+    // No session at mount: load() resumes instead.
+    resume: false,
     onResult: (ev) => {
       runner.hold(ev.session);
       options.onResult?.(ev);
@@ -150,7 +164,12 @@ export function useCoachSession(client, options = {}) {
     status,
     error,
     create: (body) => runner.create(body),
-    load: (id) => runner.load(id),
+    load: async (id) => {
+      const s = await runner.load(id);
+      // A session loaded (e.g. after a reload) may have a turn running: follow it.
+      if (s && options.resume !== false) void turn.resume();
+      return s;
+    },
     refresh: () => runner.refresh(),
     setDraft: (field, value) => runner.setDraft(field, value),
     decideProposal: (action) => runner.decideProposal(action),

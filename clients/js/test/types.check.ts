@@ -2,7 +2,8 @@
 // TypeScript user writes must type-check, and the mistakes marked @ts-expect-error must not.
 
 import { CoachClient, CoachError, collectTurn, TurnText } from '@coachgw/client';
-import type { CoachAIResult, FrontendCard, Session, StructuredResponse, ToulminState, TurnEvent } from '@coachgw/client';
+import type { CoachAIResult, CoachUIMessage, FrontendCard, Session, StructuredResponse, ToulminState, TurnEvent } from '@coachgw/client';
+import { chatError, chatRoutes } from '@coachgw/client/ai';
 import { streamTurn } from '@coachgw/client/stream.js';
 import { useCoachSession as useVueSession, useCoachTurn as useVueTurn } from '@coachgw/client/vue';
 import { useCoachSession as useReactSession } from '@coachgw/client/react';
@@ -86,4 +87,37 @@ export function react() {
   void s.decideProposal('accept');
   // @ts-expect-error the action is accept or reject
   void s.decideProposal('maybe');
+}
+
+export async function resume(id: string) {
+  let turn = '';
+  let lines = 0;
+  for await (const ev of client.streamTurn<CoachAIResult>(id, { message: 'hi' }, { onTurn: (t) => (turn = t), onLine: (n) => (lines = n) })) {
+    if (ev.type === 'result') ev.turn?.length;
+    if (lines > 3) break;
+  }
+  for await (const ev of client.resumeTurn<CoachAIResult>(id, { after: lines, turn })) {
+    if (ev.type === 'result') ev.result.nextQuestion?.length;
+    if (ev.type === 'error') ev.error satisfies string;
+  }
+  (await client.stopTurn(id)) satisfies boolean;
+  // @ts-expect-error after is a number of lines
+  client.resumeTurn(id, { after: 'x' });
+}
+
+export function aiTypes(m: CoachUIMessage<'toulmin'>, any: CoachUIMessage) {
+  for (const p of m.parts) {
+    if (p.type === 'data-coach-result') p.data.result.assistantText.length;
+    if (p.type === 'data-coach-card') p.data.card.type satisfies FrontendCard['type'];
+    if (p.type === 'data-coach-error') p.data.error.length;
+    if (p.type === 'text') p.text.length;
+  }
+  for (const p of any.parts) {
+    // @ts-expect-error any contract's result: not every one has assistantText
+    if (p.type === 'data-coach-result') p.data.result.assistantText;
+  }
+  const e = chatError(new Error('{"error":"session_not_found","message":"no such session"}'), m);
+  e.error satisfies string;
+  e.field satisfies string | undefined;
+  chatRoutes('', 'x').stream satisfies string;
 }

@@ -8,6 +8,8 @@ export type ModuleSummary = import('./types.js').ModuleSummary;
 export type MessagesPage = import('./types.js').MessagesPage;
 export type TranscriptEntry = import('./types.js').TranscriptEntry;
 export type Module = import('./schemas.js').Module;
+export type StreamCallbacks = import('./stream.js').StreamCallbacks;
+export type ResumeRequest = import('./stream.js').ResumeRequest;
 export type Session<S = Record<string, unknown>> = import('./types.js').Session<S>;
 export type TurnEvent<R = TurnResult> = import('./types.js').TurnEvent<R>;
 export type MessagesOptions = {
@@ -31,6 +33,8 @@ export type MessagesOptions = {
 /** @typedef {import('./types.js').MessagesPage} MessagesPage */
 /** @typedef {import('./types.js').TranscriptEntry} TranscriptEntry */
 /** @typedef {import('./schemas.js').Module} Module */
+/** @typedef {import('./stream.js').StreamCallbacks} StreamCallbacks */
+/** @typedef {import('./stream.js').ResumeRequest} ResumeRequest */
 /**
  * @template [S=Record<string, unknown>]
  * @typedef {import('./types.js').Session<S>} Session
@@ -126,10 +130,28 @@ export declare class CoachClient {
      * @template [R=TurnResult]
      * @param {string} sessionId
      * @param {TurnRequest} body
-     * @param {CallOptions} [options]
+     * @param {StreamCallbacks} [options]
      * @returns {AsyncGenerator<TurnEvent<R>, void, undefined>}
      */
-    streamTurn<R = TurnResult>(sessionId: string, body: TurnRequest, options?: CallOptions): AsyncGenerator<TurnEvent<R>, void, undefined>;
+    streamTurn<R = TurnResult>(sessionId: string, body: TurnRequest, options?: StreamCallbacks): AsyncGenerator<TurnEvent<R>, void, undefined>;
+    /**
+     * resumeTurn reads the session's running (or just ended) turn from line `after` on; see the
+     * function resumeTurn in stream.js. It yields nothing when there is no such turn.
+     * @template [R=TurnResult]
+     * @param {string} sessionId
+     * @param {ResumeRequest} [from]
+     * @param {StreamCallbacks} [options]
+     * @returns {AsyncGenerator<TurnEvent<R>, void, undefined>}
+     */
+    resumeTurn<R = TurnResult>(sessionId: string, from?: ResumeRequest, options?: StreamCallbacks): AsyncGenerator<TurnEvent<R>, void, undefined>;
+    /**
+     * stopTurn stops the session's running turn wherever it runs; it resolves false when none was
+     * running. See the function stopTurn in stream.js.
+     * @param {string} sessionId
+     * @param {CallOptions} [options]
+     * @returns {Promise<boolean>}
+     */
+    stopTurn(sessionId: string, options?: CallOptions): Promise<boolean>;
     /**
      * coachTurn takes a turn on the seed's route POST /api/coach (toulmin sessions).
      * @param {{ sessionId: string, message: string, step?: ToulminStep }} body

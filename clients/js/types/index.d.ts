@@ -1,8 +1,9 @@
+export { chatError, chatRoutes } from './ai.js';
 export { CoachClient } from './client.js';
 export { CoachError } from './errors.js';
 export { DEFAULT_MAX_LINE_BYTES, LineBuffer, readNDJSON } from './ndjson.js';
 export { SessionRunner, TurnRunner } from './state.js';
-export { coachTurn, collectTurn, parseEvent, readEvents, streamTurn, TurnText } from './stream.js';
+export { coachTurn, collectTurn, parseEvent, readEvents, resumeTurn, stopTurn, streamTurn, TurnText } from './stream.js';
 export type Contract = import('./types.js').Contract;
 export type CreateSessionRequest = import('./types.js').CreateSessionRequest;
 export type TurnRequest = import('./types.js').TurnRequest;
@@ -33,6 +34,12 @@ export type StructuredResponse = import('./schemas.js').StructuredResponse;
 export type ModuleForm = import('./schemas.js').ModuleForm;
 export type ModuleFormField = import('./schemas.js').ModuleFormField;
 export type Module = import('./schemas.js').Module;
+export type ContractResults = import('./schemas.js').ContractResults;
+export type StreamCallbacks = import('./stream.js').StreamCallbacks;
+export type ResumeRequest = import('./stream.js').ResumeRequest;
+export type CoachChatError = import('./ai.js').CoachChatError;
+export type CoachUIMessage<C extends Contract = Contract> = import('./ai.js').CoachUIMessage<C>;
+export type CoachDataParts<R = TurnResult> = import('./ai.js').CoachDataParts<R>;
 export type ClientOptions = import('./request.js').ClientOptions;
 export type CallOptions = import('./request.js').CallOptions;
 export type CoachErrorKind = import('./errors.js').CoachErrorKind;
@@ -72,6 +79,18 @@ export type CollectedTurn<R = TurnResult> = import('./stream.js').CollectedTurn<
 /** @typedef {import('./schemas.js').ModuleForm} ModuleForm */
 /** @typedef {import('./schemas.js').ModuleFormField} ModuleFormField */
 /** @typedef {import('./schemas.js').Module} Module */
+/** @typedef {import('./schemas.js').ContractResults} ContractResults */
+/** @typedef {import('./stream.js').StreamCallbacks} StreamCallbacks */
+/** @typedef {import('./stream.js').ResumeRequest} ResumeRequest */
+/** @typedef {import('./ai.js').CoachChatError} CoachChatError */
+/**
+ * @template {Contract} [C=Contract]
+ * @typedef {import('./ai.js').CoachUIMessage<C>} CoachUIMessage
+ */
+/**
+ * @template [R=TurnResult]
+ * @typedef {import('./ai.js').CoachDataParts<R>} CoachDataParts
+ */
 /** @typedef {import('./request.js').ClientOptions} ClientOptions */
 /** @typedef {import('./request.js').CallOptions} CallOptions */
 /** @typedef {import('./errors.js').CoachErrorKind} CoachErrorKind */

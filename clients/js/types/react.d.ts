@@ -11,6 +11,8 @@ export type SessionSnapshot<S = Record<string, unknown>> = import('./state.js').
 export type CoachTurn<R = TurnResult> = TurnSnapshot<R> & {
     send: (body: TurnRequest) => Promise<ResultEvent<R> | null>;
     abort: () => void;
+    stop: () => Promise<boolean>;
+    resume: () => Promise<ResultEvent<R> | null>;
 };
 /**
  * What useCoachTurn returns: the turn as the learner should see it (text, blocks, blockTypes,
@@ -19,12 +21,16 @@ export type CoachTurn<R = TurnResult> = TurnSnapshot<R> & {
  * @typedef {TurnSnapshot<R> & {
  *   send: (body: TurnRequest) => Promise<ResultEvent<R> | null>,
  *   abort: () => void,
+ *   stop: () => Promise<boolean>,
+ *   resume: () => Promise<ResultEvent<R> | null>,
  * }} CoachTurn
  */
 /**
  * useCoachTurn runs the turns of a session and re-renders as the turn streams. send resolves
  * with the turn's result event, or null when it failed, was aborted, or another turn was
- * running. The turn in flight is aborted when the component unmounts.
+ * running. On mount with a session id it follows the session's running turn, if any (a page
+ * reloaded mid-answer shows the answer go on), unless `options.resume` is false. The turn in
+ * flight is no longer read when the component unmounts.
  * @template [R=TurnResult]
  * @param {CoachClient} client
  * @param {string | (() => string)} sessionId the session, or a function that returns it when a

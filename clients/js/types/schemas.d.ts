@@ -184,6 +184,11 @@ export type ModuleTopic = {
     };
 };
 export type ModuleKeywords = Array<string>;
+export type ContractResults = {
+    toulmin: CoachAIResult;
+    cards: FrontendCard;
+    module: StructuredResponse;
+};
 /**
  * The Toulmin coach's answer for one turn (coach-ai-tool-contract).
  * @typedef {object} CoachAIResult
@@ -290,5 +295,9 @@ export type ModuleKeywords = Array<string>;
  */
 /**
  * @typedef {Array<string>} ModuleKeywords
+ */
+/**
+ * The result type of each contract: the `result` of its result line and data-coach-result part.
+ * @typedef {{ toulmin: CoachAIResult, cards: FrontendCard, module: StructuredResponse }} ContractResults
  */
 export {};

@@ -32,9 +32,14 @@ export type TurnSnapshot<R = TurnResult> = {
     status: TurnStatus;
     /**
      * what failed: an HTTP error before the stream, the stream's
-     * error line (kind `turn`), a broken stream or no answer
+     * error line (kind `turn`; `turn_cancelled` after a stop), a broken stream or no answer
      */
     error: CoachError | null;
+    /**
+     * the turn's id once its stream started ("" before, or from a gateway
+     * older than v1.2)
+     */
+    turn: string;
 };
 export type TurnOptions<R = TurnResult> = {
     /**
@@ -42,6 +47,11 @@ export type TurnOptions<R = TurnResult> = {
      * turn that succeeds
      */
     onResult?: (result: ResultEvent<R>) => void;
+    /**
+     * the bindings: follow the session's running turn on mount (and
+     * after useCoachSession's load), through GET …/turns/current (default true)
+     */
+    resume?: boolean;
 };
 /**
  * TurnRunner runs the turns of one session, one at a time, and reports every change.
@@ -72,8 +82,39 @@ export declare class TurnRunner<R = TurnResult> {
      * @returns {Promise<ResultEvent<R> | null>}
      */
     send(sessionId: string, body: TurnRequest): Promise<ResultEvent<R> | null>;
-    /** abort cancels the turn in flight, if any: the gateway then stores nothing of it. */
+    /**
+     * resume follows the session's running turn from its first line (GET …/turns/current, v1.2),
+     * as send follows a turn it sent, e.g. when a page that was reloaded mid-answer mounts. It
+     * resolves null at once, the snapshot left as it was, when the session has no running or just
+     * ended turn (204), when a turn is running here already, or when the gateway has no such route.
+     * @param {string} sessionId
+     * @returns {Promise<ResultEvent<R> | null>}
+     */
+    resume(sessionId: string): Promise<ResultEvent<R> | null>;
+    /**
+     * follow reads the events of a turn's stream and keeps the snapshot.
+     * @param {(options: { signal: AbortSignal, onTurn: (turn: string) => void }) => AsyncIterable<import('./types.js').TurnEvent<unknown>>} open
+     * @param {boolean} streaming whether the turn shows as streaming before its first line
+     * @returns {Promise<ResultEvent<R> | null>}
+     */
+    follow(open: (options: {
+        signal: AbortSignal;
+        onTurn: (turn: string) => void;
+    }) => AsyncIterable<import('./types.js').TurnEvent<unknown>>, streaming: boolean): Promise<ResultEvent<R> | null>;
+    /**
+     * abort stops reading the turn in flight, if any. A gateway older than v1.2 (or one with
+     * COACH_TURN_ON_DISCONNECT=cancel) then stops the turn and stores nothing of it; a v1.2 gateway
+     * lets it run to its end: stop it with stop().
+     */
     abort(): void;
+    /**
+     * stop stops the session's running turn on the gateway (DELETE …/turns/current, v1.2): nothing
+     * is stored and the stream being read ends with the error `turn_cancelled`. Resolves whether a
+     * turn was running; a failure shows in the snapshot's error.
+     * @param {string} sessionId
+     * @returns {Promise<boolean>}
+     */
+    stop(sessionId: string): Promise<boolean>;
     /** @param {TurnSnapshot<R>} snapshot */
     set(snapshot: TurnSnapshot<R>): void;
 }

@@ -10,8 +10,31 @@ export type ClientOptions = import('./request.js').ClientOptions;
 export type ReadOptions = import('./ndjson.js').ReadOptions;
 export type TurnEvent<R = TurnResult> = import('./types.js').TurnEvent<R>;
 export type ResultEvent<R = TurnResult> = import('./types.js').ResultEvent<R>;
-export type StreamOptions = ClientOptions & {
+export type StreamCallbacks = {
     signal?: AbortSignal;
+    /**
+     * called with the turn's id (the X-Coach-Turn header)
+     * as soon as the stream starts, when the gateway sends one (v1.2); resumeTurn takes it
+     */
+    onTurn?: (turn: string) => void;
+    /**
+     * called with the number of lines read so far,
+     * lines of types this client skips included, before each event is yielded: the `after` of a
+     * resumeTurn that goes on where this stream stopped
+     */
+    onLine?: (lines: number) => void;
+};
+export type StreamOptions = ClientOptions & StreamCallbacks;
+export type ResumeRequest = {
+    /**
+     * how many lines of the turn the client already has (default 0: all)
+     */
+    after?: number;
+    /**
+     * the turn's id: when the session's current turn is another one, the
+     * gateway answers 404 `turn_not_found`
+     */
+    turn?: string;
 };
 /**
  * streamTurn posts a turn of session `sessionId` and yields the events of its stream as they
@@ -23,8 +46,10 @@ export type StreamOptions = ClientOptions & {
  * (404 session_not_found, 409 session_busy, 422 invalid_input with its `field`, …), `read` for a
  * stream it cannot read (`stream_truncated`, `line_too_long`, `malformed_line`, `not_a_stream`),
  * `network` when no answer came. The stream's own error line is an event, not a throw.
- * Aborting `options.signal` throws the signal's reason and cancels the request: the gateway then
- * stops the turn and stores nothing of it. Leaving the loop early does the same.
+ * Aborting `options.signal` throws the signal's reason and cancels the request; leaving the loop
+ * early does the same. A v1.2 gateway lets the turn run to its end all the same (resume it with
+ * resumeTurn, stop it with stopTurn) unless it runs with COACH_TURN_ON_DISCONNECT=cancel; an
+ * older one stops the turn and stores nothing of it. `options.onTurn` hears the turn's id.
  *
  * @template [R=TurnResult]
  * @param {string} sessionId
@@ -46,15 +71,44 @@ export declare function coachTurn(body: {
     step?: import('./types.js').ToulminStep;
 }, options?: StreamOptions): AsyncGenerator<TurnEvent<import('./types.js').CoachAIResult>, void, undefined>;
 /**
+ * resumeTurn reads the session's running turn (or its last one, if it ended a short while ago:
+ * COACH_RESUME_TTL) from line `after` on, then each new line as it is written, and yields its
+ * events as streamTurn does, up to its result or error line. With `after` 0 it yields the whole
+ * turn. It yields nothing when the session has no such turn (204). A turn stopped with stopTurn
+ * ends with an error event `turn_cancelled`. It throws as streamTurn does; a `turn` that is not
+ * the session's current turn is a CoachError 404 `turn_not_found`. Leaving the loop or aborting
+ * the signal stops reading; the turn goes on (v1.2: turns outlive their connection).
+ * @template [R=TurnResult]
+ * @param {string} sessionId
+ * @param {ResumeRequest} [from]
+ * @param {StreamOptions} [options]
+ * @returns {AsyncGenerator<TurnEvent<R>, void, undefined>}
+ */
+export declare function resumeTurn<R = TurnResult>(sessionId: string, from?: ResumeRequest, options?: StreamOptions): AsyncGenerator<TurnEvent<R>, void, undefined>;
+/**
+ * stopTurn stops the session's running turn, wherever it runs (v1.2): the model call is
+ * cancelled, nothing is stored, and every reader's stream ends with an error event
+ * `turn_cancelled`. It resolves true when a turn was stopped and false when none was running
+ * (404 `no_running_turn`: it may just have ended); other failures throw a CoachError.
+ * @param {string} sessionId
+ * @param {ClientOptions & { signal?: AbortSignal }} [options]
+ * @returns {Promise<boolean>}
+ */
+export declare function stopTurn(sessionId: string, options?: ClientOptions & {
+    signal?: AbortSignal;
+}): Promise<boolean>;
+/**
  * readEvents reads a turn's NDJSON body (e.g. a fetch Response's body) as typed events; see
  * streamTurn for what it yields and throws. It stops after the result or error event, and throws
  * a CoachError `stream_truncated` when the body ends before either.
  * @template [R=TurnResult]
  * @param {ReadableStream<Uint8Array>} body
- * @param {ReadOptions} [options]
+ * @param {ReadOptions & { onLine?: (lines: number) => void }} [options]
  * @returns {AsyncGenerator<TurnEvent<R>, void, undefined>}
  */
-export declare function readEvents<R = TurnResult>(body: ReadableStream<Uint8Array>, options?: ReadOptions): AsyncGenerator<TurnEvent<R>, void, undefined>;
+export declare function readEvents<R = TurnResult>(body: ReadableStream<Uint8Array>, options?: ReadOptions & {
+    onLine?: (lines: number) => void;
+}): AsyncGenerator<TurnEvent<R>, void, undefined>;
 /**
  * parseEvent checks one parsed line against the contract and returns its event, or null for a
  * line of a type this client does not know. A line of a known type without the members its type

@@ -40,9 +40,21 @@ export type CoachTurn<R = TurnResult> = {
      */
     send: (body: TurnRequest) => Promise<ResultEvent<R> | null>;
     /**
-     * cancels the turn in flight
+     * stops reading the turn in flight (see TurnRunner.abort)
      */
     abort: () => void;
+    /**
+     * stops the session's running turn on the gateway
+     */
+    stop: () => Promise<boolean>;
+    /**
+     * follows the session's running turn
+     */
+    resume: () => Promise<ResultEvent<R> | null>;
+    /**
+     * the turn's id ("" before its stream starts)
+     */
+    turn: Readonly<Ref<string>>;
 };
 /** @typedef {import('./client.js').CoachClient} CoachClient */
 /** @typedef {import('./types.js').TurnRequest} TurnRequest */
@@ -85,11 +97,16 @@ export type CoachTurn<R = TurnResult> = {
  * @property {Readonly<Ref<CoachError | null>>} error
  * @property {(body: TurnRequest) => Promise<ResultEvent<R> | null>} send takes a turn; resolves
  *   with its result, or null when it failed, was aborted, or another turn was running
- * @property {() => void} abort cancels the turn in flight
+ * @property {() => void} abort stops reading the turn in flight (see TurnRunner.abort)
+ * @property {() => Promise<boolean>} stop stops the session's running turn on the gateway
+ * @property {() => Promise<ResultEvent<R> | null>} resume follows the session's running turn
+ * @property {Readonly<Ref<string>>} turn the turn's id ("" before its stream starts)
  */
 /**
- * useCoachTurn runs the turns of a session and keeps refs of what the learner should see. The
- * turn in flight is aborted when the calling component (or effect scope) goes away.
+ * useCoachTurn runs the turns of a session and keeps refs of what the learner should see. When
+ * the calling component mounts with a session id, it follows the session's running turn, if any
+ * (a page reloaded mid-answer shows the answer go on), unless `options.resume` is false. The
+ * turn in flight is no longer read when the component (or effect scope) goes away.
  * @template [R=TurnResult]
  * @param {CoachClient} client
  * @param {MaybeRefOrGetter<string>} sessionId read when a turn is sent
@@ -134,7 +151,8 @@ export type CoachSession<S = Record<string, unknown>, R = TurnResult> = {
  */
 /**
  * useCoachSession holds one session: create or load it, change its draft or proposal, delete
- * it, and take its turns through `turn`; every turn's result line updates `session`.
+ * it, and take its turns through `turn`; every turn's result line updates `session`. A loaded
+ * session's running turn is followed (unless `options.resume` is false).
  * @template [S=Record<string, unknown>]
  * @template [R=TurnResult]
  * @param {CoachClient} client
