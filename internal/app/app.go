@@ -84,6 +84,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 	a.store = redisstore.New(client, redisstore.Options{
 		Prefix: cfg.RedisPrefix, TTL: cfg.SessionTTL,
 		TranscriptMaxEntries: cfg.TranscriptMaxEntries, TranscriptMaxBytes: cfg.TranscriptMaxBytes,
+		Timeout: cfg.RedisTimeout,
 	})
 	if err := a.store.Prepare(ctx); err != nil {
 		log.Error().Err(err).Msg("Redis does not answer; the gateway is not ready until it does")
@@ -157,6 +158,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 			TurnTimeout:              cfg.TurnTimeout,
 			MaxAttempts:              cfg.MaxAttempts,
 			RetryAfterCap:            cfg.RetryAfterCap,
+			TokenReserve:             cfg.TokenReserve,
 		},
 		Observer: obs,
 	})
@@ -385,8 +387,13 @@ func (a *App) addUpstream(name, system string, cfg openai.Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	client := openai.New(cfg)
+	if !client.AsksUsage() {
+		a.log.Info().Str("upstream", name).
+			Msg("this model endpoint is not asked for its token usage: its tokens are estimated from bytes (one per 4 bytes sent and received)")
+	}
 	a.upstreams = append(a.upstreams, upstream{
-		Upstream: coach.Upstream{Name: name, Model: openai.New(cfg), ModelName: cfg.Model, System: system},
+		Upstream: coach.Upstream{Name: name, Model: client, ModelName: cfg.Model, System: system},
 		baseURL:  cfg.BaseURL,
 	})
 	return nil

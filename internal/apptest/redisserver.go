@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -112,4 +113,21 @@ func (r *RedisServer) answers() bool {
 	}
 	line, err := bufio.NewReader(conn).ReadString('\n')
 	return err == nil && line == "+PONG\r\n"
+}
+
+// Pause stops the server with SIGSTOP, as a hung host would: connections stay open and
+// nothing answers. Resume continues it.
+func (r *RedisServer) Pause() { r.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server with SIGCONT.
+func (r *RedisServer) Resume() { r.signal(syscall.SIGCONT) }
+
+func (r *RedisServer) signal(sig syscall.Signal) {
+	r.t.Helper()
+	if r.cmd == nil {
+		r.t.Fatal("redis-server is not running")
+	}
+	if err := r.cmd.Process.Signal(sig); err != nil {
+		r.t.Fatalf("signalling redis-server: %v", err)
+	}
 }

@@ -42,10 +42,10 @@ type Report struct {
 	Upstream string
 	Model    string
 	Usage    *Usage
-	// Spent lists the tokens of every attempt whose endpoint reported them, in order: the
-	// answering attempt's and those of attempts that failed or were retried (unusable output,
-	// a fallback to another endpoint), which cost as much. The token metrics and the tenant's
-	// daily counters count them all.
+	// Spent lists the tokens of every attempt whose stream started, in order, as reported or
+	// estimated: the answering attempt's and those of attempts that failed, were retried
+	// (unusable output, a fallback to another endpoint) or were cut by the client leaving,
+	// which cost as much. The token metrics and the tenant's daily counters count them all.
 	Spent []Spent
 	// Tenant owns the session.
 	Tenant string
@@ -58,10 +58,15 @@ type Report struct {
 	Err        error
 }
 
-// Spent is the usage that one attempt's endpoint reported.
+// Spent is what one attempt cost: the usage its endpoint reported, or an estimate.
 type Spent struct {
 	Upstream, Model string
 	Usage           Usage
+	// Estimated says that Usage is estimated from bytes (see EstimateTokens): the endpoint
+	// reported none, or Ignored says it reported one that could not be believed (not whole
+	// numbers, negative, or absurd for the bytes of the attempt).
+	Estimated bool
+	Ignored   bool
 }
 
 // SpentTotal returns the sum of spent, or nil when it is empty.

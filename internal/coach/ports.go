@@ -108,6 +108,9 @@ type Fragment struct {
 	// Usage is set on the fragment made from the endpoint's usage report, when it sent one
 	// (OpenAI's: a last chunk with empty choices, asked for with stream_options.include_usage).
 	Usage *Usage
+	// BadUsage is set on a fragment whose chunk carried a usage report that the adapter could
+	// not read as whole numbers; the engine then estimates the attempt's tokens.
+	BadUsage bool
 }
 
 // Usage is the token count an endpoint reported for one completion.

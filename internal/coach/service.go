@@ -47,6 +47,10 @@ type Options struct {
 	// Recoveries is how many times a turn is restarted (with a reset line) after text was sent
 	// or its output was unusable; a negative value disables recovery.
 	Recoveries int
+	// TokenReserve is what a turn of a tenant with a budget reserves besides its input's
+	// tokens before its session is read: an allowance for the prompt around the input and the
+	// answer (see Service.reservation).
+	TokenReserve int
 }
 
 // Defaults of the Options that bound sizes. A real answer is a few kilobytes: the bounds only
@@ -71,8 +75,13 @@ func DefaultOptions() Options {
 		BackoffMax:       2 * time.Second,
 		RetryAfterCap:    10 * time.Second,
 		Recoveries:       1,
+		TokenReserve:     DefaultTokenReserve,
 	}
 }
+
+// DefaultTokenReserve is the default of Options.TokenReserve: a prompt of a few thousand bytes
+// and an answer of 1024 tokens, toulmin's cap.
+const DefaultTokenReserve = 2048
 
 func (o Options) withDefaults() Options {
 	d := DefaultOptions()
@@ -99,6 +108,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = d.MaxAttempts
+	}
+	if o.TokenReserve <= 0 {
+		o.TokenReserve = d.TokenReserve
 	}
 	switch {
 	case o.Recoveries == 0:
@@ -266,17 +278,21 @@ func (s *Service) Transcript(ctx context.Context, tenant, id string, before int6
 
 // release drops a lock on a context of its own: it runs when the turn's context may be gone.
 func (s *Service) release(id, token string) {
-	if err := s.tryRelease(id, token); err == nil || !errors.Is(err, ErrUnavailable) {
+	s.retryWhileUnavailable(func() error { return s.tryRelease(id, token) })
+}
+
+// retryWhileUnavailable calls try, and when the store is unavailable keeps calling it in the
+// background until the lock would have expired anyway, so that the session is free (and a
+// turn's tokens settled) as soon as the store is back rather than after the whole lock TTL.
+func (s *Service) retryWhileUnavailable(try func() error) {
+	if err := try(); err == nil || !errors.Is(err, ErrUnavailable) {
 		return
 	}
-	// The store is down. Keep trying in the background until the lock would have expired
-	// anyway, so that the session is free as soon as the store is back rather than after the
-	// whole lock TTL.
 	go func() {
 		deadline := s.now().Add(s.opts.LockTTL)
 		for wait := time.Second; s.now().Before(deadline); wait = min(2*wait, 10*time.Second) {
 			time.Sleep(wait)
-			if err := s.tryRelease(id, token); err == nil || !errors.Is(err, ErrUnavailable) {
+			if err := try(); err == nil || !errors.Is(err, ErrUnavailable) {
 				return
 			}
 		}

@@ -36,16 +36,24 @@ type TranscriptEntry struct {
 type CommitExtra struct {
 	// Transcript is appended to the session's transcript, in order.
 	Transcript []TranscriptEntry
-	// Usage, when set, is added to the tenant's token counters of the day.
+	// Usage, when set, settles the turn's tokens in the tenant's counters of the day: its
+	// reservation, if it made one, is dropped and Usage is charged, once per turn however
+	// often the commit is sent. It is settled even when the commit itself conflicts: the
+	// tokens were spent.
 	Usage *TenantUsage
 }
 
 // TenantUsage is the tokens one turn used, for a tenant's daily counters.
 type TenantUsage struct {
+	// Turn identifies the turn: the store charges a turn once.
+	Turn   string
 	Tenant string
-	// Day is when the turn was stored; its UTC date picks the counter.
+	// Day is when the turn started, as for its reservation; its UTC date picks the counters.
 	Day time.Time
 	Usage
+	// Largest is the most tokens one attempt of the turn used, which the store keeps as the
+	// tenant's largest of the day for later reservations.
+	Largest int
 }
 
 // TranscriptPage is one page of a transcript, oldest entry first.

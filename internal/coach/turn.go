@@ -17,9 +17,13 @@ import (
 // TurnRun is a turn whose session is claimed and whose input was accepted: nothing has been sent
 // yet. Exactly one of Run or Abort must be called.
 type TurnRun struct {
-	svc      *Service
-	sess     *Session
-	token    string
+	svc   *Service
+	sess  *Session
+	token string
+	// id identifies the turn to the tenant's token counters (its reservation and its charge);
+	// reserved says whether it reserved tokens of a budget with its claim.
+	id       string
+	reserved bool
 	turn     Turn
 	contract string
 	start    time.Time
@@ -33,6 +37,10 @@ type TurnRun struct {
 	size     int
 	reply    []byte
 	replyCut bool
+	// opened says whether the attempt's stream started (the endpoint took the request), and
+	// badUsage whether it sent a usage report that was no whole numbers.
+	opened   bool
+	badUsage bool
 	// span is the turn's trace span, ended when the turn is.
 	span trace.Span
 	// input is the turn's body as the transcript keeps it.
@@ -60,27 +68,54 @@ func (s *Service) StartTurn(ctx context.Context, tenant, id string, in TurnInput
 
 func (s *Service) startTurn(ctx context.Context, tenant, id string, in TurnInput, start time.Time) (*TurnRun, error) {
 	cctx, claimSpan := s.tracer.Start(ctx, "coach.claim")
-	sess, token, err := s.claim(cctx, tenant, id, start)
+	turnID := NewID()
+	sess, token, err := s.claim(cctx, tenant, id, turnID, s.reservation(in), start)
 	endSpan(claimSpan, err)
 	if err != nil {
 		return nil, err
 	}
+	r := &TurnRun{svc: s, sess: sess, token: token, id: turnID, start: start}
+	r.reserved = s.budget != nil && s.budget(tenant) > 0 && s.usageStore() != nil
 	c, ok := s.contracts[sess.Contract]
 	if !ok {
-		s.release(sess.ID, token)
+		r.drop(nil)
 		return nil, Errorf(KindInternal, CodeInternal, "session has unknown contract %q", sess.Contract)
 	}
 	turn, err := c.Begin(sess, in)
 	if err != nil {
-		s.release(sess.ID, token)
+		r.drop(nil)
 		return nil, err
 	}
 	input, err := json.Marshal(in)
 	if err != nil {
-		s.release(sess.ID, token)
+		r.drop(nil)
 		return nil, Wrap(err, KindInternal, CodeInternal, "cannot encode the turn's input")
 	}
-	return &TurnRun{svc: s, sess: sess, token: token, turn: turn, contract: sess.Contract, start: start, input: input}, nil
+	r.turn, r.contract, r.input = turn, sess.Contract, input
+	return r, nil
+}
+
+// charge returns what the turn settles in its tenant's counters: the tokens of spent, or
+// nil when there is nothing to settle (no tokens, no reservation).
+func (r *TurnRun) charge(spent []Spent) *TenantUsage {
+	total := SpentTotal(spent)
+	if total == nil && !r.reserved {
+		return nil
+	}
+	u := &TenantUsage{Turn: r.id, Tenant: r.sess.Tenant, Day: r.start}
+	if total != nil {
+		u.Usage = *total
+	}
+	for _, sp := range spent {
+		u.Largest = max(u.Largest, sp.Usage.PromptTokens+sp.Usage.CompletionTokens)
+	}
+	return u
+}
+
+// drop releases the turn's session without storing anything, settling spent (and the turn's
+// reservation) in the same round trip.
+func (r *TurnRun) drop(spent []Spent) {
+	r.svc.releaseCharging(r.sess.ID, r.token, r.charge(spent))
 }
 
 // Session returns the session as it was claimed.
@@ -88,7 +123,7 @@ func (r *TurnRun) Session() *Session { return r.sess }
 
 // Abort releases the session without calling the model.
 func (r *TurnRun) Abort() {
-	r.svc.release(r.sess.ID, r.token)
+	r.drop(nil)
 	r.span.End()
 }
 
@@ -104,13 +139,14 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 	stopRenewing := r.renew(ctx, lose)
 	defer stopRenewing()
 	committed := false
+	rep := Report{Contract: r.contract, Tenant: r.sess.Tenant}
+	// A turn that does not commit still pays for every attempt it made, the client's hang-up
+	// included: the release settles them.
 	defer func() {
 		if !committed {
-			s.release(r.sess.ID, r.token)
+			r.drop(rep.Spent)
 		}
 	}()
-
-	rep := Report{Contract: r.contract, Tenant: r.sess.Tenant}
 	ctx = trace.ContextWithSpan(ctx, r.span)
 	s.obs.TurnStarted(r.contract)
 	var clientErr error
@@ -186,10 +222,7 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 	// The learner's entry is dated when the turn was asked for, the coach's when it was stored.
 	transcript := append([]TranscriptEntry{learnerEntry(r.start.UTC(), r.input)},
 		coachEntries(next.UpdatedAt, cards, res.Result, res.Fallback)...)
-	extra := CommitExtra{Transcript: transcript}
-	if spent := SpentTotal(rep.Spent); spent != nil {
-		extra.Usage = &TenantUsage{Tenant: r.sess.Tenant, Day: next.UpdatedAt, Usage: *spent}
-	}
+	extra := CommitExtra{Transcript: transcript, Usage: r.charge(rep.Spent)}
 	cctx, commitSpan := s.tracer.Start(ctx, "coach.commit")
 	err = s.store.Commit(cctx, &next, r.token, extra)
 	endSpan(commitSpan, err)
@@ -280,12 +313,16 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 		out, err := r.attempt(ctx, up.Model, req, send, flush)
 		endAttempt(span, r.usage, r.finish, err)
 		rep.logAttempt(up.Name, r.finish, r.size, r.usage, err)
-		if r.usage != nil {
-			rep.Spent = append(rep.Spent, Spent{Upstream: up.Name, Model: up.ModelName, Usage: *r.usage})
+		sp, paid := r.spent(up, req)
+		if paid {
+			rep.Spent = append(rep.Spent, sp)
 		}
 		if err == nil {
 			s.breaker.Report(up.Name, Healthy)
-			rep.Model, rep.Usage = up.ModelName, r.usage
+			rep.Model = up.ModelName
+			if paid && !sp.Estimated {
+				rep.Usage = &sp.Usage // the result line carries a report the gateway believed
+			}
 			return out, nil
 		}
 		if ctx.Err() != nil {
@@ -461,10 +498,12 @@ func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, se
 	}
 
 	r.usage, r.finish, r.size, r.reply, r.replyCut = nil, "", 0, r.reply[:0], false
+	r.opened, r.badUsage = false, false
 	st, err := model.Stream(actx, req, StreamHooks{Activity: alive, Wait: flush})
 	if err != nil {
 		return nil, timeout(err)
 	}
+	r.opened = true
 	defer st.Close()
 	wn, ok := st.(WaitNotifier)
 	hold := ok && wn.NotifiesWait()
@@ -489,6 +528,7 @@ func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, se
 		if f.FinishReason != "" {
 			r.finish = f.FinishReason
 		}
+		r.badUsage = r.badUsage || f.BadUsage
 		if f.Content == "" && f.ToolArgs == "" && f.ToolCallID == "" {
 			continue
 		}

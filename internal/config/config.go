@@ -22,9 +22,12 @@ import (
 type Config struct {
 	Addr string // COACH_ADDR
 
-	RedisURL    string        // REDIS_URL; empty runs an embedded in-process Redis
-	RedisPrefix string        // COACH_REDIS_PREFIX
-	SessionTTL  time.Duration // COACH_SESSION_TTL: idle sessions expire after this
+	RedisURL    string // REDIS_URL; empty runs an embedded in-process Redis
+	RedisPrefix string // COACH_REDIS_PREFIX
+	// RedisTimeout (COACH_REDIS_TIMEOUT) bounds each Redis operation: a Redis that does not
+	// answer within it is store_unavailable.
+	RedisTimeout time.Duration
+	SessionTTL   time.Duration // COACH_SESSION_TTL: idle sessions expire after this
 
 	// TranscriptMaxEntries and TranscriptMaxBytes (COACH_TRANSCRIPT_MAX_ENTRIES,
 	// COACH_TRANSCRIPT_MAX_BYTES) bound each session's learner transcript; the oldest entries
@@ -56,6 +59,9 @@ type Config struct {
 	// (tenant=N,…), overrides it per tenant (0 there: no budget for that tenant).
 	TokenBudgetDaily int64
 	TokenBudgets     map[string]int64
+	// TokenReserve (COACH_TOKEN_RESERVE) is the least a turn of a tenant with a budget
+	// reserves besides its input, before its session is read.
+	TokenReserve int
 
 	// TracesExporter (OTEL_TRACES_EXPORTER), OTLPEndpoint and OTLPProtocol
 	// (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL) come from
@@ -151,6 +157,8 @@ func Default() Config {
 	return Config{
 		Addr:                 ":8080",
 		RedisPrefix:          "coachgw",
+		RedisTimeout:         time.Second,
+		TokenReserve:         2048,
 		SessionTTL:           24 * time.Hour,
 		TranscriptMaxEntries: 1000,
 		TranscriptMaxBytes:   1 << 20,
@@ -226,6 +234,8 @@ func Load(getenv func(string) string) (Config, error) {
 	str("COACH_ADDR", &c.Addr)
 	str("REDIS_URL", &c.RedisURL)
 	str("COACH_REDIS_PREFIX", &c.RedisPrefix)
+	dur("COACH_REDIS_TIMEOUT", &c.RedisTimeout)
+	num("COACH_TOKEN_RESERVE", &c.TokenReserve)
 	dur("COACH_SESSION_TTL", &c.SessionTTL)
 	num("COACH_TRANSCRIPT_MAX_ENTRIES", &c.TranscriptMaxEntries)
 	num("COACH_TRANSCRIPT_MAX_BYTES", &c.TranscriptMaxBytes)
@@ -339,6 +349,9 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.CardsMaxLevel < 1 {
 		errs = append(errs, fmt.Errorf("COACH_CARDS_MAX_LEVEL must be at least 1"))
 	}
+	if c.RedisTimeout < 10*time.Millisecond {
+		errs = append(errs, fmt.Errorf("COACH_REDIS_TIMEOUT=%v: want at least 10ms", c.RedisTimeout))
+	}
 	return c, errors.Join(errs...)
 }
 
@@ -347,6 +360,8 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 	e.Str("addr", c.Addr).
 		Str("redis", MaskURL(c.RedisURL)).
 		Str("redisPrefix", c.RedisPrefix).
+		Dur("redisTimeout", c.RedisTimeout).
+		Int("tokenReserve", c.TokenReserve).
 		Dur("sessionTTL", c.SessionTTL).
 		Int("transcriptMaxEntries", c.TranscriptMaxEntries).
 		Int("transcriptMaxBytes", c.TranscriptMaxBytes).

@@ -59,6 +59,7 @@ type Metrics struct {
 	breakerTransitions *prometheus.CounterVec
 	promptTokens       *prometheus.CounterVec
 	completionTokens   *prometheus.CounterVec
+	usageIgnored       *prometheus.CounterVec
 
 	redisDuration *prometheus.HistogramVec
 	redisErrors   *prometheus.CounterVec
@@ -145,6 +146,9 @@ func New() *Metrics {
 		completionTokens: counter("completion_tokens_total",
 			"Completion tokens the answering model endpoints reported, by tenant, contract, upstream and model.",
 			"tenant", "contract", "upstream", "model"),
+		usageIgnored: counter("usage_reports_ignored_total",
+			"Usage reports of model endpoints set aside (not whole numbers, negative, or absurd for the bytes of the attempt) and replaced by an estimate from bytes, by upstream.",
+			"upstream"),
 		openStreams: f.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "open_streams",
 			Help: "Turn streams in progress.",
@@ -192,6 +196,9 @@ func (m *Metrics) TurnEnded(r coach.Report) {
 	for _, s := range r.Spent {
 		m.promptTokens.WithLabelValues(r.Tenant, r.Contract, s.Upstream, s.Model).Add(float64(s.Usage.PromptTokens))
 		m.completionTokens.WithLabelValues(r.Tenant, r.Contract, s.Upstream, s.Model).Add(float64(s.Usage.CompletionTokens))
+		if s.Ignored {
+			m.usageIgnored.WithLabelValues(s.Upstream).Inc()
+		}
 	}
 	for _, rule := range r.Rules {
 		m.ruleFirings.WithLabelValues(r.Contract, rule).Inc()

@@ -35,14 +35,16 @@ type chunk struct {
 	// calls is reused from chunk to chunk; decode resets it.
 	calls []toolCall
 	// usage is the chunk's usage member when it is an object (hasUsage); null or absent leaves
-	// hasUsage false.
+	// hasUsage false. badUsage marks a usage member that is no object of whole numbers: the
+	// answer is still good, and the engine estimates its tokens instead.
 	usage    usage
 	hasUsage bool
+	badUsage bool
 }
 
 // reported returns the chunk's usage for a fragment, or nil when it has none.
 func (c *chunk) reported() *coach.Usage {
-	if !c.hasUsage {
+	if !c.hasUsage || c.badUsage {
 		return nil
 	}
 	return &coach.Usage{PromptTokens: c.usage.PromptTokens, CompletionTokens: c.usage.CompletionTokens}
@@ -81,7 +83,7 @@ func (e *chunkTypeError) Error() string {
 // decode reads payload, the JSON after "data:", into c.
 func (c *chunk) decode(payload []byte) error {
 	c.choice, c.content, c.finish, c.calls = false, "", "", c.calls[:0]
-	c.usage, c.hasUsage = usage{}, false
+	c.usage, c.hasUsage, c.badUsage = usage{}, false, false
 	d := chunkDecoder{b: payload}
 	d.space()
 	var err error
@@ -486,17 +488,38 @@ func (d *chunkDecoder) choices(c *chunk, depth int) error {
 // encoding/json decodes a duplicate member into the same pointer.
 func (d *chunkDecoder) usage(c *chunk, depth int) error {
 	if null, err := d.isNull(); null || err != nil {
-		c.usage, c.hasUsage = usage{}, false
+		c.usage, c.hasUsage, c.badUsage = usage{}, false, false
 		return err
 	}
 	start := d.i
 	if err := d.skip(depth); err != nil {
 		return err
 	}
-	if err := json.Unmarshal(d.b[start:d.i], &c.usage); err != nil {
-		return &chunkTypeError{"usage"}
-	}
 	c.hasUsage = true
+	// Counts are read as raw JSON first, so that 12.5, 1e3 or "12" marks the report unusable
+	// rather than failing a stream whose answer is fine.
+	var raw struct {
+		PromptTokens     json.RawMessage `json:"prompt_tokens"`
+		CompletionTokens json.RawMessage `json:"completion_tokens"`
+	}
+	if err := json.Unmarshal(d.b[start:d.i], &raw); err != nil {
+		c.badUsage = true
+		return nil
+	}
+	for _, f := range []struct {
+		n   json.RawMessage
+		dst *int
+	}{{raw.PromptTokens, &c.usage.PromptTokens}, {raw.CompletionTokens, &c.usage.CompletionTokens}} {
+		if f.n == nil || string(f.n) == "null" {
+			continue
+		}
+		v, err := strconv.Atoi(string(f.n))
+		if err != nil {
+			c.badUsage = true
+			continue
+		}
+		*f.dst = v
+	}
 	return nil
 }
 

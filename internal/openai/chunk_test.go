@@ -27,8 +27,11 @@ func TestChunkDecode(t *testing.T) {
 		{name: "usage on a choice's chunk", payload: `{"choices":[{"delta":{},"finish_reason":"stop"}],"usage":{"completion_tokens":7}}`,
 			want: chunk{choice: true, finish: "stop", usage: usage{CompletionTokens: 7}, hasUsage: true}},
 		{name: "usage then null", payload: `{"usage":{"prompt_tokens":1},"usage":null}`},
-		{name: "usage of the wrong type", payload: `{"choices":[],"usage":[1]}`, wantErr: true},
-		{name: "usage tokens of the wrong type", payload: `{"choices":[],"usage":{"prompt_tokens":1.5}}`, wantErr: true},
+		// A usage report that is no object of whole numbers is set aside, not an error: the
+		// answer is fine, and the engine estimates its tokens instead.
+		{name: "usage of the wrong type", payload: `{"choices":[],"usage":[1]}`, want: chunk{hasUsage: true, badUsage: true}},
+		{name: "usage tokens of the wrong type", payload: `{"choices":[],"usage":{"prompt_tokens":1.5}}`, want: chunk{hasUsage: true, badUsage: true}},
+		{name: "usage tokens as strings", payload: `{"choices":[],"usage":{"prompt_tokens":"12","completion_tokens":3}}`, want: chunk{hasUsage: true, badUsage: true, usage: usage{CompletionTokens: 3}}},
 		{name: "null chunk", payload: `null`},
 		{name: "finish reason", payload: chunkStop, want: chunk{choice: true, finish: "stop"}},
 		{name: "escapes", payload: `{"choices":[{"delta":{"content":"{\"a\":\"x\\ny\t\/\"}\b\f\r"}}]}`,

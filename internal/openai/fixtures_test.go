@@ -62,8 +62,11 @@ func TestProfileFixtures(t *testing.T) {
 				} else if !strings.HasPrefix(content.String(), "{") || !strings.HasSuffix(content.String(), "}") {
 					t.Errorf("content = %q, want the JSON answer", content.String())
 				}
-				if (usage != nil) != p.IncludeUsage || usage != nil && (usage.PromptTokens == 0 || usage.CompletionTokens == 0) {
-					t.Errorf("usage = %+v, want one exactly when the profile asks for it (%v)", usage, p.IncludeUsage)
+				// generic's fixtures are an endpoint that ignores stream_options, as an unknown
+				// one may: it is asked for usage, reports none, and its tokens are estimated.
+				wantUsage := p.IncludeUsage && p.Name != GenericProfile
+				if (usage != nil) != wantUsage || usage != nil && (usage.PromptTokens == 0 || usage.CompletionTokens == 0) {
+					t.Errorf("usage = %+v, want one exactly when the profile asks for it and its endpoint honours it (%v)", usage, wantUsage)
 				}
 			})
 		}

@@ -336,6 +336,11 @@ func New(cfg Config) *Client {
 	return c
 }
 
+// AsksUsage reports whether c asks its endpoint for a usage report
+// (stream_options.include_usage) in the form it sends now: where it does not, the engine
+// estimates the endpoint's tokens from bytes.
+func (c *Client) AsksUsage() bool { return c.shape.Load().usage }
+
 // String describes c without its API key.
 func (c *Client) String() string {
 	return fmt.Sprintf("openai.Client{Name:%s URL:%s Model:%s Shape:%s}", c.name, redactURL(c.url), c.model, c.shape.Load())

@@ -210,10 +210,12 @@ var profiles = []Profile{
 	},
 	{
 		// An unknown endpoint (a proxy such as LiteLLM or Bifrost in front of anything): send
-		// nothing it could reject or ignore. Cards and schemas travel in the prompt, the card
-		// comes back as content, and no usage is asked for, since some deployments (Azure
-		// OpenAI before 2024-09) answer 400 to stream_options (openai/openai-python#1469).
-		Name: GenericProfile, ToolChoice: ToolNone, Format: FormatPrompt, IncludeUsage: false, StreamsToolArgs: false,
+		// nothing it could reject or ignore. Cards and schemas travel in the prompt, and the
+		// card comes back as content. Usage is asked for, since token budgets need it: some
+		// deployments (Azure OpenAI before 2024-09) answer 400 to stream_options
+		// (openai/openai-python#1469), and that 400 downgrades the endpoint to no usage
+		// (see downgrade.go), whose tokens are then estimated from bytes.
+		Name: GenericProfile, ToolChoice: ToolNone, Format: FormatPrompt, IncludeUsage: true, StreamsToolArgs: false,
 	},
 }
 

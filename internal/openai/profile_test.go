@@ -11,7 +11,7 @@ import (
 // TestProfileTable holds the profile table to the rules its comments give: a profile whose
 // endpoint sends tool arguments whole asks for cards as structured output, so that a card's
 // text still streams; generic, for endpoints nothing is known about, is the weakest in every
-// setting; and the profile without a name is the behaviour from before profiles.
+// setting but usage; and the profile without a name is the behaviour from before profiles.
 func TestProfileTable(t *testing.T) {
 	seen := map[string]bool{}
 	for _, p := range Profiles() {
@@ -32,8 +32,9 @@ func TestProfileTable(t *testing.T) {
 		}
 	}
 	g, _ := LookupProfile(GenericProfile)
-	if g.ToolChoice != ToolNone || g.Format != FormatPrompt || g.IncludeUsage {
-		t.Errorf("generic = %+v, want the weakest form of every setting", g)
+	// Usage is the exception: budgets need it, and an endpoint that refuses it is downgraded.
+	if g.ToolChoice != ToolNone || g.Format != FormatPrompt || !g.IncludeUsage {
+		t.Errorf("generic = %+v, want the weakest form of every setting but usage, which is asked for", g)
 	}
 	cfg := Config{Format: FormatJSONObject}
 	if sh, err := cfg.resolve(); err != nil || sh != (shape{tool: ToolNamed, format: FormatJSONObject, bounds: BoundNumbers | BoundArrays | BoundPatterns, cap: true}) {

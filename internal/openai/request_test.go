@@ -174,9 +174,9 @@ func TestRequestShape(t *testing.T) {
 			},
 		},
 		{
-			name: "generic sends neither tools nor response_format",
+			name: "generic sends neither tools nor response_format, and asks for usage",
 			cfg:  Config{Profile: "generic"}, req: coach.ModelRequest{Messages: cardHistory[:2], Tool: tool},
-			want: map[string]string{"tools": "-", "tool_choice": "-", "response_format": "-", "stream_options": "-"},
+			want: map[string]string{"tools": "-", "tool_choice": "-", "response_format": "-", "stream_options": `{"include_usage":true}`},
 		},
 		{
 			name: "overrides of tool choice and format",

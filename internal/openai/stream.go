@@ -105,11 +105,11 @@ func (s *stream) Next() (coach.Fragment, error) {
 		ch := &s.chunk
 		if !ch.choice {
 			if ch.hasUsage {
-				return coach.Fragment{Usage: ch.reported()}, nil
+				return coach.Fragment{Usage: ch.reported(), BadUsage: ch.badUsage}, nil
 			}
 			continue // e.g. an Azure prompt-filter chunk
 		}
-		f := coach.Fragment{Content: ch.content, FinishReason: ch.finish, Usage: ch.reported()}
+		f := coach.Fragment{Content: ch.content, FinishReason: ch.finish, Usage: ch.reported(), BadUsage: ch.badUsage}
 		if f.FinishReason != "" {
 			s.finished = true
 		}

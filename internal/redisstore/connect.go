@@ -40,7 +40,55 @@ func Open(rawURL string) (redis.UniversalClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	return t.client(), nil
+	return t.bounded().client(), nil
+}
+
+// DefaultTimeout bounds every exchange with Redis that the client makes on its own (dialling,
+// reading a reply, writing a command, waiting for a pooled connection) unless the URL sets its
+// own. Store also gives each operation a deadline of Options.Timeout (which is usually the
+// shorter), so that a Redis that stops answering (paused, partitioned) gets a
+// store_unavailable within that bound instead of a request hanging for the TCP timeout.
+const DefaultTimeout = 2 * time.Second
+
+// bounded returns t with the bounds every client of the gateway needs where the URL did not set
+// them: the timeouts of DefaultTimeout, context deadlines honoured on the socket (go-redis
+// ignores them otherwise), and no resending. go-redis resends a command whose reply did not
+// come (a read timeout included): a resend after a timeout doubles the wait a request has
+// before its 503, and a command that did run the first time (a script that charges a budget,
+// say) would run twice. The store's operations are idempotent anyway; the bound is what this
+// buys.
+func (t target) bounded() target {
+	timeouts := func(dial, read, write, pool *time.Duration) {
+		for _, d := range []*time.Duration{dial, read, write, pool} {
+			if *d == 0 {
+				*d = DefaultTimeout
+			}
+		}
+	}
+	switch {
+	case t.failover != nil:
+		o := t.failover
+		timeouts(&o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout)
+		o.ContextTimeoutEnabled = true
+		if o.MaxRetries == 0 {
+			o.MaxRetries = -1
+		}
+	case t.cluster != nil:
+		o := t.cluster
+		timeouts(&o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout)
+		o.ContextTimeoutEnabled = true
+		if o.MaxRetries == 0 {
+			o.MaxRetries = -1
+		}
+	default:
+		o := t.single
+		timeouts(&o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout)
+		o.ContextTimeoutEnabled = true
+		if o.MaxRetries == 0 {
+			o.MaxRetries = -1
+		}
+	}
+	return t
 }
 
 // Embedded starts an in-process Redis (miniredis) on a loopback port and returns a client for it
@@ -106,7 +154,8 @@ func startEmbedded() (*embeddedServer, *redis.Client, error) {
 			}
 		}
 	}()
-	return m, redis.NewClient(&redis.Options{Addr: m.Addr()}), nil
+	t := target{single: &redis.Options{Addr: m.Addr()}}
+	return m, t.bounded().client().(*redis.Client), nil
 }
 
 // target holds the options of exactly one kind of client.

@@ -51,6 +51,8 @@ func (s *Store) Allow(ctx context.Context, key string, limit int, window time.Du
 	if limit <= 0 || window <= 0 {
 		return true, 0, nil
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	w := window.Microseconds()
 	interval := max(w/int64(limit), 1)
 	res, err := allowScript.Run(ctx, s.client, []string{s.limitKey(key)}, interval, w).Int64Slice()

@@ -123,10 +123,15 @@ type Options struct {
 	// entries are dropped beyond them. Defaults 1000 entries and 1 MiB.
 	TranscriptMaxEntries int
 	TranscriptMaxBytes   int
+	// Timeout bounds each operation, its wait for a pooled connection, the dial and every
+	// reply included: past it the operation fails as unavailable (store_unavailable), so that a
+	// Redis that stops answering never holds a request longer. Default DefaultOpTimeout.
+	Timeout time.Duration
 }
 
 // Defaults of Options.
 const (
+	DefaultOpTimeout            = time.Second
 	DefaultPrefix               = "coachgw"
 	DefaultTTL                  = 24 * time.Hour
 	DefaultTranscriptMaxEntries = 1000
@@ -140,6 +145,7 @@ type Store struct {
 	ttl        time.Duration
 	maxEntries int
 	maxBytes   int
+	timeout    time.Duration
 }
 
 var _ coach.Store = (*Store)(nil)
@@ -162,7 +168,16 @@ func New(client redis.UniversalClient, opts Options) *Store {
 	if opts.TranscriptMaxBytes <= 0 {
 		opts.TranscriptMaxBytes = DefaultTranscriptMaxBytes
 	}
-	return &Store{client: client, prefix: opts.Prefix, ttl: opts.TTL, maxEntries: opts.TranscriptMaxEntries, maxBytes: opts.TranscriptMaxBytes}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultOpTimeout
+	}
+	return &Store{client: client, prefix: opts.Prefix, ttl: opts.TTL, maxEntries: opts.TranscriptMaxEntries, maxBytes: opts.TranscriptMaxBytes, timeout: opts.Timeout}
+}
+
+// bound returns ctx with the deadline of one operation (Options.Timeout) unless it has an
+// earlier one. The client honours it on the socket (see Open), and sends nothing twice.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.timeout)
 }
 
 // Prepare loads the store's scripts into Redis (into every master of a cluster), so that even
@@ -306,10 +321,12 @@ end
 return 0
 `)
 
-var scripts = []*redis.Script{claimScript, commitScript, transcriptScript, renewScript, releaseScript, deleteScript, allowScript}
+var scripts = []*redis.Script{claimScript, commitScript, transcriptScript, renewScript, releaseScript, deleteScript, allowScript, reserveScript, settleScript}
 
 // Create stores a new session. An id that is already taken is an error.
 func (s *Store) Create(ctx context.Context, sess *coach.Session) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	doc, err := encode(sess, "")
 	if err != nil {
 		return err
@@ -336,6 +353,8 @@ func (s *Store) Create(ctx context.Context, sess *coach.Session) error {
 
 // Get returns the session id of tenant, or coach.ErrNotFound.
 func (s *Store) Get(ctx context.Context, tenant, id string) (*coach.Session, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	doc, err := s.client.Get(ctx, s.docKey(id)).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, coach.ErrNotFound
@@ -356,6 +375,8 @@ func (s *Store) Get(ctx context.Context, tenant, id string) (*coach.Session, err
 // Delete removes the session id of tenant and its lock. A missing session, or one of another
 // tenant, is left alone without error. A turn in flight on a deleted session fails its Commit.
 func (s *Store) Delete(ctx context.Context, tenant, id string) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	err := deleteScript.Run(ctx, s.client, s.keys(id), tenantHeader(tenant)).Err()
 	if err != nil {
 		return failure("delete", err)
@@ -367,6 +388,8 @@ func (s *Store) Delete(ctx context.Context, tenant, id string) error {
 // returns it with the lock's token. It is one round trip. A claim counts as activity: it restarts
 // the session's TTL, so a session cannot expire under a turn that just started.
 func (s *Store) Claim(ctx context.Context, tenant, id string, ttl time.Duration) (*coach.Session, string, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	token := rand.Text()
 	res, err := claimScript.Run(ctx, s.client, s.keys(id), s.claimArgs(tenant, token, ttl)...).Result()
 	sess, err := s.claimed(id, token, res, err)
@@ -384,7 +407,16 @@ func (s *Store) claimArgs(tenant, token string, ttl time.Duration) []any {
 // claimed reads the reply of claimScript that tried to take the lock of session id with token.
 func (s *Store) claimed(id, token string, res any, err error) (*coach.Session, error) {
 	if err != nil {
-		return nil, failure("claim", err)
+		err = failure("claim", err)
+		if errors.Is(err, coach.ErrUnavailable) {
+			// The script may have reached Redis and run, or run later (a paused server runs
+			// what it received when it resumes): the lock it took would block the session
+			// for the lock's whole ttl. It is dropped in the background once Redis answers.
+			go s.later("release", func(ctx context.Context) error {
+				return releaseScript.Run(ctx, s.client, []string{s.lockKey(id)}, token).Err()
+			})
+		}
+		return nil, err
 	}
 	switch v := res.(type) {
 	case string:
@@ -409,9 +441,7 @@ func (s *Store) claimed(id, token string, res any, err error) (*coach.Session, e
 // release drops a lock this store just took but cannot hand out, on a context of its own: the
 // caller's may be the reason it cannot.
 func (s *Store) release(id, token string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	_ = s.Release(ctx, id, token)
+	_ = s.Release(context.Background(), id, token)
 }
 
 // Commit stores sess, whose Version must be one more than the stored one, appends extra's
@@ -421,6 +451,8 @@ func (s *Store) release(id, token string) {
 // the stored version is not sess.Version-1. Committing the same token and version again after a
 // success reports success without writing again, transcript entries included.
 func (s *Store) Commit(ctx context.Context, sess *coach.Session, token string, extra coach.CommitExtra) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	doc, err := encode(sess, token)
 	if err != nil {
 		return err
@@ -444,8 +476,18 @@ func (s *Store) Commit(ctx context.Context, sess *coach.Session, token string, e
 	}
 	var res any
 	if u := extra.Usage; u != nil {
-		// The tenant's counters ride in the same round trip as the commit.
-		res, err = s.runWith(ctx, commitScript, s.keys(sess.ID), args, func(p redis.Pipeliner) { s.addUsage(ctx, p, u) })
+		// The turn's settlement rides in the same round trip as the commit, and runs whether
+		// or not the commit finds its lock: the tokens were spent either way.
+		var others []*redis.Cmd
+		res, others, err = s.runWith(ctx, commitScript, s.keys(sess.ID), args, func(p redis.Pipeliner, sha bool) []*redis.Cmd {
+			if sha {
+				return []*redis.Cmd{s.queueSettle(ctx, p, u)}
+			}
+			return []*redis.Cmd{settleScript.Eval(ctx, p, s.settleKeys(u), s.settleArgs(u)...)}
+		})
+		if err == nil {
+			err = others[0].Err()
+		}
 	} else {
 		res, err = commitScript.Run(ctx, s.client, s.keys(sess.ID), args...).Result()
 	}
@@ -462,6 +504,8 @@ func (s *Store) Commit(ctx context.Context, sess *coach.Session, token string, e
 // below before (0: the newest), oldest first, in one round trip; coach.ErrNotFound when the
 // session does not exist or is another tenant's.
 func (s *Store) Transcript(ctx context.Context, tenant, id string, before int64, limit int) (coach.TranscriptPage, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	res, err := transcriptScript.Run(ctx, s.client, []string{s.docKey(id), s.transcriptKey(id)}, tenantHeader(tenant), before, limit).Result()
 	if err != nil {
 		return coach.TranscriptPage{}, failure("transcript", err)
@@ -512,6 +556,8 @@ func entryBody(e coach.TranscriptEntry) (string, error) {
 // is still held with token, in one round trip; otherwise it returns coach.ErrConflict: the lock
 // expired or was taken over, and the holder must not commit.
 func (s *Store) Renew(ctx context.Context, id, token string, ttl time.Duration) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	n, err := renewScript.Run(ctx, s.client, []string{s.lockKey(id)}, token, millis(ttl)).Int64()
 	if err != nil {
 		return failure("renew", err)
@@ -524,6 +570,8 @@ func (s *Store) Renew(ctx context.Context, id, token string, ttl time.Duration) 
 
 // Release drops the lock on session id if it is still held with token; otherwise it does nothing.
 func (s *Store) Release(ctx context.Context, id, token string) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if err := releaseScript.Run(ctx, s.client, []string{s.lockKey(id)}, token).Err(); err != nil {
 		return failure("release", err)
 	}
@@ -532,6 +580,8 @@ func (s *Store) Release(ctx context.Context, id, token string) error {
 
 // Ping reports whether Redis answers.
 func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if err := s.client.Ping(ctx).Err(); err != nil {
 		return failure("ping", err)
 	}

@@ -88,13 +88,22 @@ func roundTrips(t *testing.T, b redisstore.Backend, f *storetest.Fixture) {
 			return store.Commit(ctx, storetest.Next(claimed, `{}`), token, extra)
 		}, 1},
 		{"Transcript", func() error { _, err := store.Transcript(ctx, "acme", s.ID, 0, 10); return err }, 1},
-		{"Claim with the tenant's usage", func() (err error) {
-			claimed, token, _, err = store.ClaimWithUsage(ctx, "acme", s.ID, longTTL, time.Now())
+		{"Claim reserving tokens of a budget", func() (err error) {
+			res := coach.Reservation{Turn: "t1", Tenant: "acme", Day: time.Now(), Budget: 1000, Tokens: 100}
+			claimed, token, _, err = store.ClaimReserving(ctx, "acme", s.ID, longTTL, res)
 			return err
 		}, 1},
-		{"Commit with usage", func() error {
-			extra := coach.CommitExtra{Usage: &coach.TenantUsage{Tenant: "acme", Day: time.Now(), Usage: coach.Usage{PromptTokens: 5, CompletionTokens: 2}}}
+		{"Commit settling the turn's tokens", func() error {
+			extra := coach.CommitExtra{Usage: &coach.TenantUsage{Turn: "t1", Tenant: "acme", Day: time.Now(), Usage: coach.Usage{PromptTokens: 5, CompletionTokens: 2}}}
 			return store.Commit(ctx, storetest.Next(claimed, `{}`), token, extra)
+		}, 1},
+		{"Claim reserving again", func() (err error) {
+			res := coach.Reservation{Turn: "t2", Tenant: "acme", Day: time.Now(), Budget: 1000, Tokens: 100}
+			claimed, token, _, err = store.ClaimReserving(ctx, "acme", s.ID, longTTL, res)
+			return err
+		}, 1},
+		{"Release settling a failed turn's tokens", func() error {
+			return store.ReleaseCharging(ctx, s.ID, token, &coach.TenantUsage{Turn: "t2", Tenant: "acme", Day: time.Now(), Usage: coach.Usage{PromptTokens: 5}})
 		}, 1},
 		{"Claim again", func() (err error) { _, token, err = store.Claim(ctx, "acme", s.ID, longTTL); return err }, 1},
 		{"Release", func() error { return store.Release(ctx, s.ID, token) }, 1},

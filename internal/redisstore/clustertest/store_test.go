@@ -3,6 +3,7 @@ package clustertest_test
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -59,9 +60,10 @@ func TestClusterStore(t *testing.T) {
 	})
 }
 
-// usageAndCircuits runs turns of several tenants whose commits carry token usage, and opens the
-// circuits of several endpoints: each counter and circuit is a key of its own slot, so the
-// pipelines of claim and counters, and of commit and counters, reach two masters at once.
+// usageAndCircuits runs turns of several tenants that reserve tokens with their claims and
+// settle them with their commits, and opens the circuits of several endpoints: each tenant's
+// counters and turn marks share a slot of their own, so the pipelines of claim and reservation,
+// and of commit and settlement, reach two masters at once.
 func usageAndCircuits(t *testing.T, f *storetest.Fixture) {
 	ctx := context.Background()
 	store := f.Store
@@ -70,11 +72,13 @@ func usageAndCircuits(t *testing.T, f *storetest.Fixture) {
 	for _, tenant := range tenants {
 		s := f.Create(t, tenant)
 		for turn := range 2 {
-			claimed, token, used, err := store.ClaimWithUsage(ctx, tenant, s.ID, longTTL, day)
-			if want := int64(turn * 15); err != nil || used != want {
-				t.Fatalf("%s: ClaimWithUsage = %d, %v; want %d", tenant, used, err, want)
+			id := fmt.Sprint("turn-", turn)
+			res := coach.Reservation{Turn: id, Tenant: tenant, Day: day, Budget: 1000, Tokens: 100}
+			claimed, token, granted, err := store.ClaimReserving(ctx, tenant, s.ID, longTTL, res)
+			if err != nil || !granted {
+				t.Fatalf("%s: ClaimReserving = %v, %v; want granted", tenant, granted, err)
 			}
-			extra := coach.CommitExtra{Usage: &coach.TenantUsage{Tenant: tenant, Day: day, Usage: coach.Usage{PromptTokens: 10, CompletionTokens: 5}}}
+			extra := coach.CommitExtra{Usage: &coach.TenantUsage{Turn: id, Tenant: tenant, Day: day, Usage: coach.Usage{PromptTokens: 10, CompletionTokens: 5}}}
 			if err := store.Commit(ctx, storetest.Next(claimed, `{}`), token, extra); err != nil {
 				t.Fatalf("%s: Commit with usage: %v", tenant, err)
 			}
