@@ -24,6 +24,15 @@ import (
 // chromium is Debian's Chromium, which the browser test drives (no browser download).
 const chromium = "/usr/bin/chromium"
 
+// appDir is the directory of the app under test: this one, or COACH_VUECHAT_DIR, a copy of it
+// with another major of `ai` installed (CI's matrix of supported majors, .ci/run).
+func appDir() string {
+	if d := os.Getenv("COACH_VUECHAT_DIR"); d != "" {
+		return d
+	}
+	return "."
+}
+
 // need returns node's path, or skips the test when what it needs is missing: node and `npm ci`
 // in this directory, and for the browser test Chromium. They run when CI=true (and then a
 // missing piece fails the test) or COACHGW_BROWSER=1.
@@ -44,7 +53,7 @@ func need(t *testing.T, browser bool) string {
 	if err != nil {
 		missing("node is not on PATH; install Node.js 20.19 or later")
 	}
-	if _, err := os.Stat(filepath.Join("node_modules", "@ai-sdk", "vue", "package.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(appDir(), "node_modules", "@ai-sdk", "vue", "package.json")); err != nil {
 		missing("node_modules is missing; install it with: npm ci --prefix examples/vue-chat")
 	}
 	if _, err := os.Stat(chromium); browser && err != nil {
@@ -94,7 +103,7 @@ func run(t *testing.T, node string, env []string, args ...string) {
 // script the fakellm share its queue).
 func TestNode(t *testing.T) {
 	node := need(t, false)
-	files, err := filepath.Glob(filepath.Join("test", "*.test.mjs"))
+	files, err := filepath.Glob(filepath.Join(appDir(), "test", "*.test.mjs"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no test files in test/: %v", err)
 	}
