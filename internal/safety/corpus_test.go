@@ -1,0 +1,174 @@
+package safety
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// corpusDir is the evaluation corpus, kept at the repository root so the README can point at it.
+const corpusDir = "../../testdata/safety"
+
+// minRecall is the bar every language's positive set must clear. The corpus was written before
+// the rules and keeps the cases the rules miss, so recall is reported as measured; the bar stops
+// a rule change from quietly losing coverage.
+const minRecall = 0.90
+
+type corpusCase struct {
+	Text   string     `json:"text"`
+	Kind   string     `json:"kind"`
+	Expect []Category `json:"expect"`
+}
+
+func loadCorpus(t *testing.T, name string) []corpusCase {
+	t.Helper()
+	f, err := os.Open(filepath.Join(corpusDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var cases []corpusCase
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		var c corpusCase
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			t.Fatalf("%s:%d: %v", name, n, err)
+		}
+		cases = append(cases, c)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return cases
+}
+
+// score is one row of the precision/recall table.
+type score struct {
+	set                string
+	positives, benign  int
+	tp, fn, fp         int
+	misses, falseAlarm []string
+}
+
+func (s score) precision() float64 {
+	if s.tp+s.fp == 0 {
+		return 1
+	}
+	return float64(s.tp) / float64(s.tp+s.fp)
+}
+
+func (s score) recall() float64 {
+	if s.positives == 0 {
+		return 1
+	}
+	return float64(s.tp) / float64(s.positives)
+}
+
+// evaluate screens every case: a positive counts as found when the verdict is a hit carrying
+// every expected category (a pills overdose may also raise suicide; that is not a miss), and a
+// benign case counts as a false positive when anything is raised.
+func evaluate(t *testing.T, s *Screen, set, file string, stage Stage) score {
+	sc := score{set: set}
+	for _, c := range loadCorpus(t, file) {
+		v, err := s.Check(context.Background(), Text{Stage: stage, Content: c.Text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Expect) == 0 {
+			sc.benign++
+			if v.Crisis {
+				sc.fp++
+				sc.falseAlarm = append(sc.falseAlarm, fmt.Sprintf("%q raised %v (%v)", c.Text, v.Categories, v.Rules))
+			}
+			continue
+		}
+		sc.positives++
+		found := v.Crisis
+		for _, want := range c.Expect {
+			found = found && v.Has(want)
+		}
+		if found {
+			sc.tp++
+		} else {
+			sc.fn++
+			sc.misses = append(sc.misses, fmt.Sprintf("[%s] %q: got %v, want %v", c.Kind, c.Text, v.Categories, c.Expect))
+		}
+	}
+	return sc
+}
+
+// TestCorpusPrecisionRecall is the evaluation the README reports: per language and stage, the
+// benign set raises nothing and recall clears minRecall. Run with -v to see the table.
+func TestCorpusPrecisionRecall(t *testing.T) {
+	s, err := NewScreen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := []score{
+		evaluate(t, s, "en input", "en.jsonl", StageInput),
+		evaluate(t, s, "es input", "es.jsonl", StageInput),
+		evaluate(t, s, "en output", "output_en.jsonl", StageOutput),
+		evaluate(t, s, "es output", "output_es.jsonl", StageOutput),
+	}
+	var table strings.Builder
+	table.WriteString("| set | positives | benign | found | missed | false positives | precision | recall |\n")
+	table.WriteString("|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&table, "| %s | %d | %d | %d | %d | %d | %.2f | %.2f |\n",
+			r.set, r.positives, r.benign, r.tp, r.fn, r.fp, r.precision(), r.recall())
+	}
+	t.Logf("built-in screen on testdata/safety:\n%s", table.String())
+	for _, r := range rows {
+		for _, m := range r.misses {
+			t.Logf("%s miss: %s", r.set, m)
+		}
+		for _, fa := range r.falseAlarm {
+			t.Errorf("%s false positive: %s", r.set, fa)
+		}
+		if r.recall() < minRecall {
+			t.Errorf("%s recall %.2f, want at least %.2f", r.set, r.recall(), minRecall)
+		}
+		if r.benign < 12 || r.positives < 8 {
+			t.Errorf("%s has %d benign and %d positive cases: the corpus has lost cases", r.set, r.benign, r.positives)
+		}
+	}
+}
+
+// TestCorpusCoversEveryKind keeps the corpus honest about what it claims to hold: every input
+// language has each kind of signal and at least 40 benign cases and 20 positives.
+func TestCorpusCoversEveryKind(t *testing.T) {
+	kinds := []string{"direct", "passive", "indirect", "self_harm", "abuse", "danger", "friend", "benign"}
+	for _, file := range []string{"en.jsonl", "es.jsonl"} {
+		t.Run(file, func(t *testing.T) {
+			count := map[string]int{}
+			for _, c := range loadCorpus(t, file) {
+				count[c.Kind]++
+				if (c.Kind == "benign") != (len(c.Expect) == 0) {
+					t.Errorf("%q: kind %s with expect %v", c.Text, c.Kind, c.Expect)
+				}
+			}
+			for _, k := range kinds {
+				if count[k] == 0 {
+					t.Errorf("no %s case", k)
+				}
+			}
+			pos := 0
+			for k, n := range count {
+				if k != "benign" {
+					pos += n
+				}
+			}
+			if count["benign"] < 40 || pos < 20 {
+				t.Errorf("got %d benign and %d positive cases, want at least 40 and 20", count["benign"], pos)
+			}
+		})
+	}
+}
