@@ -13,13 +13,17 @@ import (
 // tokens: "|" at a sentence end (. ! ? ; … or a line break) and "," at a comma or colon. Rules
 // are written with plain spaces between words, so no rule matches across a comma or a sentence
 // end; the window relies on that (text up to a released sentence end can never become part of a
-// later hit) and so does the negation check (a "no" in the previous clause does not negate).
+// later hit) and so does the negation check (a "no" in the previous clause does not negate). The
+// text always ends in "|".
 func normalize(s string) string {
 	var b strings.Builder
 	b.Grow(len(s) + 8)
 	b.WriteByte(' ')
 	space := true // the builder ends in a space
 	mark := func(m byte) {
+		if cur := b.String(); len(cur) >= 3 && cur[len(cur)-2] == m && cur[len(cur)-3] == ' ' {
+			return // one mark stands for a run of them ("?!", "…\n")
+		}
 		if !space {
 			b.WriteByte(' ')
 		}
@@ -59,9 +63,9 @@ func normalize(s string) string {
 			}
 		}
 	}
-	if !space {
-		b.WriteByte(' ')
-	}
+	// The end of the text ends its last clause, so a rule written for a clause end ("I don't
+	// want to live" and nothing after) matches at the end of a turn.
+	mark('|')
 	return b.String()
 }
 

@@ -1,0 +1,125 @@
+package safety
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+)
+
+func newScreen(t testing.TB) *Screen {
+	t.Helper()
+	s, err := NewScreen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestScreenVerdicts(t *testing.T) {
+	s := newScreen(t)
+	tests := []struct {
+		name    string
+		stage   Stage
+		text    string
+		want    []Category
+		wantSev Severity
+	}{
+		{"direct", StageInput, "I want to kill myself", []Category{CategorySuicide}, SeverityImminent},
+		{"passive", StageInput, "I don't want to be alive anymore", []Category{CategorySuicide}, SeverityHigh},
+		{"curly apostrophe", StageInput, "I don’t want to be alive anymore", []Category{CategorySuicide}, SeverityHigh},
+		{"upper case and accents", StageInput, "OJALÁ NO DESPERTARA", []Category{CategorySuicide}, SeverityHigh},
+		{"no accents typed", StageInput, "ojala no despertara", []Category{CategorySuicide}, SeverityHigh},
+		{"passive es", StageInput, "no quiero seguir viviendo", []Category{CategorySuicide}, SeverityHigh},
+		{"indirect", StageInput, "everyone would be better off without me", []Category{CategorySuicide}, SeverityHigh},
+		{"friend is concern, not the learner", StageInput, "my friend wants to kill herself", []Category{CategoryConcernOther}, SeverityConcern},
+		{"overdose is danger and severity imminent", StageInput, "I just took a whole bottle of pills", []Category{CategoryDanger}, SeverityImminent},
+		{"two signals", StageInput, "My dad hits me and I want to kill myself", []Category{CategoryAbuse, CategorySuicide}, SeverityImminent},
+		{"denial", StageInput, "I would never kill myself, I'm just stressed", nil, SeverityNone},
+		{"negation in the previous clause does not count", StageInput, "No, I want to kill myself", []Category{CategorySuicide}, SeverityImminent},
+		{"abuse negated inside", StageInput, "my dad never hits me", nil, SeverityNone},
+		{"hyperbole en", StageInput, "I want to die of embarrassment", nil, SeverityNone},
+		{"hyperbole es", StageInput, "me quiero morir de la vergüenza", nil, SeverityNone},
+		{"panic", StageInput, "I feel like I'm dying when I panic", nil, SeverityNone},
+		{"exam", StageInput, "this exam is killing me", nil, SeverityNone},
+		{"nervios", StageInput, "me muero de nervios", nil, SeverityNone},
+		{"word inside a word", StageInput, "skill myselfie", nil, SeverityNone},
+		{"no rule across a sentence end", StageInput, "I want to kill. Myself, I like drawing", nil, SeverityNone},
+		{"input rules do not screen output", StageOutput, "I want to kill myself", nil, SeverityNone},
+		{"output instructions", StageOutput, "The most painless way to kill yourself is", []Category{CategorySelfHarmInstructions}, SeverityHigh},
+		{"output care is clean", StageOutput, "If you are thinking about ending your life, please call or text 988.", nil, SeverityNone},
+		{"empty", StageInput, "", nil, SeverityNone},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, err := s.Check(context.Background(), Text{Stage: tt.stage, Content: tt.text})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(v.Categories, tt.want) || v.Severity != tt.wantSev || v.Crisis != (len(tt.want) > 0) {
+				t.Errorf("Check(%q) = %+v, want categories %v severity %v", tt.text, v, tt.want, tt.wantSev)
+			}
+			if v.Crisis && len(v.Rules) == 0 {
+				t.Errorf("Check(%q) hit without naming a rule", tt.text)
+			}
+		})
+	}
+}
+
+func TestNormalize(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"I Don't  WANT", " i dont want | "},
+		{"Ojalá, ¿sí?", " ojala , si | "},
+		{"niño…\nhola", " nino | hola | "},
+		{"", " | "},
+	}
+	for _, tt := range tests {
+		if got := normalize(tt.in); got != tt.want {
+			t.Errorf("normalize(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestVerdictMergeAndJSON(t *testing.T) {
+	a := Verdict{Crisis: true, Categories: []Category{CategorySuicide}, Severity: SeverityHigh, Rules: []string{"en.passive.not_alive"}}
+	b := Verdict{Crisis: true, Categories: []Category{CategoryAbuse, CategorySuicide}, Severity: SeverityImminent, Rules: []string{"moderation"}}
+	got := a.Merge(b)
+	want := Verdict{Crisis: true, Categories: []Category{CategoryAbuse, CategorySuicide}, Severity: SeverityImminent, Rules: []string{"en.passive.not_alive", "moderation"}}
+	if !got.Crisis || got.Severity != want.Severity || !slices.Equal(got.Categories, want.Categories) || !slices.Equal(got.Rules, want.Rules) {
+		t.Errorf("Merge = %+v, want %+v", got, want)
+	}
+	if clean := (Verdict{}).Merge(Verdict{}); clean.Crisis || clean.Categories != nil || clean.Severity != SeverityNone {
+		t.Errorf("merging clean verdicts = %+v, want clean", clean)
+	}
+	b2, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := `{"crisis":true,"categories":["abuse","suicide"],"severity":"imminent","rules":["en.passive.not_alive","moderation"]}`; string(b2) != w {
+		t.Errorf("json = %s, want %s", b2, w)
+	}
+}
+
+// TestRuleTableCompiles guards the table itself: a duplicate id or a bad pattern is an error,
+// not a silently skipped rule.
+func TestRuleTableCompiles(t *testing.T) {
+	if _, err := compile([]ruleSpec{{id: "x", re: "a"}, {id: "x", re: "b"}}); err == nil {
+		t.Error("duplicate rule id compiled")
+	}
+	if _, err := compile([]ruleSpec{{id: "x", re: "("}}); err == nil {
+		t.Error("bad pattern compiled")
+	}
+	s := newScreen(t)
+	if len(s.rules[StageInput]) == 0 || len(s.rules[StageOutput]) == 0 {
+		t.Errorf("got %d input and %d output rules", len(s.rules[StageInput]), len(s.rules[StageOutput]))
+	}
+}
+
+// TestScreenIsAClassifier keeps the built-in screen usable wherever a Classifier is.
+func TestScreenIsAClassifier(t *testing.T) {
+	var c Classifier = newScreen(t)
+	v, err := c.Check(context.Background(), Text{Stage: StageInput, Locale: "es-MX", Content: "no quiero seguir viviendo"})
+	if err != nil || !v.Crisis {
+		t.Errorf("Check = %+v, %v; want a hit", v, err)
+	}
+}

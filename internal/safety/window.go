@@ -1,0 +1,183 @@
+package safety
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// DefaultHoldback is COACH_SAFETY_HOLDBACK_CHARS's default: the most unchecked model text, in
+// characters, the window keeps back while it waits for a sentence end.
+const DefaultHoldback = 160
+
+// carryRunes bounds the released text the window keeps as context for the next check. It is
+// longer than any rule's span, so a phrase split across a release edge is still seen whole.
+const carryRunes = 240
+
+// Window releases streamed model text only after the output check has passed on it, so no
+// harmful sentence reaches the learner whole. Deltas go in with Push; what comes out is safe to
+// send. Text is held until a sentence end (". ", "! ", "? ", a line break) lets it go, and
+// never more than the holdback: when the held text would exceed it, the oldest part is checked
+// and released at a word boundary. Each check sees the text being released together with
+// everything still held and the released text since the last sentence end, so a phrase split
+// across deltas or across a release edge is checked whole.
+//
+// A phrase can still start in text released at a holdback edge and end in text that arrives
+// later; then the check that sees it whole reports the hit, only its beginning has reached the
+// learner, and the caller retracts that with a reset line (reason unsafe_output). Rules never
+// span a sentence end, so text released at a sentence end can never become part of a later hit.
+//
+// A Window serves one answer and is not safe for concurrent use. After a hit it releases nothing more.
+type Window struct {
+	screen   *Screen
+	holdback int
+	// carry is the released text since the last sentence end, at most carryRunes runes.
+	carry string
+	// pending is the text not yet released.
+	pending string
+	// released counts the bytes released so far.
+	released int
+	hit      Verdict
+}
+
+// NewWindow returns a window over s that holds back at most holdback characters; holdback ≤ 0
+// releases each delta as soon as it has been checked.
+func NewWindow(s *Screen, holdback int) *Window {
+	return &Window{screen: s, holdback: max(holdback, 0)}
+}
+
+// Push adds one delta of model text and returns the part now safe to release ("" if none). When
+// the check finds harmful text it returns "" and the hit verdict: the caller stops releasing,
+// and sends reset unsafe_output if Released reports text already sent.
+func (w *Window) Push(delta string) (string, Verdict) {
+	if w.hit.Crisis {
+		return "", w.hit
+	}
+	w.pending += delta
+	cut := w.releasePoint()
+	if cut == 0 {
+		return "", Verdict{}
+	}
+	// The trailing word may be incomplete ("die" of "diet"); leave it out of the check while
+	// it is not being released, so a stream is not flagged for a word it has not finished.
+	checked := w.pending
+	if ws := trailingWordStart(w.pending); cut <= ws {
+		checked = w.pending[:ws]
+	}
+	if v := w.screen.check(StageOutput, w.carry+checked); v.Crisis {
+		w.hit = v
+		return "", v
+	}
+	return w.release(cut), Verdict{}
+}
+
+// Flush checks and releases everything still held, at the end of the answer.
+func (w *Window) Flush() (string, Verdict) {
+	if w.hit.Crisis {
+		return "", w.hit
+	}
+	if w.pending == "" {
+		return "", Verdict{}
+	}
+	if v := w.screen.check(StageOutput, w.carry+w.pending); v.Crisis {
+		w.hit = v
+		return "", v
+	}
+	return w.release(len(w.pending)), Verdict{}
+}
+
+// Released reports whether any text has left the window, which is when a hit needs a reset.
+func (w *Window) Released() bool { return w.released > 0 }
+
+// Held returns the number of characters held back, never more than the holdback after Push.
+func (w *Window) Held() int { return utf8.RuneCountInString(w.pending) }
+
+// releasePoint returns the byte offset in pending up to which text should be released now:
+// after the last sentence end, or further if that would leave more than the holdback held.
+func (w *Window) releasePoint() int {
+	cut := lastSentenceEnd(w.pending)
+	rest := w.pending[cut:]
+	over := utf8.RuneCountInString(rest) - w.holdback
+	if over <= 0 {
+		return cut
+	}
+	// The earliest cut that leaves no more than the holdback held.
+	minCut := cut
+	for i := 0; i < over; i++ {
+		_, n := utf8.DecodeRuneInString(w.pending[minCut:])
+		minCut += n
+	}
+	// Prefer a word boundary at or after it, so no word is split between release and hold.
+	if i := strings.IndexFunc(w.pending[minCut:], unicode.IsSpace); i >= 0 {
+		return minCut + i
+	}
+	return minCut
+}
+
+// release sends pending[:cut] and keeps the context for the next check.
+func (w *Window) release(cut int) string {
+	out := w.pending[:cut]
+	w.pending = w.pending[cut:]
+	w.released += len(out)
+	if end := lastSentenceEnd(out); end > 0 {
+		w.carry = tailRunes(out[end:], carryRunes)
+	} else {
+		w.carry = tailRunes(w.carry+out, carryRunes)
+	}
+	return out
+}
+
+// lastSentenceEnd returns the offset just after the last sentence end in s (0 if none): a
+// line break, or . ! ? … followed by a space. A full stop not followed by a space ("3.5",
+// "e.g" mid-stream) does not count, because the next delta may continue the word.
+func lastSentenceEnd(s string) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		switch s[i] {
+		case '\n':
+			return i + 1
+		case ' ', '\t':
+			if i > 0 {
+				if end := sentenceMarkBefore(s[:i]); end {
+					return i
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// sentenceMarkBefore reports whether s ends in a sentence-ending mark.
+func sentenceMarkBefore(s string) bool {
+	r, _ := utf8.DecodeLastRuneInString(s)
+	return r == '.' || r == '!' || r == '?' || r == '…'
+}
+
+// trailingWordStart returns the offset where s's last, possibly unfinished, word starts
+// (len(s) when s ends in a space or a mark).
+func trailingWordStart(s string) int {
+	i := len(s)
+	for i > 0 {
+		r, n := utf8.DecodeLastRuneInString(s[:i])
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' && r != '’' {
+			break
+		}
+		i -= n
+	}
+	return i
+}
+
+// tailRunes returns the last n runes of s, starting at a word boundary when there is one.
+func tailRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i := len(s)
+	for k := 0; k < n; k++ {
+		_, size := utf8.DecodeLastRuneInString(s[:i])
+		i -= size
+	}
+	if j := strings.IndexFunc(s[i:], unicode.IsSpace); j >= 0 {
+		return s[i+j:]
+	}
+	return s[i:]
+}
