@@ -51,7 +51,7 @@ var ruleTable = []ruleSpec{
 		re: `(?:wont|will not) be (?:around|here) (?:much longer|for much longer|for long)`},
 	// English: self-harm.
 	{id: "en.self_harm.cutting", cat: CategorySelfHarm, sev: SeverityHigh, negatable: true,
-		re: `i ~(?:cut|burn|burned|burnt) (?:myself|my (?:arms|wrists|legs|skin|thighs))|(?:cutting|burning|scratching) (?:myself|my (?:arms|wrists|legs|skin|thighs))|i ~(?:self harm|selfharm|self harming|self harmed|self injure)`,
+		re:     `i ~(?:cut|burn|burned|burnt) (?:myself|my (?:arms|wrists|legs|skin|thighs))|(?:cutting|burning|scratching) (?:myself|my (?:arms|wrists|legs|skin|thighs))|i ~(?:self harm|selfharm|self harming|self harmed|self injure)`,
 		unless: `(?:while|by accident|accidentally|on (?:a|the|some)|shaving|cooking)`},
 	{id: "en.self_harm.want", cat: CategorySelfHarm, sev: SeverityHigh, negatable: true,
 		re: `(?:want|wanna|urge|urges|going|gonna|need) (?:to )?(?:hurt|harm|cut|punish) myself`},
@@ -77,7 +77,7 @@ var ruleTable = []ruleSpec{
 
 	// Spanish: suicide, direct.
 	{id: "es.direct.matarme", cat: CategorySuicide, sev: SeverityImminent, negatable: true,
-		re: `(?:quiero|voy a|pienso|pensando en|ganas de|intentar|decidi|planeando|necesito) (?:\w+ )?(?:matarme|suicidarme|quitarme la vida)|me (?:quiero|voy a|pienso|gustaria|dan ganas de|quisiera) (?:matar|suicidar|quitar la vida)|(?:acabar|terminar) con mi vida`,
+		re:     `(?:quiero|voy a|pienso|pensando en|ganas de|intentar|decidi|planeando|necesito) (?:\w+ )?(?:matarme|suicidarme|quitarme la vida)|me (?:quiero|voy a|pienso|gustaria|dan ganas de|quisiera) (?:matar|suicidar|quitar la vida)|(?:acabar|terminar) con mi vida`,
 		unless: hyperboleES},
 	{id: "es.direct.morir", cat: CategorySuicide, sev: SeverityImminent, negatable: true,
 		re: `(?:me quiero|quiero|quisiera|me quisiera|ganas de) morir(?:me)?`, unless: hyperboleES},
@@ -118,7 +118,7 @@ var ruleTable = []ruleSpec{
 		re: `(?:me amenaza|me amenazo|me esta amenazando) con (?:matarme|pegarme|hacerme dano|apunalarme)|(?:alguien|un hombre|un tipo|unos hombres) (?:ha entrado|entro|esta entrando|se ha metido) en (?:mi casa|casa|nuestra casa)|(?:esta|estan) intentando (?:matarme|violarme)`},
 	// Spanish: concern for someone else.
 	{id: "es.other.matarse", cat: CategoryConcernOther, sev: SeverityConcern, negatable: true,
-		re: `(?:matarse|suicidarse|quitarse la vida|autolesionarse)|se (?:quiere|va a|piensa) (?:matar|suicidar|quitar la vida)|` + otherES + ` ~(?:se corta|se autolesiona|se hace dano|se esta cortando)|` + otherES + ` ~(?:quiere|quiera) morir(?:se)?`,
+		re:     `(?:matarse|suicidarse|quitarse la vida|autolesionarse)|se (?:quiere|va a|piensa) (?:matar|suicidar|quitar la vida)|` + otherES + ` ~(?:se corta|se autolesiona|se hace dano|se esta cortando)|` + otherES + ` ~(?:quiere|quiera) morir(?:se)?`,
 		unless: hyperboleES},
 	{id: "es.other.le_pega", cat: CategoryConcernOther, sev: SeverityConcern, negInside: true,
 		re: `a ` + otherES + ` (?:su|sus) (?:padre|madre|padrastro|padres|tio) (?:le pega|la pega|lo pega|le golpea|la golpea|lo golpea|la maltrata|lo maltrata)`},
