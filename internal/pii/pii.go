@@ -27,8 +27,8 @@ var (
 	// digitRunRE is a run of digit groups joined by single spaces or dashes, where cards hide.
 	digitRunRE = regexp.MustCompile(`[0-9]+(?:[ \-][0-9]+)*`)
 	// dniRE is a DNI (8 digits and a letter) or an NIE (X, Y or Z, 7 digits and a letter).
-	dniRE  = regexp.MustCompile(`(?i)(?:[XYZ][ \-]?)?[0-9]{7,8}[ \-]?[A-Z]`)
-	curpRE = regexp.MustCompile(`(?i)[A-Z][AEIOUX][A-Z]{2}[0-9]{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01])[HMX](?:AS|BC|BS|CC|CL|CM|CS|CH|DF|DG|GT|GR|HG|JC|MC|MN|MS|NT|NL|OC|PL|QT|QR|SP|SL|SR|TC|TS|TL|VZ|YN|ZS|NE)[B-DF-HJ-NP-TV-Z]{3}[A-Z0-9][0-9]`)
+	dniRE    = regexp.MustCompile(`(?i)(?:[XYZ][ \-]?)?[0-9]{7,8}[ \-]?[A-Z]`)
+	curpRE   = regexp.MustCompile(`(?i)[A-Z][AEIOUX][A-Z]{2}[0-9]{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01])[HMX](?:AS|BC|BS|CC|CL|CM|CS|CH|DF|DG|GT|GR|HG|JC|MC|MN|MS|NT|NL|OC|PL|QT|QR|SP|SL|SR|TC|TS|TL|VZ|YN|ZS|NE)[B-DF-HJ-NP-TV-Z]{3}[A-Z0-9][0-9]`)
 	phoneREs = []*regexp.Regexp{
 		// International: + or 00, a country code, then 7 to 14 more digits in groups.
 		regexp.MustCompile(`(?:\+|00)[1-9][0-9]{0,2}(?:[ .\-]?\(?[0-9]{1,4}\)?){2,6}`),
