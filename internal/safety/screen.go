@@ -33,6 +33,8 @@ type rule struct {
 	ruleSpec
 	re     *regexp.Regexp
 	unless *regexp.Regexp
+	// lits are literals one of which every match contains (nil: unknown), a cheap prefilter.
+	lits []string
 }
 
 // negations are the words that, just before a negatable match, turn it into a denial.
@@ -69,7 +71,7 @@ func compile(specs []ruleSpec) (*Screen, error) {
 		if err != nil {
 			return nil, fmt.Errorf("safety: rule %s: %w", sp.id, err)
 		}
-		r := rule{ruleSpec: sp, re: re}
+		r := rule{ruleSpec: sp, re: re, lits: requiredLiterals(re.String())}
 		if sp.unless != "" {
 			// What follows a match starts after its closing space.
 			if r.unless, err = regexp.Compile(`^(?:` + expand(sp.unless) + `) `); err != nil {
@@ -117,6 +119,9 @@ func (s *Screen) check(stage Stage, content string) Verdict {
 
 // hit reports whether any match of r in norm survives its negation and hyperbole checks.
 func (r *rule) hit(norm string) bool {
+	if !mayMatch(norm, r.lits) {
+		return false
+	}
 	for _, m := range r.re.FindAllStringIndex(norm, -1) {
 		if r.negatable && negatedBefore(norm[:m[0]+1]) {
 			continue

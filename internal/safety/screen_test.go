@@ -123,3 +123,22 @@ func TestScreenIsAClassifier(t *testing.T) {
 		t.Errorf("Check = %+v, %v; want a hit", v, err)
 	}
 }
+
+// TestPrefilter: every rule gets literals to filter on (so a benign turn skips its regular
+// expression), and a literal set never rejects text its rule matches.
+func TestPrefilter(t *testing.T) {
+	s := newScreen(t)
+	for _, stage := range []Stage{StageInput, StageOutput} {
+		for _, r := range s.rules[stage] {
+			if r.lits == nil {
+				t.Errorf("rule %s has no prefilter literals", r.id)
+			}
+		}
+	}
+	if got := requiredLiterals(`(?:a|b+) (?:kill|killing) (?:myself|x?)`); !slices.Equal(got, []string{"kill"}) {
+		t.Errorf("requiredLiterals = %q, want [kill]", got)
+	}
+	if got := requiredLiterals(`x*|y`); got != nil {
+		t.Errorf("requiredLiterals of an optional pattern = %q, want nil", got)
+	}
+}
