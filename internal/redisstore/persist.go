@@ -10,8 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,47 +64,10 @@ type snapshotKey struct {
 	Scores    map[string]float64 `json:"scores,omitempty"`
 }
 
-// snapshotScript reads the keys it is given (KEYS) in one atomic step, as a flat array: for each
-// key that still exists its name, type, PTTL (ms, negative without one), the number of values
-// and the values (a string; a list's items; a hash's fields and values; a set's members; a
-// sorted set's members and scores). A type it cannot read (a stream) has no values and is
-// reported by Save; a key gone since it was listed is left out.
-//
-// It never lists the server's keys itself (no KEYS): Save lists them once and hands them over in
-// batches of at most saveBatch keys, so that the server is held for one batch at a time, never
-// for the whole key space, and requests run between batches.
-//
-// The array's length is counted in n rather than taken with #out, which the embedded server's
-// Lua computes anew each time (a batch would be quadratic).
-var snapshotScript = redis.NewScript(`
-local out, n = {}, 0
-for _, k in ipairs(KEYS) do
-  local t = redis.call('TYPE', k)
-  if type(t) == 'table' then t = t['ok'] end
-  if t ~= 'none' then
-    local v = {}
-    if t == 'string' then v = {redis.call('GET', k)}
-    elseif t == 'list' then v = redis.call('LRANGE', k, 0, -1)
-    elseif t == 'hash' then v = redis.call('HGETALL', k)
-    elseif t == 'set' then v = redis.call('SMEMBERS', k)
-    elseif t == 'zset' then v = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
-    end
-    out[n + 1], out[n + 2], out[n + 3], out[n + 4] = k, t, redis.call('PTTL', k), #v
-    n = n + 4
-    for _, x in ipairs(v) do
-      n = n + 1
-      out[n] = x
-    end
-  end
-end
-return out
-`)
-
-// saveBatch is the most keys one snapshotScript call reads, so the longest the server is held
-// by a save: about 100 µs a key on the embedded server, some 10 ms a batch. The keys of one
-// hash tag (one session's document, transcript and counters) always share a batch, so that a
-// session is saved as one commit left it, never half of one commit and half of the next; a
-// tag with more keys than this is read alone.
+// saveBatch is the most keys one transaction of a save reads (see readBatch), so the longest
+// the server is held by a save. The keys of one hash tag (one session's document, transcript and
+// counters) always share a batch, so that a session is saved as one commit left it, never half
+// of one commit and half of the next; a tag with more keys than this is read alone.
 const saveBatch = 96
 
 // SavedEmbedded is an embedded Redis (see Embedded) whose keys are loaded from a file at start
@@ -396,7 +359,7 @@ type SaveReport struct {
 }
 
 // Save writes every key of the server to the file, atomically: the keys are read in batches
-// (see snapshotScript), written to a temporary file next to the file, synced and renamed over
+// (see readBatch), written to a temporary file next to the file, synced and renamed over
 // it. When nothing was written to the server since the last save, it does nothing.
 //
 // Requests are served while it runs: the server is held to list the key names once (a sort of
@@ -445,13 +408,9 @@ func (s *SavedEmbedded) read(ctx context.Context, now time.Time) (*snapshot, int
 		if len(batch) == 0 {
 			return nil
 		}
-		res, err := snapshotScript.Run(ctx, s.reader, batch).Slice()
+		n, err := s.readBatch(ctx, snap, batch, now)
 		if err != nil {
 			return fmt.Errorf("redisstore: reading the embedded Redis: %w", err)
-		}
-		n, err := appendKeys(snap, res, now)
-		if err != nil {
-			return err
 		}
 		unsaved += n
 		batch = batch[:0]
@@ -510,74 +469,97 @@ func hashTag(key string) (string, bool) {
 	return key[open+1 : open+1+end], true
 }
 
-// appendKeys adds the keys of one snapshotScript reply to snap and returns how many it left
-// out, having a type that cannot be saved.
-func appendKeys(snap *snapshot, res []any, now time.Time) (int, error) {
-	unsaved := 0
-	str := func(i int) string { v, _ := res[i].(string); return v }
-	num := func(i int) int64 { v, _ := res[i].(int64); return v }
-	for i := 0; i+3 < len(res); {
-		k := snapshotKey{Key: str(i), Type: str(i + 1)}
-		pttl, n := num(i+2), int(num(i+3))
-		i += 4
-		if n < 0 || i+n > len(res) {
-			return 0, errors.New("redisstore: a malformed snapshot of the embedded Redis")
+// readBatch adds keys to snap, read in one transaction (MULTI/EXEC, which the server runs
+// without serving anything else), and returns how many it left out, having a type that cannot be
+// saved. The transaction must name the reading command of each key's type, so the types are
+// asked first; a key whose type changed in between (deleted and made anew) has the batch read
+// again.
+func (s *SavedEmbedded) readBatch(ctx context.Context, snap *snapshot, keys []string, now time.Time) (int, error) {
+	for range 3 {
+		pipe := s.reader.Pipeline()
+		types := make([]*redis.StatusCmd, len(keys))
+		for i, k := range keys {
+			types[i] = pipe.Type(ctx, k)
 		}
-		vals := make([]string, n)
-		for j := range vals {
-			vals[j] = str(i + j)
+		if _, err := pipe.Exec(ctx); err != nil {
+			return 0, err
 		}
-		i += n
-		if pttl > 0 {
-			// Rounded up to the second, so that the file does not claim a precision the
-			// server's clock (moved every embeddedTick) does not have.
-			at := now.Add(time.Duration(pttl) * time.Millisecond).UTC()
-			if r := at.Truncate(time.Second); r.Before(at) {
-				at = r.Add(time.Second)
+		tx := s.reader.TxPipeline()
+		type read struct {
+			typ   string
+			again *redis.StatusCmd
+			pttl  *redis.DurationCmd
+			value redis.Cmder
+		}
+		reads := make([]read, len(keys))
+		for i, k := range keys {
+			r := read{typ: types[i].Val(), again: tx.Type(ctx, k), pttl: tx.PTTL(ctx, k)}
+			switch r.typ {
+			case "string":
+				r.value = tx.Get(ctx, k)
+			case "list":
+				r.value = tx.LRange(ctx, k, 0, -1)
+			case "hash":
+				r.value = tx.HGetAll(ctx, k)
+			case "set":
+				r.value = tx.SMembers(ctx, k)
+			case "zset":
+				r.value = tx.ZRangeWithScores(ctx, k, 0, -1)
 			}
-			k.ExpiresAt = &at
+			reads[i] = r
 		}
-		if !k.set(vals) {
-			unsaved++
+		if _, err := tx.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return 0, err
+		}
+		if slices.ContainsFunc(reads, func(r read) bool { return r.again.Val() != r.typ }) {
 			continue
 		}
-		k.encodeStrings()
-		snap.Keys = append(snap.Keys, k)
-	}
-	return unsaved, nil
-}
-
-// set fills the member of k's type from the values the script read; false for a type that
-// cannot be saved.
-func (k *snapshotKey) set(vals []string) bool {
-	switch k.Type {
-	case "string":
-		if len(vals) != 1 {
-			return false
-		}
-		k.Value = &vals[0]
-	case "list":
-		k.Items = vals
-	case "hash":
-		k.Fields = make(map[string]string, len(vals)/2)
-		for j := 0; j+1 < len(vals); j += 2 {
-			k.Fields[vals[j]] = vals[j+1]
-		}
-	case "set":
-		k.Members = vals
-	case "zset":
-		k.Scores = make(map[string]float64, len(vals)/2)
-		for j := 0; j+1 < len(vals); j += 2 {
-			f, err := strconv.ParseFloat(vals[j+1], 64)
-			if err != nil {
-				return false
+		unsaved := 0
+		for i, r := range reads {
+			if r.typ == "none" {
+				continue // gone since it was listed
 			}
-			k.Scores[vals[j]] = f
+			k := snapshotKey{Key: keys[i], Type: r.typ}
+			if pttl := r.pttl.Val(); pttl > 0 {
+				// Rounded up to the second, so that the file does not claim a precision the
+				// server's clock (moved every embeddedTick) does not have.
+				at := now.Add(pttl).UTC()
+				if r := at.Truncate(time.Second); r.Before(at) {
+					at = r.Add(time.Second)
+				}
+				k.ExpiresAt = &at
+			}
+			switch v := r.value.(type) {
+			case *redis.StringCmd:
+				val := v.Val()
+				k.Value = &val
+			case *redis.StringSliceCmd:
+				if r.typ == "list" {
+					k.Items = v.Val()
+				} else {
+					k.Members = v.Val()
+				}
+			case *redis.MapStringStringCmd:
+				k.Fields = v.Val()
+			case *redis.ZSliceCmd:
+				k.Scores = make(map[string]float64, len(v.Val()))
+				for _, z := range v.Val() {
+					m, _ := z.Member.(string)
+					k.Scores[m] = z.Score
+				}
+			default:
+				unsaved++
+				continue
+			}
+			if err := r.value.Err(); err != nil {
+				return 0, err
+			}
+			k.encodeStrings()
+			snap.Keys = append(snap.Keys, k)
 		}
-	default:
-		return false
+		return unsaved, nil
 	}
-	return true
+	return 0, errors.New("keys kept changing type while they were read")
 }
 
 // mapStrings calls f on every string of k but its name, replacing each with f's result.
