@@ -162,6 +162,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 		},
 		Observer: obs,
 	})
+	turnLog := redisstore.NewTurnLog(client, cfg.RedisPrefix)
 	a.api = httpapi.New(httpapi.Deps{
 		Service:         svc,
 		Modules:         moduleCatalog{modules},
@@ -179,8 +180,18 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 		Limiter:         a.store,
 		RateLimit:       cfg.RateLimit,
 
-		SessionRateLimit: cfg.SessionRateLimit,
+		SessionRateLimit:   cfg.SessionRateLimit,
+		CancelOnDisconnect: cfg.TurnOnDisconnect == "cancel",
+		TurnLog:            turnLog,
+		ResumeTTL:          cfg.ResumeTTL,
 	})
+	// A stop reaches the instance that runs the turn through the stop channel, to which every
+	// instance subscribes once. A Redis that does not answer yet leaves stops to the local turns.
+	if cfg.ResumeTTL > 0 {
+		if err := turnLog.Subscribe(syncCtx, a.api.StopLocal); err != nil {
+			log.Error().Err(err).Msg("cannot subscribe to turn stops; a stop reaches only this instance's turns")
+		}
+	}
 	return a, nil
 }
 

@@ -714,8 +714,9 @@ func TestToulminFixtureReplay(t *testing.T) {
 	tr.CheckEnding(t)
 	text := `Thanks for sharing your topic. Right now "remote work is good" reads more like a subject than a claim: a reader can't yet tell what exactly you want them to accept, or why anyone would disagree.`
 	question := "Who is remote work good for, and in what way — could you put that into one sentence that someone might reasonably dispute?"
-	if got := tr.Text(); got != text {
-		t.Errorf("concatenated deltas = %q, want assistantText %q", got, text)
+	// v1.2: the appended question is streamed too, so the deltas add up to the visible text.
+	if got, want := tr.Text(), text+"\n\n"+question; got != want {
+		t.Errorf("concatenated deltas = %q, want assistantText %q", got, want)
 	}
 	var r struct {
 		AssistantText string   `json:"assistantText"`

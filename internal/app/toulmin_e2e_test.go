@@ -28,7 +28,8 @@ func TestToulminNormalTurnExactLines(t *testing.T) {
 		tr.Header.Get("X-Accel-Buffering") != "no" || tr.Header.Get("Cache-Control") != "no-cache" {
 		t.Fatalf("status %d, headers %v; want a 200 NDJSON stream without buffering", tr.Status, tr.Header)
 	}
-	wantDeltas := []string{`{"type":"delta","text":"Good star"}`, `{"type":"delta","text":"t.\nW"}`, `{"type":"delta","text":"hy \"now\"?"}`}
+	// v1.2: the question the guards append is streamed as the last delta.
+	wantDeltas := []string{`{"type":"delta","text":"Good star"}`, `{"type":"delta","text":"t.\nW"}`, `{"type":"delta","text":"hy \"now\"?"}`, `{"type":"delta","text":"\n\nWho is affected?"}`}
 	var gotDeltas []string
 	for _, l := range tr.Lines[:len(tr.Lines)-1] {
 		gotDeltas = append(gotDeltas, l.Raw)
@@ -260,7 +261,8 @@ func TestToulminErrorCodes(t *testing.T) {
 }
 
 func TestToulminClientDisconnectCancelsUpstream(t *testing.T) {
-	g := apptest.Start(t, nil)
+	// v1's behaviour, kept behind COACH_TURN_ON_DISCONNECT=cancel.
+	g := apptest.Start(t, func(c *config.Config) { c.TurnOnDisconnect = "cancel" })
 	s := g.Create("toulmin", nil)
 	g.LLM.Enqueue(fakellm.Reply{Chunks: []string{`{"assistantText":"A long `, `answer that stalls.","step":"claim"}`},
 		Fault: fakellm.Fault{StallAfter: 1, Stall: time.Minute}})

@@ -98,6 +98,9 @@ type Event struct {
 	// Code and Message describe an error.
 	Code    string
 	Message string
+	// Turn is the id of the turn a result or an error line ends; the adapter that runs the
+	// turn sets it, since the engine's turn has no id of its own.
+	Turn string
 }
 
 // Delta returns a delta event outside any text block.

@@ -82,6 +82,8 @@ const (
 	CodeStoreUnavailable  = "store_unavailable"
 	CodeShuttingDown      = "shutting_down"
 	CodeInternal          = "internal"
+	// CodeTurnCancelled ends a turn that was stopped (DELETE …/turns/current).
+	CodeTurnCancelled = "turn_cancelled"
 
 	CodeStreamFailed     = "coach_stream_failed"
 	CodeValidationFailed = "coach_validation_failed"
@@ -97,6 +99,8 @@ var (
 	ErrUnavailable = Errorf(KindUnavailable, CodeStoreUnavailable, "the session store is unavailable")
 	// ErrShuttingDown ends turns that are still open when the gateway's drain deadline passes.
 	ErrShuttingDown = Errorf(KindUnavailable, CodeShuttingDown, "the gateway is shutting down; retry the turn")
+	// ErrTurnCancelled ends a turn that was stopped on request: nothing is stored.
+	ErrTurnCancelled = Errorf(KindStream, CodeTurnCancelled, "the turn was stopped; nothing was stored")
 )
 
 // maxEcho is how many characters of a client's input an error message repeats.

@@ -263,6 +263,10 @@ type Fallback interface {
 type Outcome struct {
 	// Result is the final result object sent to the client.
 	Result json.RawMessage
+	// Tail is visible text the guards added after the streamed text (toulmin's appended
+	// question); it is sent as one last delta before the result, so that the deltas of the
+	// last attempt always add up to the result's visible text.
+	Tail string
 	// State is the session's new state.
 	State json.RawMessage
 	// History is appended to the session's history.

@@ -81,6 +81,12 @@ type Config struct {
 	RetryAfterCap    time.Duration // COACH_RETRY_AFTER_CAP
 
 	ShutdownTimeout time.Duration // COACH_SHUTDOWN_TIMEOUT: how long open streams may drain
+	// TurnOnDisconnect is COACH_TURN_ON_DISCONNECT: "continue" (the default since v1.2) runs a
+	// turn to its end when its client goes away, "cancel" cancels it as v1 did.
+	TurnOnDisconnect string
+	// ResumeTTL is COACH_RESUME_TTL: how long after its end a turn's lines are kept for resume;
+	// 0 keeps none (no resume; a stop reaches only the instance's own turns).
+	ResumeTTL       time.Duration
 	MaxBodyBytes    int64         // COACH_MAX_BODY_BYTES
 	BodyReadTimeout time.Duration // COACH_BODY_READ_TIMEOUT: how long a request body may take to arrive
 	MaxMessageChars int           // COACH_MAX_MESSAGE_CHARS
@@ -175,6 +181,8 @@ func Default() Config {
 		BreakerFailures:      5,
 		BreakerCooldown:      30 * time.Second,
 		ShutdownTimeout:      30 * time.Second,
+		TurnOnDisconnect:     "continue",
+		ResumeTTL:            5 * time.Minute,
 		MaxBodyBytes:         64 << 10,
 		BodyReadTimeout:      15 * time.Second,
 		DowngradeTTL:         10 * time.Minute,
@@ -262,6 +270,12 @@ func Load(getenv func(string) string) (Config, error) {
 	num("COACH_BREAKER_FAILURES", &c.BreakerFailures)
 	dur("COACH_BREAKER_COOLDOWN", &c.BreakerCooldown)
 	dur("COACH_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
+	str("COACH_TURN_ON_DISCONNECT", &c.TurnOnDisconnect)
+	c.TurnOnDisconnect = strings.ToLower(c.TurnOnDisconnect)
+	if c.TurnOnDisconnect != "continue" && c.TurnOnDisconnect != "cancel" {
+		errs = append(errs, fmt.Errorf("COACH_TURN_ON_DISCONNECT=%q: want continue or cancel", c.TurnOnDisconnect))
+	}
+	dur("COACH_RESUME_TTL", &c.ResumeTTL)
 	var maxBody int
 	num("COACH_MAX_BODY_BYTES", &maxBody)
 	if maxBody > 0 {
@@ -371,6 +385,8 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 		Str("openaiAPIKey", Mask(c.OpenAIAPIKey)).
 		Str("model", c.Model).
 		Str("responseFormat", c.ResponseFormat).
+		Str("turnOnDisconnect", c.TurnOnDisconnect).
+		Dur("resumeTTL", c.ResumeTTL).
 		Dur("firstByteTimeout", c.FirstByteTimeout).
 		Dur("idleTimeout", c.IdleTimeout).
 		Dur("turnTimeout", c.TurnTimeout).

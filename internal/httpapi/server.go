@@ -60,6 +60,14 @@ type Deps struct {
 	// SessionRateLimit bounds the sessions each tenant (each client address without API keys)
 	// creates a minute (see sessionlimit.go); 0 turns that off.
 	SessionRateLimit int
+	// CancelOnDisconnect (COACH_TURN_ON_DISCONNECT=cancel) ends a turn when its client goes
+	// away, as v1 did; otherwise the turn runs to its end.
+	CancelOnDisconnect bool
+	// TurnLog keeps turns' lines for resume and carries stops between instances; ResumeTTL is
+	// how long after its end a turn can be resumed (0 keeps no lines: no resume, and a stop
+	// reaches only the turns of this instance).
+	TurnLog   TurnLog
+	ResumeTTL time.Duration
 }
 
 // DefaultBodyReadTimeout and DefaultWriteTimeout are the defaults of Deps.BodyReadTimeout and
@@ -80,6 +88,8 @@ type Server struct {
 	// drain is cancelled when open streams must end; turns watch it.
 	drain       context.Context
 	cancelDrain context.CancelFunc
+	// running are the turns running on this instance.
+	running runningTurns
 }
 
 // New returns a Server with every route registered.
@@ -121,6 +131,9 @@ func New(d Deps) *Server {
 	v1.POST("/sessions/:id/turns", s.postTurn)
 	v1.POST("/sessions/:id/chat", s.postChat)
 	v1.GET("/sessions/:id/messages", s.getMessages)
+	v1.GET("/sessions/:id/turns/current", s.getCurrentTurn)
+	v1.DELETE("/sessions/:id/turns/current", s.deleteCurrentTurn)
+	v1.GET("/sessions/:id/chat/stream", s.getChatStream)
 	v1.GET("/modules", s.listModules)
 	v1.GET("/modules/:id", s.getModule)
 	e.POST("/api/coach", s.postCoach)

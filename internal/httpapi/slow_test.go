@@ -43,31 +43,40 @@ func (s *floodStream) Close() error { return nil }
 
 // TestClientThatNeverReads starts a turn whose client sends the request and then reads
 // nothing, on the NDJSON route and on the chat route's UI message stream. The stream's writes
-// share the turn's deadline (plus writeGrace), so the blocked write fails, the turn ends as
-// cancelled and the session's lock is released, instead of the handler waiting on the client
-// for ever with the session locked.
+// share the turn's deadline (plus writeGrace), so the blocked write fails and the session's lock
+// is released, instead of the handler waiting on the client for ever with the session locked.
+// By default (v1.2) the turn itself ends at its deadline (an endless answer), as it would
+// without its client; with CancelOnDisconnect the failed write cancels it, as in v1.
 func TestClientThatNeverReads(t *testing.T) {
-	tests := []struct{ name, route, body string }{
-		{"ndjson", "turns", msgBody("Cities should ban cars.")},
-		{"chat", "chat", `{"messages":[{"id":"m","role":"user","parts":[{"type":"text","text":"Cities should ban cars."}]}]}`},
+	chat := `{"messages":[{"id":"m","role":"user","parts":[{"type":"text","text":"Cities should ban cars."}]}]}`
+	tests := []struct {
+		name, route, body string
+		cancel            bool
+		outcome           string
+	}{
+		{"ndjson", "turns", msgBody("Cities should ban cars."), false, coach.CodeStreamFailed},
+		{"chat", "chat", chat, false, coach.CodeStreamFailed},
+		{"ndjson/cancel", "turns", msgBody("Cities should ban cars."), true, "cancelled"},
+		{"chat/cancel", "chat", chat, true, "cancelled"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			neverRead(t, tt.route, tt.body)
+			neverRead(t, tt.route, tt.body, tt.cancel, tt.outcome)
 		})
 	}
 }
 
 // neverRead sends body to route of a new toulmin session and reads nothing (see
 // TestClientThatNeverReads).
-func neverRead(t *testing.T, route, body string) {
+func neverRead(t *testing.T, route, body string, cancel bool, outcome string) {
 	const turnTimeout = 2 * time.Second
 	store := coachtest.NewMemStore()
 	ts := startServer(t, func(d *Deps) {
 		d.Service = coach.NewService(store, floodModel{}, contracts(t), coach.Options{
 			TurnTimeout: turnTimeout, MaxOutputBytes: 1 << 30,
 		}, nil)
+		d.CancelOnDisconnect = cancel
 	})
 	id := ts.create("toulmin")
 	conn := smallWindowConn(t, ts.URL)
@@ -94,14 +103,14 @@ func neverRead(t *testing.T, route, body string) {
 		t.Errorf("lock released after %v, before the turn's deadline: the client did read", took)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(ts.log.String(), `"outcome":"cancelled"`) {
+	for !strings.Contains(ts.log.String(), `"outcome":"`+outcome+`"`) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no turn log line with outcome cancelled:\n%s", ts.log.String())
+			t.Fatalf("no turn log line with outcome %s:\n%s", outcome, ts.log.String())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	if s, _ := store.Session(id); s.Version != 1 {
-		t.Errorf("stored version %d, want 1: a cancelled turn writes nothing", s.Version)
+		t.Errorf("stored version %d, want 1: a failed or cancelled turn writes nothing", s.Version)
 	}
 }
 

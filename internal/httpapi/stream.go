@@ -40,14 +40,16 @@ func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open ope
 	}
 	req := c.Request()
 	run, err := s.deps.Service.StartTurn(req.Context(), tenant(c), id, in)
+	turnID := coach.NewID()
 	if err != nil {
 		if e := coach.AsError(err); e.Kind == coach.KindStream {
 			// The seed reports these (e.g. coach_step_mismatch) as the stream's error line.
+			c.Response().Header().Set(HeaderTurn, turnID)
 			w, err := open(c)
 			if err != nil {
 				return err
 			}
-			if err := w.Emit(coach.Event{Type: coach.EventError, Code: e.Code, Message: e.Message}); err != nil {
+			if err := w.Emit(coach.Event{Type: coach.EventError, Code: e.Code, Message: e.Message, Turn: turnID}); err != nil {
 				return err
 			}
 			return w.Flush()
@@ -58,25 +60,45 @@ func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open ope
 	s.streams.Add(1)
 	s.open.Add(1)
 	defer func() { s.open.Add(-1); s.streams.Done() }()
-	ctx, cancel := context.WithCancelCause(req.Context())
+	// The turn is not the request's (v1.2): a client that goes away leaves it running to its
+	// end, on a context of its own that only its deadline (see coach.TurnRun.Run), the drain, a
+	// stop, or, with CancelOnDisconnect, the request's end cancel.
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(req.Context()))
 	defer cancel(nil)
 	stop := context.AfterFunc(s.drain, func() { cancel(coach.ErrShuttingDown) })
 	defer stop()
+	if s.deps.CancelOnDisconnect {
+		left := context.AfterFunc(req.Context(), func() { cancel(context.Canceled) })
+		defer left()
+	}
+	s.running.add(id, turnID, cancel)
+	defer s.running.remove(id, turnID)
 
 	// A client that stops reading must not hold the turn, and its session's lock, longer than
 	// the turn may last: the stream's writes share the turn's deadline, plus a grace for the
-	// last line. A write that cannot finish by then fails, which ends the turn as cancelled.
+	// last line. A write that cannot finish by then fails, and the client gets no more lines.
 	// Once the turn is over, what is left to write (the end of the response) has the grace.
 	rc := http.NewResponseController(c.Response().Writer)
 	if rc.SetWriteDeadline(time.Now().Add(s.deps.Service.Options().TurnTimeout+writeGrace)) == nil {
 		defer func() { _ = rc.SetWriteDeadline(time.Now().Add(writeGrace)) }()
 	}
+	c.Response().Header().Set(HeaderTurn, turnID)
 	w, err := open(c)
 	if err != nil {
 		run.Abort()
 		return err
 	}
-	rep := run.Run(ctx, limitsSink{Sink: w, limits: s.limits(run.Session().Contract)})
+	sink := &turnSink{client: w, turn: turnID, cancelOnError: s.deps.CancelOnDisconnect}
+	if s.deps.TurnLog != nil && s.deps.ResumeTTL > 0 {
+		live := s.deps.Service.Options().TurnTimeout + writeGrace + s.deps.ResumeTTL
+		sink.log = newLineLog(s.deps.TurnLog, id, turnID, live, s.deps.ResumeTTL, logger(c))
+		s.streams.Add(1)
+		defer func() {
+			sink.log.close()
+			go func() { <-sink.log.done; s.streams.Done() }()
+		}()
+	}
+	rep := run.Run(ctx, limitsSink{Sink: sink, limits: s.limits(run.Session().Contract)})
 
 	log := logger(c)
 	ev := log.Info()
@@ -90,7 +112,7 @@ func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open ope
 	if rep.Err != nil && rep.Outcome != "cancelled" {
 		ev = log.Warn().Err(rep.Err)
 	}
-	ev.Str("session", id).Str("contract", rep.Contract).Str("outcome", rep.Outcome).
+	ev.Str("session", id).Str("turn", turnID).Str("contract", rep.Contract).Str("outcome", rep.Outcome).
 		Dur("first_delta", rep.FirstDelta).Dur("duration", rep.Duration).Int("deltas", rep.Deltas).
 		Int("attempts", rep.Attempts).Array("attempt_log", attemptLog(rep.AttemptLog)).
 		Int("resets", rep.Resets).Strs("rules", rep.Rules).Msg("turn")
@@ -118,6 +140,9 @@ func attemptLog(log []coach.AttemptEntry) *zerolog.Array {
 	}
 	return arr
 }
+
+// HeaderTurn carries a turn's id on the response that streams it (v1.2).
+const HeaderTurn = "X-Coach-Turn"
 
 // writeGrace is how long after its turn's deadline a stream may still take to write its last
 // line.

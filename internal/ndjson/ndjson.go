@@ -32,6 +32,7 @@ func Append(buf []byte, e coach.Event) ([]byte, error) {
 		buf = AppendString(buf, e.Code)
 		buf = append(buf, `,"message":`...)
 		buf = AppendString(buf, e.Message)
+		buf = appendTurn(buf, e.Turn)
 	case coach.EventCard:
 		buf = append(buf, `{"type":"card","card":`...)
 		buf = append(buf, e.Card...)
@@ -60,11 +61,21 @@ func Append(buf []byte, e coach.Event) ([]byte, error) {
 			buf = strconv.AppendInt(buf, int64(u.CompletionTokens), 10)
 			buf = append(buf, '}')
 		}
+		buf = appendTurn(buf, e.Turn)
 	default:
 		buf = append(buf, `{"type":`...)
 		buf = AppendString(buf, e.Type)
 	}
 	return append(buf, '}', '\n'), nil
+}
+
+// appendTurn appends the "turn" member of a result or error line, when the turn has an id.
+func appendTurn(buf []byte, turn string) []byte {
+	if turn == "" {
+		return buf
+	}
+	buf = append(buf, `,"turn":`...)
+	return AppendString(buf, turn)
 }
 
 // htmlSafe marks the ASCII bytes that encoding/json copies into a string as they are when it

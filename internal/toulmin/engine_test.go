@@ -46,8 +46,9 @@ func TestThroughEngine(t *testing.T) {
 	if last.Type != coach.EventResult {
 		t.Fatalf("turn 1 ended with %+v", last)
 	}
-	if got := coachtest.DeltaText(events); got != "Good topic. Which cities?" {
-		t.Errorf("turn 1 deltas = %q", got)
+	// v1.2: the appended question is streamed too, as the last delta.
+	if got, want := coachtest.DeltaText(events), "Good topic. Which cities?\n\nWhich city do you mean?"; got != want {
+		t.Errorf("turn 1 deltas = %q, want %q", got, want)
 	}
 	if want := `{"assistantText":"Good topic. Which cities?\n\nWhich city do you mean?","step":"claim","confidence":0.5,"nextQuestion":"Which city do you mean?"}`; string(last.Result) != want {
 		t.Errorf("turn 1 result\n got  %s\n want %s", last.Result, want)

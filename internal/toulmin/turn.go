@@ -190,7 +190,13 @@ func (t *turn) Finish() (*coach.Outcome, error) {
 			}
 		}
 	}
+	// The guards may append the question to what was streamed; the rest is sent as a delta.
+	var tail string
+	if streamed := t.streamed.String(); len(r.AssistantText) > len(streamed) && strings.HasPrefix(r.AssistantText, streamed) {
+		tail = r.AssistantText[len(streamed):]
+	}
 	return &coach.Outcome{
+		Tail:   tail,
 		Result: r.encode(),
 		State:  st.encode(),
 		History: []coach.Message{

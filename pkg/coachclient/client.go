@@ -437,7 +437,9 @@ func (c *Client) stream(ctx context.Context, path string, in any) (*Stream, erro
 		cancel()
 		return nil, fmt.Errorf("coachclient: POST %s: the answer is %q, not an NDJSON stream", path, ct)
 	}
-	return newStream(ctx, resp.Body, cancel, c.maxLine), nil
+	st := newStream(ctx, resp.Body, cancel, c.maxLine)
+	st.turn = resp.Header.Get("X-Coach-Turn")
+	return st, nil
 }
 
 const ndjsonType = "application/x-ndjson"

@@ -54,6 +54,8 @@ type Result struct {
 	Result   json.RawMessage
 	Session  Session
 	Fallback bool
+	// Turn is the turn's id (gateways since v1.2; empty before).
+	Turn string
 }
 
 // Error is the last line of a turn that failed after its stream started. Code is one of the
@@ -65,6 +67,8 @@ type Result struct {
 type Error struct {
 	Code    string
 	Message string
+	// Turn is the turn's id (gateways since v1.2; empty before).
+	Turn string
 }
 
 // Error returns the code and the message.
@@ -179,6 +183,7 @@ type wireLine struct {
 	Fallback  json.RawMessage `json:"fallback"`
 	Error     json.RawMessage `json:"error"`
 	Message   json.RawMessage `json:"message"`
+	Turn      json.RawMessage `json:"turn"`
 }
 
 // parseLine parses one line, without its newline and surrounding space. An error says what is
@@ -225,7 +230,11 @@ func parseLine(line []byte) (Event, error) {
 		if err != nil {
 			return nil, err
 		}
-		return Error{Code: code, Message: msg}, nil
+		turn, err := optionalString(w.Turn, "turn")
+		if err != nil {
+			return nil, err
+		}
+		return Error{Code: code, Message: msg, Turn: turn}, nil
 	default:
 		return Unknown{Type: typ, Raw: bytes.Clone(line)}, nil
 	}
@@ -259,7 +268,11 @@ func parseResult(w wireLine) (Event, error) {
 	if !isObject(w.Session) {
 		return nil, errors.New("result line without a session object")
 	}
-	r := Result{Result: w.Result}
+	turn, err := optionalString(w.Turn, "turn")
+	if err != nil {
+		return nil, err
+	}
+	r := Result{Result: w.Result, Turn: turn}
 	if err := json.Unmarshal(w.Session, &r.Session); err != nil {
 		return nil, fmt.Errorf("session: %v", err)
 	}
@@ -272,6 +285,14 @@ func parseResult(w wireLine) (Event, error) {
 		}
 	}
 	return r, nil
+}
+
+// optionalString reads a string member that older gateways leave out.
+func optionalString(raw json.RawMessage, name string) (string, error) {
+	if !present(raw) {
+		return "", nil
+	}
+	return requiredString(raw, name)
 }
 
 // present reports whether a member is there and not null.

@@ -46,6 +46,9 @@ type Stream struct {
 	// err is what Next returns from now on: io.EOF after the last line, or what ended the stream.
 	err error
 
+	// turn is the turn's id, from the response's X-Coach-Turn header.
+	turn string
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 	cancel    context.CancelFunc
@@ -66,6 +69,10 @@ func newStream(ctx context.Context, body io.ReadCloser, cancel context.CancelFun
 	s.stop = context.AfterFunc(ctx, func() { s.closeOnce.Do(s.closeBody) })
 	return s
 }
+
+// Turn returns the turn's id, as the gateway sent it in the X-Coach-Turn header (v1.2; empty
+// from an older gateway). GET /v1/sessions/{id}/turns/current?turn=… resumes the turn.
+func (s *Stream) Turn() string { return s.turn }
 
 // Next returns the next event. After the stream's Result or Error event it returns io.EOF. It
 // returns ErrTruncated if the stream ends without one, ErrLineTooLong or an error wrapping

@@ -18,6 +18,7 @@ import (
 // The answers every profile's fixtures in testdata/streams carry, each in its endpoint's wire
 // format (see testdata/streams/README.md).
 const (
+	fixtureQuestion      = "Who is remote work good for, and in what way — could you put that into one sentence that someone might reasonably dispute?"
 	fixtureAssistantText = `Thanks for sharing your topic. Right now "remote work is good" reads more like a subject than a claim: a reader can't yet tell what exactly you want them to accept, or why anyone would disagree.`
 	fixtureCardContent   = "You're two weeks into a new VP role. Your first big initiative is stalling because a peer VP keeps missing commitments. You've mentioned it twice in 1:1s. Today, they missed another deadline."
 	fixtureCard          = `{"type":"scenario","content":"You're two weeks into a new VP role. Your first big initiative is stalling because a peer VP keeps missing commitments. You've mentioned it twice in 1:1s. Today, they missed another deadline.","drill_phase":"Problem-Solving"}`
@@ -65,8 +66,9 @@ func TestProfiles(t *testing.T) {
 			h.g.LLM.Enqueue(fakellm.Reply{Fixture: v.profile + "-toulmin"})
 			a := h.call(t, "POST", "/v1/sessions/"+id+"/turns", apptest.Msg("Remote work is good."))
 			wantStream(t, "toulmin", a, "delta result")
-			if got := deltaText(a); got != fixtureAssistantText {
-				t.Errorf("toulmin deltas = %q, want %q", got, fixtureAssistantText)
+			// v1.2: the deltas add up to the visible text, the appended question included.
+			if got, want := deltaText(a), fixtureAssistantText+"\n\n"+fixtureQuestion; got != want {
+				t.Errorf("toulmin deltas = %q, want %q", got, want)
 			}
 			wantRequest(t, "toulmin", h.g.LLM, p.Format, p.IncludeUsage, "")
 

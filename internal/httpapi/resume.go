@@ -1,0 +1,189 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/ndjson"
+)
+
+// Codes of the resume and stop routes' errors.
+const (
+	codeTurnNotFound  = "turn_not_found"
+	codeNoRunningTurn = "no_running_turn"
+)
+
+// readBlock is how long one read of a turn's log waits for new lines before the reader checks
+// its own deadline and asks again.
+const readBlock = 5 * time.Second
+
+// currentTurn finds the session's current turn for a resume: the session must be the caller's
+// tenant's (as for GET /v1/sessions/{id}), then its pointer names the turn. want, when not
+// empty, must be that turn. It returns "" when there is no turn to resume.
+func (s *Server) currentTurn(c echo.Context, want string) (string, error) {
+	ctx := c.Request().Context()
+	id := c.Param("id")
+	if _, err := s.deps.Service.GetSession(ctx, tenant(c), id); err != nil {
+		return "", err
+	}
+	if s.deps.TurnLog == nil || s.deps.ResumeTTL <= 0 {
+		return "", nil
+	}
+	turn, _, err := s.deps.TurnLog.Current(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if turn != "" && want != "" && want != turn {
+		return "", newHTTPError(http.StatusNotFound, codeTurnNotFound, "the session's current turn is another one")
+	}
+	return turn, nil
+}
+
+// getCurrentTurn is GET /v1/sessions/{id}/turns/current?after=N[&turn=ID]: the lines of the
+// session's running or last turn after the first N, then each new line until its last.
+func (s *Server) getCurrentTurn(c echo.Context) error {
+	after := int64(0)
+	if v := c.QueryParam("after"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return coach.FieldError("after", "after must be a whole number of lines")
+		}
+		after = n
+	}
+	turn, err := s.currentTurn(c, c.QueryParam("turn"))
+	if err != nil {
+		return err
+	}
+	if turn == "" {
+		return c.NoContent(http.StatusNoContent)
+	}
+	c.Response().Header().Set(HeaderTurn, turn)
+	s.writeHeader(c)
+	return s.follow(c, turn, after, newLineWriter(c.Response()), nil)
+}
+
+// getChatStream is GET /v1/sessions/{id}/chat/stream: the session's running or last turn as a
+// UI message stream from its start (useChat's resume).
+func (s *Server) getChatStream(c echo.Context) error {
+	turn, err := s.currentTurn(c, "")
+	if err != nil {
+		return err
+	}
+	if turn == "" {
+		return c.NoContent(http.StatusNoContent)
+	}
+	c.Response().Header().Set(HeaderTurn, turn)
+	w, err := openUIStream(c)
+	if err != nil {
+		return err
+	}
+	return s.follow(c, turn, 0, w, func(line []byte) (coach.Event, bool) {
+		e, err := ndjson.Parse(line)
+		return e, err == nil
+	})
+}
+
+// follow writes the lines of turn's log after the first after to out until the turn's last
+// line, the client's leaving, or the turn's longest life. Raw lines go to a lineWriter as they
+// are (decode is nil then); any other Sink gets them decoded by decode.
+func (s *Server) follow(c echo.Context, turn string, after int64, out coach.Sink, decode func([]byte) (coach.Event, bool)) error {
+	req := c.Request()
+	id := c.Param("id")
+	opts := s.deps.Service.Options()
+	deadline := time.Now().Add(opts.TurnTimeout + writeGrace)
+	rc := http.NewResponseController(c.Response().Writer)
+	_ = rc.SetWriteDeadline(deadline.Add(writeGrace))
+	ctx, cancel := context.WithDeadline(req.Context(), deadline)
+	defer cancel()
+	raw, _ := out.(*lineWriter)
+	cursor := ""
+	for {
+		batches, err := s.deps.TurnLog.Read(ctx, id, turn, cursor, readBlock)
+		if err != nil {
+			if ctx.Err() == nil {
+				logger(c).Warn().Err(err).Str("session", id).Str("turn", turn).Msg("reading a turn's lines")
+			}
+			return nil
+		}
+		if len(batches) == 0 {
+			if ctx.Err() != nil {
+				return nil
+			}
+			// Nothing new for a while: a log that is gone (expired, or its instance died
+			// before writing its end) will never end.
+			cur, running, err := s.deps.TurnLog.Current(ctx, id)
+			if err != nil || cur != turn || !running {
+				if more, _ := s.deps.TurnLog.Read(ctx, id, turn, cursor, time.Millisecond); len(more) == 0 {
+					return nil
+				}
+			}
+			continue
+		}
+		for _, b := range batches {
+			cursor = b.Cursor
+			n := b.First
+			lines := b.Lines
+			for len(lines) > 0 {
+				i := bytes.IndexByte(lines, '\n')
+				if i < 0 {
+					i = len(lines) - 1
+				}
+				line := lines[:i+1]
+				lines = lines[i+1:]
+				n++
+				if n <= after {
+					continue
+				}
+				var err error
+				if raw != nil {
+					_, err = raw.w.Write(line)
+				} else if e, ok := decode(bytes.TrimSuffix(line, []byte("\n"))); ok {
+					err = out.Emit(e)
+				}
+				if err != nil {
+					return nil
+				}
+			}
+			if err := out.Flush(); err != nil {
+				return nil
+			}
+			if b.End {
+				return nil
+			}
+		}
+	}
+}
+
+// deleteCurrentTurn is DELETE /v1/sessions/{id}/turns/current: it stops the session's running
+// turn wherever it runs. The turn ends with a turn_cancelled error line, which every reader
+// gets, and stores nothing.
+func (s *Server) deleteCurrentTurn(c echo.Context) error {
+	ctx := c.Request().Context()
+	id := c.Param("id")
+	if _, err := s.deps.Service.GetSession(ctx, tenant(c), id); err != nil {
+		return err
+	}
+	if turn := s.running.running(id); turn != "" {
+		s.running.stop(id, turn)
+		return c.NoContent(http.StatusNoContent)
+	}
+	if s.deps.TurnLog != nil && s.deps.ResumeTTL > 0 {
+		turn, running, err := s.deps.TurnLog.Current(ctx, id)
+		if err != nil {
+			return err
+		}
+		if running {
+			if err := s.deps.TurnLog.Stop(ctx, id, turn); err != nil {
+				return err
+			}
+			return c.NoContent(http.StatusNoContent)
+		}
+	}
+	return newHTTPError(http.StatusNotFound, codeNoRunningTurn, "the session has no running turn")
+}

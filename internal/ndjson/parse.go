@@ -1,0 +1,44 @@
+package ndjson
+
+import (
+	"encoding/json"
+	"errors"
+
+	"github.com/coachgw/coachgw/internal/coach"
+)
+
+// Parse decodes one line that Append wrote (without its newline) back into its event. It reads
+// the gateway's own lines, kept for resume, to encode them in another format.
+func Parse(line []byte) (coach.Event, error) {
+	var w struct {
+		Type      string          `json:"type"`
+		Text      string          `json:"text"`
+		Block     *int            `json:"block"`
+		BlockType string          `json:"blockType"`
+		Card      json.RawMessage `json:"card"`
+		Reason    string          `json:"reason"`
+		Result    json.RawMessage `json:"result"`
+		Session   *coach.Session  `json:"session"`
+		Fallback  bool            `json:"fallback"`
+		Upstream  string          `json:"upstream"`
+		Usage     *coach.Usage    `json:"usage"`
+		Error     string          `json:"error"`
+		Message   string          `json:"message"`
+		Turn      string          `json:"turn"`
+	}
+	if err := json.Unmarshal(line, &w); err != nil {
+		return coach.Event{}, err
+	}
+	if w.Type == "" {
+		return coach.Event{}, errors.New("ndjson: a line without a type")
+	}
+	e := coach.Event{
+		Type: w.Type, Text: w.Text, Block: -1, BlockType: w.BlockType, Card: w.Card, Reason: w.Reason,
+		Result: w.Result, Session: w.Session, Fallback: w.Fallback, Upstream: w.Upstream, Usage: w.Usage,
+		Code: w.Error, Message: w.Message, Turn: w.Turn,
+	}
+	if w.Block != nil {
+		e.Block = *w.Block
+	}
+	return e, nil
+}

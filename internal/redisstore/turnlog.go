@@ -1,0 +1,161 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/coachgw/coachgw/internal/httpapi"
+)
+
+// TurnLog keeps the lines of running and recent turns for resume, and carries stops between
+// instances: the httpapi.TurnLog of the gateway (v1.2, resumable turns).
+//
+// A session has, besides the keys of Store, a current-turn pointer and one log per recent turn:
+//
+//	{prefix}:{<id>}:turn          a hash: id (the turn's) and state (running or ended)
+//	{prefix}:{<id>}:tl:<turn>     a stream: one entry per batch of lines, with members
+//	                              f (the number of lines before it), l (the lines) and, on the
+//	                              turn's last batch, e
+//
+// Both share the session's hash tag, so a batch and the pointer are written in one pipeline to
+// one node. Each Append is that one round trip: XADD (trimmed to about logMaxEntries entries)
+// and PEXPIRE of the log, with HSET and PEXPIRE of the pointer on a turn's first and last
+// batch. Readers follow a log with blocking XREADs. Stops are published on the channel
+// {prefix}:turnstop as "<session> <turn>"; every instance subscribes to it once (Subscribe).
+//
+// The embedded Redis (miniredis) supports all of it, XREAD BLOCK and pub/sub included; its
+// keys expire on its clock's ticks (embeddedTick) rather than to the millisecond.
+type TurnLog struct {
+	client redis.UniversalClient
+	prefix string
+}
+
+// logMaxEntries bounds a turn's log: a batch is written at most every 100 ms, so this holds
+// the whole of any turn shorter than about seven minutes; a longer one loses its oldest lines.
+const logMaxEntries = 4096
+
+// NewTurnLog returns the TurnLog of client under prefix (Options.Prefix; "" for the default).
+func NewTurnLog(client redis.UniversalClient, prefix string) *TurnLog {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return &TurnLog{client: client, prefix: prefix}
+}
+
+var _ httpapi.TurnLog = (*TurnLog)(nil)
+
+func (l *TurnLog) pointerKey(session string) string { return l.prefix + ":{" + session + "}:turn" }
+func (l *TurnLog) logKey(session, turn string) string {
+	return l.prefix + ":{" + session + "}:tl:" + turn
+}
+func (l *TurnLog) channel() string { return l.prefix + ":turnstop" }
+
+// Append writes one batch (see httpapi.TurnLog) in one round trip.
+func (l *TurnLog) Append(ctx context.Context, session, turn string, first int64, lines []byte, state string, ttl time.Duration) error {
+	key, ptr := l.logKey(session, turn), l.pointerKey(session)
+	end := state == httpapi.TurnEnded
+	_, err := l.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if len(lines) > 0 || end {
+			values := []any{"f", first, "l", lines}
+			if end {
+				values = append(values, "e", 1)
+			}
+			p.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: logMaxEntries, Approx: true, Values: values})
+			p.PExpire(ctx, key, ttl)
+		}
+		if state != "" {
+			p.HSet(ctx, ptr, "id", turn, "state", state)
+			p.PExpire(ctx, ptr, ttl)
+		}
+		return nil
+	})
+	return wrapErr(err)
+}
+
+// Current reads the session's current-turn pointer.
+func (l *TurnLog) Current(ctx context.Context, session string) (string, bool, error) {
+	v, err := l.client.HMGet(ctx, l.pointerKey(session), "id", "state").Result()
+	if err != nil {
+		return "", false, failure("turn log", err)
+	}
+	id, _ := v[0].(string)
+	state, _ := v[1].(string)
+	return id, state == httpapi.TurnRunning, nil
+}
+
+// Read returns the batches after cursor, blocking up to block (at least a millisecond) for
+// the first.
+func (l *TurnLog) Read(ctx context.Context, session, turn, cursor string, block time.Duration) ([]httpapi.LogBatch, error) {
+	if cursor == "" {
+		cursor = "0"
+	}
+	res, err := l.client.XRead(ctx, &redis.XReadArgs{
+		Streams: []string{l.logKey(session, turn), cursor}, Count: 256, Block: max(block, time.Millisecond),
+	}).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, failure("turn log", err)
+	}
+	var out []httpapi.LogBatch
+	for _, st := range res {
+		for _, m := range st.Messages {
+			b := httpapi.LogBatch{Cursor: m.ID}
+			s, _ := m.Values["f"].(string)
+			b.First, _ = strconv.ParseInt(s, 10, 64)
+			lines, _ := m.Values["l"].(string)
+			b.Lines = []byte(lines)
+			_, b.End = m.Values["e"]
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
+
+// Stop publishes a stop of turn of session to every instance.
+func (l *TurnLog) Stop(ctx context.Context, session, turn string) error {
+	return wrapErr(l.client.Publish(ctx, l.channel(), session+" "+turn).Err())
+}
+
+// Subscribe subscribes to the stops and calls deliver with each one until ctx ends. It returns
+// once the subscription is in place, so that a stop published after it is never missed;
+// go-redis resubscribes by itself after a lost connection.
+func (l *TurnLog) Subscribe(ctx context.Context, deliver func(session, turn string)) error {
+	ps := l.client.Subscribe(ctx, l.channel())
+	if _, err := ps.Receive(ctx); err != nil {
+		_ = ps.Close()
+		return wrapErr(err)
+	}
+	ch := ps.Channel()
+	go func() {
+		defer ps.Close()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case m, ok := <-ch:
+				if !ok {
+					return
+				}
+				if session, turn, ok := strings.Cut(m.Payload, " "); ok {
+					deliver(session, turn)
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+// wrapErr is failure for an error that may be nil.
+func wrapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return failure("turn log", err)
+}
