@@ -66,7 +66,7 @@ const (
 
 func TestExchange(t *testing.T) {
 	jsonHeader := http.Header{"Content-Type": {"application/json"}}
-	streamHeader := http.Header{"Content-Type": {openapitest.NDJSON}}
+	streamHeader := http.Header{"Content-Type": {openapitest.NDJSON}, "X-Coach-Turn": {"0123456789abcdef0123456789abcdef"}}
 	sseHeader := http.Header{"Content-Type": {openapitest.SSE}, "X-Vercel-Ai-Ui-Message-Stream": {"v1"}}
 	const chatReq = `{"id":"c","messages":[{"id":"u","role":"user","parts":[{"type":"text","text":"hi"}]}],"trigger":"submit-message"}`
 	tests := []struct {
@@ -234,7 +234,7 @@ func TestConcurrentExchanges(t *testing.T) {
 				r := &recorder{TB: t}
 				req := httptest.NewRequest("POST", "http://127.0.0.1:1234"+sessionPath+"/turns", strings.NewReader(`{"message":"hi"}`))
 				req.Header.Set("Content-Type", "application/json")
-				v.Exchange(r, req, []byte(`{"message":"hi"}`), 200, http.Header{"Content-Type": {openapitest.NDJSON}}, stream)
+				v.Exchange(r, req, []byte(`{"message":"hi"}`), 200, http.Header{"Content-Type": {openapitest.NDJSON}, "X-Coach-Turn": {"t"}}, stream)
 				get := httptest.NewRequest("GET", "http://127.0.0.1:1234"+sessionPath, nil)
 				v.Exchange(r, get, nil, 200, http.Header{"Content-Type": {"application/json"}}, []byte(session))
 				if got := r.reported(); len(got) > 0 {
