@@ -67,7 +67,7 @@ const (
 func TestExchange(t *testing.T) {
 	jsonHeader := http.Header{"Content-Type": {"application/json"}}
 	streamHeader := http.Header{"Content-Type": {openapitest.NDJSON}, "X-Coach-Turn": {"0123456789abcdef0123456789abcdef"}}
-	sseHeader := http.Header{"Content-Type": {openapitest.SSE}, "X-Vercel-Ai-Ui-Message-Stream": {"v1"}}
+	sseHeader := http.Header{"Content-Type": {openapitest.SSE}, "X-Vercel-Ai-Ui-Message-Stream": {"v1"}, "X-Coach-Turn": {"t"}}
 	const chatReq = `{"id":"c","messages":[{"id":"u","role":"user","parts":[{"type":"text","text":"hi"}]}],"trigger":"submit-message"}`
 	tests := []struct {
 		name         string
