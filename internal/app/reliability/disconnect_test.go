@@ -44,7 +44,8 @@ func stalling() fakellm.Responder {
 }
 
 // TestClientDisconnect closes the client's connection while a turn streams and proves, for
-// every contract, that the upstream request is cancelled within 100 ms (fakellm sees no open
+// every contract, with COACH_TURN_ON_DISCONNECT=cancel (v1's behaviour; by default the turn
+// runs on, see TestResumeOnAnotherInstance), that the upstream request is cancelled within 100 ms (fakellm sees no open
 // request), that the session's lock is released and that nothing is written.
 func TestClientDisconnect(t *testing.T) {
 	const within = 100 * time.Millisecond
@@ -77,6 +78,7 @@ func TestClientDisconnect(t *testing.T) {
 				// Deadlines far away: only the client's leaving may end the upstream call.
 				Config: func(c *config.Config) {
 					c.FirstByteTimeout, c.IdleTimeout, c.TurnTimeout = time.Minute, time.Minute, 2*time.Minute
+					c.TurnOnDisconnect = "cancel"
 				},
 			})
 			rdb := redisClient(t, g.Config.RedisURL)
