@@ -225,8 +225,8 @@ func TestQuirkFixtures(t *testing.T) {
 				h.g.LLM.Enqueue(fakellm.Reply{Fixture: fixture("toulmin")})
 				a := h.call(t, "POST", "/v1/sessions/"+id+"/turns", apptest.Msg("Remote work is good."))
 				wantStream(t, "toulmin", a, "delta result")
-				if got := deltaText(a); got != fixtureAssistantText {
-					t.Errorf("toulmin deltas = %q, want %q", got, fixtureAssistantText)
+				if got, want := deltaText(a), fixtureAssistantText+"\n\n"+fixtureQuestion; got != want {
+					t.Errorf("toulmin deltas = %q, want %q (v1.2: the question streamed too)", got, want)
 				}
 
 				id = h.create(t, `{"contract":"cards"}`)
