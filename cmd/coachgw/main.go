@@ -1,6 +1,6 @@
 // Command coachgw is the coaching gateway: it streams coaching turns from any OpenAI-compatible
 // model endpoint to coaching front ends as NDJSON, with session state in Redis. With nothing
-// configured it runs on an embedded Redis and an embedded replay model. See README.md.
+// configured it runs on an embedded Redis and an embedded replay model. See README.md and docs/configuration.md.
 //
 // "coachgw qualify" judges the configured model endpoints with scripted learners instead of
 // serving (see internal/qualify).
@@ -42,7 +42,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return qualify.Main(ctx, args[1:], getenv, stdout)
 	}
 	if len(args) > 0 {
-		return errors.New("coachgw takes no arguments but \"qualify\"; it is configured by environment variables (see README.md)")
+		return errors.New("coachgw takes no arguments but \"qualify\"; it is configured by environment variables (see docs/configuration.md)")
 	}
 	cfg, err := config.Load(getenv)
 	if err != nil {

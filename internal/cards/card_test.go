@@ -12,7 +12,7 @@ import (
 func boolPtr(b bool) *bool { return &b }
 
 // TestSchemaFileIsTheSeeds pins display-card.json to the seed's PHP input_schema, key for key,
-// but for the maxLength bounds the gateway adds to its strings (see README, Security).
+// but for the maxLength bounds the gateway adds to its strings (see docs/security.md, Bounds).
 func TestSchemaFileIsTheSeeds(t *testing.T) {
 	const seed = `{
 	  "type": "object",

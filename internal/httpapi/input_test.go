@@ -169,7 +169,7 @@ func TestMessageLength(t *testing.T) {
 	}
 }
 
-// TestToulminMessageLimit checks what the README says of the two limits: a toulmin message may
+// TestToulminMessageLimit checks what docs/configuration.md says of the two limits: a toulmin message may
 // have at most 4000 characters (the contract's own limit) however high COACH_MAX_MESSAGE_CHARS
 // is, and at most COACH_MAX_MESSAGE_CHARS when that is lower.
 func TestToulminMessageLimit(t *testing.T) {

@@ -125,8 +125,8 @@ const DefaultProfile = ""
 // is the profile of an upstream entry that names none.
 const GenericProfile = "generic"
 
-// profiles lists every named profile. Each setting cites where it comes from; the README's
-// profile table repeats them.
+// profiles lists every named profile. Each setting cites where it comes from; the profile table
+// of docs/configuration.md repeats them.
 var profiles = []Profile{
 	{
 		// OpenAI's own API: named tool_choice, strict json_schema, include_usage, argument

@@ -42,18 +42,18 @@ func TestProfileTable(t *testing.T) {
 	}
 }
 
-// TestProfileTableInREADME holds the README's table of profiles to the profiles themselves: a
-// row for each, with its toolChoice, responseFormat and includeUsage, and no row for a profile
-// that does not exist, so the manual cannot drift from what the gateway sends.
-func TestProfileTableInREADME(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// TestProfileTableInDocs holds the table of profiles in docs/configuration.md to the profiles
+// themselves: a row for each, with its toolChoice, responseFormat and includeUsage, and no row for
+// a profile that does not exist, so the manual cannot drift from what the gateway sends.
+func TestProfileTableInDocs(t *testing.T) {
+	page, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	const header = "| profile | `toolChoice` | `responseFormat` | `includeUsage` |"
-	_, table, ok := strings.Cut(string(readme), header)
+	_, table, ok := strings.Cut(string(page), header)
 	if !ok {
-		t.Fatalf("README has no profile table (a line starting %q)", header)
+		t.Fatalf("docs/configuration.md has no profile table (a line starting %q)", header)
 	}
 	rows := map[string][]string{}
 	for i, line := range strings.Split(table, "\n")[1:] {
@@ -89,15 +89,15 @@ func TestProfileTableInREADME(t *testing.T) {
 		want := []string{p.ToolChoice.String(), p.Format.String(), usage, capParam, oneCall, deadlines}
 		got, ok := rows[p.Name]
 		if !ok {
-			t.Errorf("README's profile table has no row for %s", p.Name)
+			t.Errorf("docs/configuration.md's profile table has no row for %s", p.Name)
 			continue
 		}
 		if !slices.Equal(got, want) {
-			t.Errorf("README's row for %s says toolChoice, responseFormat, includeUsage, cap, parallel_tool_calls, deadlines = %q, the profile %q", p.Name, got, want)
+			t.Errorf("docs/configuration.md's row for %s says toolChoice, responseFormat, includeUsage, cap, parallel_tool_calls, deadlines = %q, the profile %q", p.Name, got, want)
 		}
 		delete(rows, p.Name)
 	}
 	for name := range rows {
-		t.Errorf("README's profile table has a row for %q, which is no profile", name)
+		t.Errorf("docs/configuration.md's profile table has a row for %q, which is no profile", name)
 	}
 }

@@ -4,7 +4,7 @@
 // reads. It is an adapter over the same turn pipeline as the NDJSON stream, not a second one: the
 // engine emits the same coach.Event values, and a Writer is just another coach.Sink.
 //
-// How the events map (see README "AI SDK (useChat)"):
+// How the events map (see docs/frontend.md, "AI SDK (useChat)"):
 //
 //   - the stream opens with {"type":"start","messageId":…};
 //   - visible text is a text part: text-start, text-delta…, text-end. Toulmin and cards turns
