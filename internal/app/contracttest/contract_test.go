@@ -588,6 +588,12 @@ var cases = []struct {
 		}
 		h.g.LLM.Enqueue(fakellm.Reply{Content: `{"assistantText":"Hi", oops`}, fakellm.Reply{Content: "not json"})
 		wantEvents("unusable output", h.call(t, "POST", chatPath, chat(text("hi"))), "data-coach-error")
+		// The SDK's regenerate() after that failed turn, which stored nothing, reruns its input
+		// (v1.2); regenerating it again, now that it is stored, is the 422 in the table below.
+		regenerate := chat(text("hi"))
+		regenerate["trigger"] = "regenerate-message"
+		h.g.LLM.Enqueue(fakellm.Reply{Content: apptest.Obj("assistantText", "Hi, what is your claim?", "step", "claim")})
+		wantEvents("regenerate after a failed turn", h.call(t, "POST", chatPath, regenerate), "data-coach-result")
 
 		cardsID := h.create(t, `{"contract":"cards"}`)
 		cardsPath := "/v1/sessions/" + cardsID + "/chat"
@@ -608,7 +614,7 @@ var cases = []struct {
 			{"malformed JSON", chatPath, "application/json", `{"messages":`, 400, "invalid_request", ""},
 			{"not JSON", chatPath, "text/plain", `hi`, 415, "unsupported_media_type", ""},
 			{"too large", chatPath, "application/json", `{"messages":[],"id":"` + strings.Repeat("x", 70<<10) + `"}`, 413, "body_too_large", ""},
-			{"regenerate", chatPath, "application/json", `{"messages":[{"role":"user","parts":[{"type":"text","text":"hi"}]}],"trigger":"regenerate-message"}`, 422, "invalid_input", "trigger"},
+			{"regenerate a stored turn", chatPath, "application/json", `{"messages":[{"role":"user","parts":[{"type":"text","text":"hi"}]}],"trigger":"regenerate-message"}`, 422, "invalid_input", "trigger"},
 			{"no learner message", chatPath, "application/json", `{"messages":[]}`, 422, "invalid_input", "messages"},
 			{"option not offered", cardsPath, "application/json", `{"messages":[{"role":"user","parts":[{"type":"data-coach-select","data":{"selected":"z"}}]}]}`, 422, "invalid_input", "selected"},
 			{"unknown session", "/v1/sessions/" + strings.Repeat("0", 32) + "/chat", "application/json", `{"messages":[{"role":"user","parts":[{"type":"text","text":"hi"}]}]}`, 404, "session_not_found", ""},
