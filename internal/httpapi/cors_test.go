@@ -30,7 +30,7 @@ func TestCORS(t *testing.T) {
 	}{
 		{name: "allowed origin", srv: allowed, method: "GET", path: "/v1/modules",
 			headers: append([]string{"Origin", app}, auth...), wantStatus: http.StatusOK, wantOrigin: app,
-			wantHeader: map[string]string{"Access-Control-Expose-Headers": "X-Request-Id,Retry-After", "Vary": "Origin"}},
+			wantHeader: map[string]string{"Access-Control-Expose-Headers": "X-Request-Id,Retry-After,X-Coach-Turn", "Vary": "Origin"}},
 		{name: "origin compared case-insensitively", srv: allowed, method: "GET", path: "/v1/modules",
 			headers: append([]string{"Origin", "https://APP.example.com"}, auth...), wantStatus: http.StatusOK, wantOrigin: "https://APP.example.com"},
 		{name: "a 401 is readable by an allowed origin", srv: allowed, method: "GET", path: "/v1/modules",
@@ -82,5 +82,36 @@ func TestCORS(t *testing.T) {
 				t.Error("Access-Control-Allow-Credentials sent: keys travel in a header, never as cookies")
 			}
 		})
+	}
+}
+
+// TestCORSExposesTurn shows that a page on an allowed origin can read a turn's id from its
+// answer: the turn routes send X-Coach-Turn and the CORS headers expose it.
+func TestCORSExposesTurn(t *testing.T) {
+	const app = "http://localhost:5173"
+	ts := startServer(t, func(d *Deps) {
+		withKeys(d)
+		d.CORSOrigins = []string{app}
+	})
+	headers := []string{"Authorization", "Bearer " + keyAcme, "Origin", app}
+	id := ts.create("toulmin", headers...)
+	for _, path := range []string{"/v1/sessions/" + id + "/turns", "/v1/sessions/" + id + "/chat"} {
+		body := `{"message":"Cities should ban cars."}`
+		if strings.HasSuffix(path, "/chat") {
+			body = `{"messages":[{"role":"user","parts":[{"type":"text","text":"Because of pollution."}]}]}`
+		}
+		r := ts.do("POST", path, body, headers...)
+		if r.Status != http.StatusOK || r.Header.Get(HeaderTurn) == "" {
+			t.Fatalf("POST %s: status %d, %s %q, want 200 with a turn id", path, r.Status, HeaderTurn, r.Header.Get(HeaderTurn))
+		}
+		exposed := map[string]bool{}
+		for _, v := range r.Header.Values("Access-Control-Expose-Headers") {
+			for _, name := range strings.Split(v, ",") {
+				exposed[http.CanonicalHeaderKey(strings.TrimSpace(name))] = true
+			}
+		}
+		if !exposed[HeaderTurn] {
+			t.Errorf("POST %s: Access-Control-Expose-Headers %q, want it to include %s", path, r.Header.Values("Access-Control-Expose-Headers"), HeaderTurn)
+		}
 	}
 }
