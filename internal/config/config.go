@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/coachgw/coachgw/internal/redact"
 )
 
 // Config is every setting of the gateway. Field comments name the environment variable.
@@ -528,21 +530,9 @@ func Mask(secret string) string {
 	return "****"
 }
 
-// MaskURL hides the password of a URL such as redis://:pw@host:6379/0.
-func MaskURL(u string) string {
-	scheme := strings.Index(u, "://")
-	at := strings.LastIndex(u, "@")
-	if scheme < 0 || at < scheme {
-		return u
-	}
-	userinfo := u[scheme+3 : at]
-	if i := strings.IndexByte(userinfo, ':'); i >= 0 {
-		userinfo = userinfo[:i+1] + "****"
-	} else {
-		userinfo = "****"
-	}
-	return u[:scheme+3] + userinfo + u[at:]
-}
+// MaskURL hides the credentials of a URL such as redis://:pw@host:6379/0 or an OTLP endpoint
+// with ?token=: its userinfo and token query parameters (see redact.URL).
+func MaskURL(u string) string { return redact.URL(u) }
 
 // upstreamsLog logs the endpoints without their keys: only the variable a key is read from.
 type upstreamsLog []Upstream

@@ -80,16 +80,18 @@ func TestLoadDataDir(t *testing.T) {
 }
 
 func TestSecretsMaskedInLogs(t *testing.T) {
-	c, _ := Load(env(map[string]string{"OPENAI_API_KEY": "sk-live-secret", "REDIS_URL": "redis://user:hunter2@db:6379/0"}))
+	c, _ := Load(env(map[string]string{"OPENAI_API_KEY": "sk-live-secret", "REDIS_URL": "redis://user:hunter2@db:6379/0",
+		"OPENAI_BASE_URL":                    "https://bob:basicpw@llm.example.test/v1?api_key=qtoken",
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://collector.example.test/v1/traces?Token=otlptoken"}))
 	var buf bytes.Buffer
 	log := zerolog.New(&buf)
 	log.Info().Object("config", c).Send()
-	for _, secret := range []string{"sk-live-secret", "hunter2"} {
+	for _, secret := range []string{"sk-live-secret", "hunter2", "bob", "basicpw", "qtoken", "otlptoken"} {
 		if strings.Contains(buf.String(), secret) {
 			t.Errorf("logged config %s contains the secret %q", buf.String(), secret)
 		}
 	}
-	if !strings.Contains(buf.String(), "redis://user:****@db:6379/0") {
+	if !strings.Contains(buf.String(), "redis://***@db:6379/0") {
 		t.Errorf("logged config %s lacks the masked Redis URL", buf.String())
 	}
 }

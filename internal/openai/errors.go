@@ -15,6 +15,7 @@ import (
 	oai "github.com/sashabaranov/go-openai"
 
 	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/redact"
 )
 
 // Classes of the *coach.ModelError values this package returns.
@@ -272,14 +273,18 @@ func clampDelay(ns float64) time.Duration {
 	}
 }
 
-// fail scrubs the API key from me's message: an endpoint may echo request headers in an error
-// body, which its error value then quotes. The scrubbed error keeps no chain, so no cause can
-// leak it.
+// maxErrorExcerpt bounds the message of an error this package returns: an endpoint's error body
+// may be 64 KiB and quote the whole prompt, and the message goes into warn lines and
+// Downgrade.Reason.
+const maxErrorExcerpt = 1024
+
+// fail scrubs the credentials (see redact.NewScrubber) from me's message, which an endpoint may
+// echo in an error body, and cuts it to maxErrorExcerpt bytes. A scrubbed or cut error keeps no
+// chain, so no cause can leak what was removed.
 func (c *Client) fail(me *coach.ModelError) *coach.ModelError {
-	if c.key != "" {
-		if msg := me.Err.Error(); strings.Contains(msg, c.key) {
-			me.Err = errors.New(strings.ReplaceAll(msg, c.key, "****"))
-		}
+	msg := me.Err.Error()
+	if clean := redact.Excerpt(c.scrub.Scrub(msg), maxErrorExcerpt); clean != msg {
+		me.Err = errors.New(clean)
 	}
 	return me
 }

@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -334,4 +335,65 @@ func TestConfigValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestErrorBodyScrubbedAndBounded has an endpoint echo its request's credentials, in every form
+// it might, and the whole prompt in a 400 body: the error the Client returns, which goes into
+// warn lines, holds none of the credentials and at most maxErrorExcerpt bytes of the body.
+func TestErrorBodyScrubbedAndBounded(t *testing.T) {
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	tests := []struct {
+		name, echo string
+	}{
+		{"key", testKey},
+		{"bearer in base64", b64("Bearer " + testKey)},
+		{"key in base64", b64(testKey)},
+		{"key in unpadded base64url", base64.RawURLEncoding.EncodeToString([]byte(testKey))},
+		{"basic auth of the base URL", b64("bob:basicpw")},
+		{"userinfo of the base URL", "bob:basicpw"},
+		{"query token of the base URL", "qtok-77"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusUnauthorized)
+				_, _ = io.WriteString(w, `{"error":{"message":"rejected: `+tt.echo+`","type":"invalid_request_error"}}`)
+			})
+			base := strings.Replace(u.URL, "http://", "http://bob:basicpw@", 1) + "/v1?api_key=qtok-77"
+			_, err := New(Config{BaseURL: base, APIKey: testKey}).Stream(context.Background(), hello, coach.StreamHooks{})
+			if err == nil {
+				t.Fatal("Stream succeeded, want an error")
+			}
+			if strings.Contains(err.Error(), tt.echo) {
+				t.Errorf("the error shows %s: %v", tt.name, err)
+			}
+			if !strings.Contains(err.Error(), "rejected: ***") {
+				t.Errorf("error = %v, want the echoed credential replaced by ***", err)
+			}
+		})
+	}
+	t.Run("200 KB body echoing the prompt", func(t *testing.T) {
+		prompt := strings.Repeat("learner text ", 200<<10/13)
+		u := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			js, _ := json.Marshal(map[string]any{"error": map[string]any{"message": "bad request: " + prompt, "type": "invalid_request_error"}})
+			_, _ = w.Write(js)
+		})
+		_, err := u.client(Config{}).Stream(context.Background(), hello, coach.StreamHooks{})
+		if err == nil {
+			t.Fatal("Stream succeeded, want an error")
+		}
+		me := modelError(t, err)
+		if got := len(me.Err.Error()); got > maxErrorExcerpt+32 {
+			t.Errorf("error message holds %d bytes, want at most about %d", got, maxErrorExcerpt)
+		}
+		if !strings.Contains(err.Error(), "bytes cut]") {
+			t.Errorf("error = %.200s…, want it marked as cut", err)
+		}
+		if me.Class != ClassInvalid {
+			t.Errorf("class = %q, want %q: cutting the message must not change the classification", me.Class, ClassInvalid)
+		}
+	})
 }

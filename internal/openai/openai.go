@@ -47,6 +47,7 @@ import (
 	oai "github.com/sashabaranov/go-openai"
 
 	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/redact"
 )
 
 // Defaults of Config.
@@ -235,13 +236,8 @@ func mask(key string) string {
 	return "****"
 }
 
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "<unparsable>"
-	}
-	return u.Redacted()
-}
+// redactURL is s without its userinfo and query tokens (see redact.URL).
+func redactURL(s string) string { return redact.URL(s) }
 
 // Client is a coach.Model backed by an OpenAI-compatible endpoint. It is safe for concurrent use.
 type Client struct {
@@ -249,9 +245,10 @@ type Client struct {
 	url   string
 	model string
 	hc    *http.Client
-	// key is sent as the bearer token, and scrubbed from error messages an endpoint might
-	// echo it in.
-	key string
+	// key is sent as the bearer token. scrub removes it, and the base URL's userinfo and
+	// query tokens, in the encodings an endpoint might echo them in, from error messages.
+	key   string
+	scrub redact.Scrubber
 	// reasoning marks models (o1, o3, o4, gpt-5 ...) that reject max_tokens and temperature.
 	reasoning bool
 	// capParam is the profile's name for the completion cap, and maxTokens the Config's
@@ -320,6 +317,7 @@ func New(cfg Config) *Client {
 		model:           cfg.Model,
 		hc:              hc,
 		key:             cfg.APIKey,
+		scrub:           redact.NewScrubber(cfg.APIKey, cfg.BaseURL),
 		reasoning:       isReasoningModel(cfg.Model),
 		capParam:        p.CapParam,
 		maxTokens:       cfg.MaxCompletionTokens,
