@@ -85,7 +85,7 @@ describe('session calls', { skip }, () => {
 });
 
 describe('turns', { skip }, () => {
-  test('toulmin: deltas then the result; the text is the model\'s assistantText', async () => {
+  test('toulmin: deltas then the result; the text is the whole assistantText, question included (v1.2)', async () => {
     const s = await client.createSession({ contract: 'toulmin' });
     const events = await all(client.streamTurn(s.id, { message: CLAIM }));
     assert.equal(kinds(events), 'delta+ result');
@@ -95,7 +95,8 @@ describe('turns', { skip }, () => {
     assert.equal(end.type, 'result');
     const r = end.result;
     assert.equal(r.step, 'claim');
-    assert.equal(r.assistantText, r.nextQuestion ? `${text.text}\n\n${r.nextQuestion}` : text.text);
+    // v1.2: the appended question is streamed as the last delta; nothing is to be appended.
+    assert.equal(text.text, r.assistantText);
     assert.equal(end.session.id, s.id);
     assert.equal(end.session.version, s.version + 1);
   });
@@ -177,7 +178,7 @@ describe('turns', { skip }, () => {
     assert.ok(events[0].message.length > 0);
   });
 
-  test('abort mid-stream: the iteration throws the reason and the gateway stores nothing', async () => {
+  test('abort mid-stream: the iteration throws the reason; the turn runs on and is stored (v1.2)', async () => {
     const s = await client.createSession({ contract: 'toulmin' });
     const ctl = new AbortController();
     // A slow answer, so that the abort surely comes while it streams.
@@ -190,9 +191,10 @@ describe('turns', { skip }, () => {
       }
     })(), (err) => err === reason);
     assert.equal(deltas, 1);
-    // The gateway lets go of the session once it sees the client leave; then a turn goes through.
-    const next = await eventually(() => collectTurn(client.streamTurn(s.id, { message: CLAIM })));
-    assert.equal(next.result.session.version, s.version + 1, 'the aborted turn was stored');
+    // The turn outlives its connection: resumed, it ends with its result, stored.
+    const resumed = await collectTurn(client.resumeTurn(s.id));
+    assert.equal(resumed.result.session.version, s.version + 1, 'the aborted turn was not stored');
+    assert.equal(resumed.text, resumed.result.result.assistantText);
   });
 
   test('an aborted signal before the start sends nothing', async () => {

@@ -95,25 +95,42 @@ describe('React bindings', { skip: skip || (!mods && 'react is not installed: np
     reactRoot.unmount();
   });
 
-  test('useCoachTurn: an error line; abort; unmounting mid-stream cancels the turn', async () => {
+  test('useCoachTurn: an error line; stop() ends the turn with turn_cancelled; unmounting leaves it running, and a page mounted again follows it', async () => {
     const { api, root, reactRoot } = await mountSession();
     const s = await api().create({ contract: 'toulmin' });
     assert.equal(await api().turn.send({ message: CLAIM, step: 'warrant' }), null);
     await waitFor(() => text(root, 'error') === 'coach_step_mismatch', 'the error line shows');
 
-    await enqueue({ chunks: toulminChunks(['Slowly ', 'one ', 'piece ', 'at ', 'a ', 'time.']), fault: { drip: '1ms' } });
+    // v1.2: stop() (DELETE …/turns/current) stops the turn on the gateway; nothing is stored.
+    await enqueue({ chunks: toulminChunks(['Slowly ', 'one ', 'piece ', 'at ', 'a ', 'time.']), fault: { stall_after: 2, stall: '30s' } });
     const turn = api().turn.send({ message: CLAIM });
     await waitFor(() => text(root, 'text').length > 0, 'text arrives');
-    api().turn.abort();
+    assert.equal(await api().turn.stop(), true);
     assert.equal(await turn, null);
-    await waitFor(() => text(root, 'turn-status') === 'aborted', 'the abort shows');
+    await waitFor(() => text(root, 'error') === 'turn_cancelled', 'the stop shows');
+    assert.equal((await client.getSession(s.id)).version, s.version, 'nothing of the stopped turn was stored');
 
-    await enqueue({ chunks: toulminChunks(['Slowly ', 'one ', 'piece ', 'at ', 'a ', 'time.']), fault: { drip: '1ms' } });
+    // Unmounting mid-stream stops reading only: the turn runs on to its end.
+    await enqueue({ chunks: toulminChunks(['Slowly ', 'one ', 'piece ', 'at ', 'a ', 'time.']), fault: { stall_after: 3, stall: '300ms' } });
     const again = (await sendWhenFree(() => api().turn.send({ message: CLAIM }), () => api().turn.error?.code === 'session_busy')).done;
     await waitFor(() => text(root, 'text').length > 0 && text(root, 'turn-status') === 'streaming', 'text arrives');
     reactRoot.unmount();
     assert.equal(await again, null);
-    await drainQueue();
-    assert.equal((await client.getSession(s.id)).version, s.version, 'nothing of the cancelled turns was stored');
+
+    // The page again (a reload): useCoachTurn with the session's id follows the turn on mount.
+    const { createElement: h, StrictMode } = mods.react;
+    let latest;
+    function Page() {
+      const t = mods.bindings.useCoachTurn(client, s.id);
+      latest = t;
+      return h('p', { 'data-testid': 'text' }, t.text);
+    }
+    const root2 = mountPoint();
+    const reactRoot2 = mods.client.createRoot(root2);
+    reactRoot2.render(h(StrictMode, null, h(Page)));
+    await waitFor(() => latest?.status === 'done', `the resumed turn ends (status ${latest?.status} ${latest?.error?.message})`);
+    assert.equal(latest.result.session.version, s.version + 1, 'the unmounted turn was stored');
+    await waitFor(() => text(root2, 'text') === latest.result.result.assistantText, 'the whole answer shows');
+    reactRoot2.unmount();
   });
 });

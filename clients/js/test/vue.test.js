@@ -103,7 +103,24 @@ describe('Vue bindings', { skip: skip || (!mods && 'vue is not installed: npm ci
     app.unmount();
   });
 
-  test('abort, and unmounting mid-stream, cancel the turn; the gateway stores nothing', async () => {
+  test('stop() mid-stream stops the turn on the gateway: turn_cancelled, nothing stored', async () => {
+    const { api, root, app } = mountSession();
+    const s = await api.create({ contract: 'toulmin' });
+    // A stall after the first pieces: the stop surely comes while the turn runs.
+    await enqueue({ chunks: toulminChunks(['Slowly ', 'one ', 'piece ', 'at ', 'a ', 'time.']), fault: { stall_after: 2, stall: '30s' } });
+    const turn = api.turn.send({ message: CLAIM });
+    await waitFor(() => text(root, 'text').length > 0, 'text arrives');
+    assert.match(api.turn.turn.value, /.+/, 'the turn id (X-Coach-Turn) is known once it streams');
+    assert.equal(await api.turn.stop(), true);
+    assert.equal(await turn, null);
+    await waitFor(() => text(root, 'error') === 'turn_cancelled', 'the stream ends with turn_cancelled');
+    assert.equal(api.turn.status.value, 'error');
+    assert.equal(await api.turn.stop(), false, 'no turn runs any more: 404 no_running_turn');
+    assert.equal((await client.getSession(s.id)).version, s.version, 'a stopped turn stores nothing');
+    app.unmount();
+  });
+
+  test('abort, and unmounting mid-stream, stop reading; the turn runs on, and a page mounted again follows it', async () => {
     const { api, root, app } = mountSession();
     const s = await api.create({ contract: 'toulmin' });
     await enqueue({ chunks: toulminChunks(['Slowly ', 'one ', 'piece ', 'at ', 'a ', 'time.']), fault: { drip: '1ms' } });
@@ -112,15 +129,37 @@ describe('Vue bindings', { skip: skip || (!mods && 'vue is not installed: npm ci
     api.turn.abort();
     assert.equal(await turn, null);
     assert.equal(api.turn.status.value, 'aborted');
+    // v1.2: the turn outlives its connection; resume() follows it to its result.
+    const resumed = await api.turn.resume();
+    assert.ok(resumed, `the resumed turn failed: ${api.turn.error.value?.message}`);
+    assert.equal(api.turn.text.value, resumed.result.assistantText, 'the resumed text is the whole answer, question included');
+    assert.equal(resumed.session.version, s.version + 1, 'the aborted turn was stored');
 
-    await enqueue({ chunks: toulminChunks(['Slowly ', 'one ', 'piece ', 'at ', 'a ', 'time.']), fault: { drip: '1ms' } });
-    // The gateway may hold the session a moment longer after the abort: 409 session_busy.
+    await enqueue({ chunks: toulminChunks(['Slowly ', 'one ', 'piece ', 'at ', 'a ', 'time.']), fault: { stall_after: 3, stall: '300ms' } });
+    // The gateway may hold the session a moment after the result line: 409 session_busy.
     const again = (await sendWhenFree(() => api.turn.send({ message: CLAIM }), () => api.turn.error.value?.code === 'session_busy')).done;
     await waitFor(() => api.turn.text.value.length > 0, 'text arrives');
     app.unmount();
     assert.equal(await again, null);
     assert.equal(api.turn.status.value, 'aborted');
-    await drainQueue();
-    assert.equal((await client.getSession(s.id)).version, s.version);
+
+    // The page again (a reload): a component with the session's id follows the running turn on
+    // mount, from its first line, to the same result.
+    const { createApp, defineComponent, h } = mods.vue;
+    let turnApi;
+    const App = defineComponent({
+      setup() {
+        turnApi = mods.bindings.useCoachTurn(client, s.id);
+        return () => h('p', { 'data-testid': 'text' }, turnApi.text.value);
+      },
+    });
+    const root2 = mountPoint();
+    const app2 = createApp(App);
+    app2.mount(root2);
+    await waitFor(() => turnApi.status.value === 'done', `the resumed turn ends (status ${turnApi.status.value}, ${turnApi.error.value?.message})`);
+    const { result, session } = turnApi.result.value;
+    assert.equal(session.version, s.version + 2, 'the unmounted turn was stored');
+    assert.equal(text(root2, 'text'), result.assistantText);
+    app2.unmount();
   });
 });

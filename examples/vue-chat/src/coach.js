@@ -97,6 +97,24 @@ export function createChat({ gateway, sessionId, apiKey, onReset }) {
 }
 
 /**
+ * stopTurn stops the session's running turn on the gateway (DELETE …/turns/current, v1.2): its
+ * model call is cancelled and nothing is stored. Since v1.2 a turn outlives its connection, so
+ * the SDK's own `chat.stop()` (which only stops reading) is called first and this after it.
+ * Resolves true when a turn was stopped, false when none was running.
+ * @param {{ gateway: string, sessionId: string, apiKey?: string }} options
+ * @returns {Promise<boolean>}
+ */
+export async function stopTurn({ gateway, sessionId, apiKey }) {
+  const res = await fetch(`${gateway}/v1/sessions/${sessionId}/turns/current`, {
+    method: 'DELETE',
+    headers: apiKey ? { Authorization: `Bearer ${apiKey}` } : undefined,
+  });
+  if (res.status === 204) return true;
+  if (res.status === 404) return false;
+  throw new Error(`stopping the turn: ${res.status} ${await res.text()}`);
+}
+
+/**
  * createSession creates a session on the gateway and returns its id.
  * @param {string} gateway
  * @param {{ contract: 'toulmin' | 'cards' | 'module', module?: string }} body

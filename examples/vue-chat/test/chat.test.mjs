@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DefaultChatTransport, readUIMessageStream } from 'ai';
 
-import { createChat, createSession, resultOf, textMetadata, visibleParts } from '../src/coach.js';
+import { createChat, createSession, resultOf, stopTurn, textMetadata, visibleParts } from '../src/coach.js';
 
 const GATEWAY = (process.env.COACHGW_URL ?? '').replace(/\/+$/, '');
 const FAKELLM = (process.env.FAKELLM_URL ?? '').replace(/\/+$/, '');
@@ -57,8 +57,8 @@ test('the SDK reads a toulmin turn: one text part, then the result', async () =>
   const { result, session } = resultOf(message);
   const [text] = message.parts;
   assert.equal(text.state, 'done');
-  // The text is assistantText as the model streamed it; the result appends the next question.
-  assert.ok(text.text.length > 0 && result.assistantText.startsWith(text.text), `text ${JSON.stringify(text.text)} vs result ${result.assistantText}`);
+  // v1.2: the text is the whole assistantText, the appended question streamed as its last delta.
+  assert.equal(text.text, result.assistantText);
   assert.equal(session.id, id);
   assert.equal(session.version, 2);
 });
@@ -164,19 +164,23 @@ async function until(what, cond) {
   throw new Error(`timed out waiting for ${what}`);
 }
 
-test("Vue's Chat: stop() mid-stream cancels the turn upstream and stores nothing", async () => {
+test("Vue's Chat: stop() and stopTurn mid-stream cancel the turn upstream and store nothing", async () => {
   const id = await createSession(GATEWAY, { contract: 'toulmin' });
   const chat = createChat({ gateway: GATEWAY, sessionId: id });
   await enqueue({ chunks: ['{"assistantText":"A long answer ', 'that stalls here.","step":"claim"}'], fault: { stall_after: 1, stall: '60s' } });
   const sent = chat.sendMessage({ text: 'hi' });
   await until('text to stream', () => chat.lastMessage?.role === 'assistant' && chat.lastMessage.parts.some((p) => p.type === 'text' && p.text));
   assert.equal((await stats()).open, 1);
+  // chat.stop() only stops reading (v1.2: the turn outlives its connection); the DELETE route
+  // stops the turn itself.
   await chat.stop();
+  assert.equal(await stopTurn({ gateway: GATEWAY, sessionId: id }), true);
   await sent;
   assert.equal(chat.status, 'ready');
   await until('the upstream stream to close', async () => (await stats()).open === 0);
   const session = await (await fetch(`${GATEWAY}/v1/sessions/${id}`)).json();
   assert.equal(session.version, 1, 'a cancelled turn stores nothing');
+  assert.equal(await stopTurn({ gateway: GATEWAY, sessionId: id }), false, 'no turn runs: 404');
   // The session is free again: the next turn goes through.
   await until('the session lock to go', async () => {
     const next = createChat({ gateway: GATEWAY, sessionId: id });
