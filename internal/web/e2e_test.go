@@ -57,6 +57,11 @@ func TestBrowserE2E(t *testing.T) {
 	// A second gateway with a low message limit shows that the panel counts against the limit
 	// the server reports, not one it assumes.
 	low := startGateway(t, func(cfg *config.Config) { cfg.MaxMessageChars = lowMessageChars })
+	// A third gateway with a slow replay model (COACH_REPLAY_DELAY_MIN/MAX) keeps an answer
+	// streaming for seconds, long enough to reload the page or press Stop in the middle of it.
+	slow := startGateway(t, func(cfg *config.Config) {
+		cfg.ReplayDelayMin, cfg.ReplayDelayMax = slowReplayMin, slowReplayMax
+	})
 
 	// Every screen state is checked at three widths in both themes: the run takes minutes.
 	deadline := time.Now().Add(15 * time.Minute)
@@ -67,7 +72,7 @@ func TestBrowserE2E(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, filepath.Join("e2e", "run.mjs"))
 	cmd.Env = append(os.Environ(), "COACHGW_URL="+base, "COACHGW_LOW_LIMIT_URL="+low,
-		fmt.Sprintf("COACHGW_LOW_LIMIT=%d", lowMessageChars))
+		fmt.Sprintf("COACHGW_LOW_LIMIT=%d", lowMessageChars), "COACHGW_SLOW_URL="+slow)
 	// Screenshots go where COACH_SCREENSHOTS_DIR says (CI keeps them), else into the test's own
 	// temporary directory: never into the repository.
 	if os.Getenv("COACH_SCREENSHOTS_DIR") == "" {
@@ -87,6 +92,13 @@ func TestBrowserE2E(t *testing.T) {
 
 // lowMessageChars is COACH_MAX_MESSAGE_CHARS of the browser test's second gateway.
 const lowMessageChars = 300
+
+// slowReplayMin and slowReplayMax are the pauses between the replay model's chunks on the browser
+// test's third gateway: an answer then streams for a few seconds.
+const (
+	slowReplayMin = 80 * time.Millisecond
+	slowReplayMax = 120 * time.Millisecond
+)
 
 // startGateway serves the gateway (app.New + Serve, as cmd/coachgw does) on a loopback port with
 // the defaults: no REDIS_URL and no OPENAI_BASE_URL, so the embedded Redis and the replay model,

@@ -25,6 +25,9 @@ const BASE = (process.env.COACHGW_URL || '').replace(/\/+$/, '');
 // LOW_BASE, when set, is a second gateway whose COACH_MAX_MESSAGE_CHARS is LOW_LIMIT.
 const LOW_BASE = (process.env.COACHGW_LOW_LIMIT_URL || '').replace(/\/+$/, '');
 const LOW_LIMIT = Number(process.env.COACHGW_LOW_LIMIT || 0);
+// SLOW_BASE, when set, is a gateway whose replay model pauses between chunks: an answer streams
+// for seconds (resume and stop are tried in the middle of one).
+const SLOW_BASE = (process.env.COACHGW_SLOW_URL || '').replace(/\/+$/, '');
 const SHOTS = process.env.COACH_SCREENSHOTS_DIR || await mkdtemp(path.join(os.tmpdir(), 'coachgw-screenshots-'));
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const FILTER = process.argv[2] || process.env.COACHGW_E2E_FILTER || '';
@@ -1319,6 +1322,126 @@ async function issue22Scenarios() {
 
 // ---------------------------------------------------------------------------------------------
 
+/** keptTurn returns what the panel keeps in sessionStorage of the turn under way, or null. */
+async function keptTurn(page) {
+  return page.evaluate(() => JSON.parse(sessionStorage.getItem(`coachgw.turn.${location.hash.split('/').pop()}`) || 'null'));
+}
+
+/** midAnswer waits until the coach's streaming bubble shows text and the panel has kept some lines. */
+async function midAnswer(page) {
+  await page.waitForFunction(() => {
+    const el = document.querySelector('[data-testid="msg-assistant"][data-streaming="true"] .msg-body');
+    const kept = sessionStorage.getItem(`coachgw.turn.${location.hash.split('/').pop()}`);
+    return el && !el.querySelector('.typing') && el.textContent.trim().length > 0 && kept && JSON.parse(kept).after > 1;
+  });
+}
+
+/** resumeAfters records the `after` of every resume request the page makes. */
+function resumeAfters(page) {
+  const afters = [];
+  page.on('request', (req) => {
+    const m = /\/turns\/current\?(.*)$/.exec(req.url());
+    if (req.method() === 'GET' && m) afters.push(Number(new URLSearchParams(m[1]).get('after')));
+  });
+  return afters;
+}
+
+/** countOf returns how many times needle occurs in haystack. */
+function countOf(haystack, needle) {
+  return needle ? haystack.split(needle).length - 1 : 0;
+}
+
+// Issue 21 / issue 22 point 7: a reload in the middle of an answer goes on with the same answer,
+// and Stop ends one with nothing stored. They need the slow gateway.
+async function resumeScenarios() {
+  if (!SLOW_BASE) return;
+
+  await scenario('resume: a reload mid-answer continues the same answer, shown once', () => withPage('resume-reload', async (page) => {
+    const afters = resumeAfters(page);
+    await start(page, 'toulmin', 'en', SLOW_BASE);
+    const message = ARGUMENT.claim[0];
+    await say(page, message);
+    await midAnswer(page);
+    const kept = await keptTurn(page);
+    assert(kept && kept.turn && kept.after > 1, `the turn id and line count are kept (${JSON.stringify(kept && { turn: kept.turn, after: kept.after })})`);
+    const partial = kept.events.filter((e) => e.type === 'delta').map((e) => e.text).join('');
+    await page.reload();
+    await restored(page, 'toulmin');
+    // The partial text is back before the rest arrives.
+    await page.waitForFunction(() => document.querySelector('[data-testid="msg-assistant"] .msg-body')?.textContent.trim().length > 0);
+    assert(afters.some((n) => n >= kept.after), `resumed after the lines kept (${afters.join(',')} vs ${kept.after})`);
+    assertEq(await page.getByTestId('msg-user').count(), 1, 'the message shows once, as sent');
+    assertEq(await page.getByTestId('composer-input').inputValue(), '', 'and is not back in the box');
+    await waitTurns(page, 'toulmin', 1);
+    assertEq(await page.getByTestId('msg-assistant').count(), 1, 'one answer');
+    const sess = await sessionOf(page);
+    const transcript = await page.evaluate(async (id) => (await (await fetch(`/v1/sessions/${id}/messages`)).json()), sess.id);
+    const coach = transcript.messages.filter((m) => m.role === 'coach');
+    assertEq(coach.length, 1, 'one answer stored');
+    const r = coach[0].result;
+    const shown = (await page.getByTestId('msg-assistant').textContent()).replace(/\s+/g, ' ');
+    assert(shown.includes(partial.replace(/[*_`#]/g, '').trim().split(/\s+/).slice(0, 4).join(' ')), `the answer goes on from the text shown before the reload (${partial.slice(0, 60)})`);
+    if (r.nextQuestion) assertEq(countOf(shown, r.nextQuestion.trim()), 1, 'the question shows once');
+    const first = r.assistantText.replace(/\s+/g, ' ').trim().slice(0, 40);
+    assertEq(countOf(shown, first), 1, 'the answer shows once');
+    assertEq(await keptTurn(page), null, 'nothing kept once the turn is over');
+    await axeClean(page, 'after a resumed answer');
+  }));
+
+  await scenario('resume: a reload during the opening turn after Confirm', () => withPage('resume-confirm', async (page) => {
+    await start(page, 'toulmin', 'en', SLOW_BASE);
+    const bodies = turnBodies(page);
+    await toProposal(page);
+    await page.getByTestId('proposal-confirm').click();
+    await midAnswer(page);
+    assertEq(JSON.stringify(bodies.at(-1)), '{"continue":true}', 'the turn after Confirm is a continue turn');
+    const users = await page.getByTestId('msg-user').count();
+    await page.reload();
+    await restored(page, 'toulmin');
+    await waitTurns(page, 'toulmin', 1);
+    assertEq(await page.getByTestId('msg-user').count(), users, 'a continue turn adds no learner message');
+    assertEq(await page.getByTestId('step-grounds').getAttribute('data-state'), 'current', 'the new step');
+    const sess = await sessionOf(page);
+    const transcript = await page.evaluate(async (id) => (await (await fetch(`/v1/sessions/${id}/messages`)).json()), sess.id);
+    const opening = transcript.messages.filter((m) => m.role === 'coach').at(-1).result;
+    const shown = (await page.getByTestId('transcript').textContent()).replace(/\s+/g, ' ');
+    assertEq(countOf(shown, opening.assistantText.replace(/\s+/g, ' ').trim().slice(0, 40)), 1, 'the opening of the new step shows once');
+    if (opening.nextQuestion) assertEq(countOf(shown, opening.nextQuestion.trim()), 1, 'its question shows once');
+    assertEq(await keptTurn(page), null, 'nothing kept once the turn is over');
+  }));
+
+  await scenario('resume: Stop ends the answer, says so, stores nothing; by keyboard; axe clean', () => withPage('resume-stop', async (page) => {
+    await start(page, 'toulmin', 'en', SLOW_BASE);
+    const message = ARGUMENT.claim[0];
+    await say(page, message);
+    await midAnswer(page);
+    const stop = page.getByTestId('composer-stop');
+    assert(await stop.isVisible(), 'Stop shows while the coach answers');
+    await axeClean(page, 'while an answer streams, with Stop');
+    await stop.focus();
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => document.querySelector('[data-testid="turn-error"]')?.dataset.errorCode === 'turn_cancelled');
+    const friendly = await page.getByTestId('error-text').textContent();
+    assert(/stopped/i.test(friendly) && !/turn_cancelled/.test(friendly), `the learner is told in words (${friendly})`);
+    assertEq(await page.getByTestId('msg-assistant').count(), 0, 'the stopped answer is gone');
+    assertEq(await page.getByTestId('composer-input').inputValue(), message, 'the message is back in the box');
+    assert(!(await stop.isVisible()), 'Stop goes when the answer has ended');
+    assertEq(await focused(page), 'composer-input', 'focus in the message box');
+    const sess = await sessionOf(page);
+    const transcript = await page.evaluate(async (id) => (await (await fetch(`/v1/sessions/${id}/messages`)).json()), sess.id);
+    assertEq(transcript.messages.length, 0, 'nothing stored');
+    assertEq(sess.state.turns.claim || 0, 0, 'no turn counted');
+    assertEq(await keptTurn(page), null, 'nothing kept');
+    await axeClean(page, 'after Stop');
+    // A reload after the stop does not bring the cancelled answer back.
+    await page.reload();
+    await restored(page, 'toulmin');
+    await page.waitForFunction(() => document.querySelector('[data-testid="toulmin-panel"]')?.dataset.busy === 'false');
+    assertEq(await page.getByTestId('turn-error').count(), 0, 'no old error after a reload');
+    assertEq(await page.getByTestId('msg-assistant').count(), 0, 'no answer after a reload');
+  }));
+}
+
 async function main() {
   await unitScenarios();
   if (!BASE) {
@@ -1337,6 +1460,7 @@ async function main() {
     });
     await browserScenarios();
     await issue22Scenarios();
+    await resumeScenarios();
   } catch (err) {
     console.log(`FAIL browser: ${err.message}`);
     results.push({ name: 'browser', ok: false });

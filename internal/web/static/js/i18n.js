@@ -26,6 +26,7 @@ const STRINGS = {
     starting: 'Starting…',
     newSession: 'New session',
     send: 'Send',
+    stop: 'Stop',
     composerLabel: 'Your message',
     composerHint: 'Enter to send · Shift+Enter for a new line',
     you: 'You',
@@ -119,6 +120,7 @@ const STRINGS = {
     formSent: (title) => `Form “${title}”`,
     // errors
     errors: {
+      turn_cancelled: 'You stopped the answer. Nothing of it was kept: edit your message or send it again.',
       session_busy: 'The coach is still answering an earlier message (perhaps in another tab). Wait a moment, then try again.',
       invalid_input: 'The coach could not take that answer as it is. Check it and try again.',
       invalid_input_message: 'This message could not be sent as it is: it may be too long or contain characters the coach cannot take. Edit it and send it again.',
@@ -175,6 +177,7 @@ const STRINGS = {
     starting: 'Empezando…',
     newSession: 'Nueva sesión',
     send: 'Enviar',
+    stop: 'Detener',
     composerLabel: 'Tu mensaje',
     composerHint: 'Intro para enviar · Mayús+Intro para una nueva línea',
     you: 'Tú',
@@ -264,6 +267,7 @@ const STRINGS = {
     fallbackNote: 'Mostrado como texto: no se pudo leer la respuesta estructurada del coach.',
     formSent: (title) => `Formulario «${title}»`,
     errors: {
+      turn_cancelled: 'Detuviste la respuesta. No se guardó nada de ella: edita tu mensaje o envíalo de nuevo.',
       session_busy: 'El coach aún está respondiendo a un mensaje anterior (quizá en otra pestaña). Espera un momento y vuelve a intentarlo.',
       invalid_input: 'El coach no pudo aceptar esa respuesta tal como está. Revísala y vuelve a intentarlo.',
       invalid_input_message: 'Este mensaje no se pudo enviar tal como está: puede que sea demasiado largo o tenga caracteres que el coach no acepta. Edítalo y envíalo de nuevo.',

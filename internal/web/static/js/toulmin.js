@@ -66,10 +66,18 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
       aside));
   root.append(panel);
 
+  // Stop, while the coach answers: the turn ends with nothing stored, wherever it runs.
+  const stopButton = h('button', { type: 'button', class: 'btn btn-ghost composer-stop', testid: 'composer-stop', hidden: true,
+    onclick: () => { box.focus(); turns.stop(); } }, t('stop'));
+  box.el.insertBefore(stopButton, box.el.querySelector('.composer-meta'));
   const turns = new Turns({
     sessionId: () => sess.id, t, root: panel, status, sync,
     newSession: newSession && (() => newSession(box.input.value)),
     onBusy: (busy) => {
+      // Stop takes Send's place while the coach answers (Send could not send then anyway).
+      stopButton.hidden = !busy;
+      const sendButton = box.el.querySelector('[data-testid="composer-send"]');
+      if (sendButton instanceof HTMLElement) sendButton.hidden = busy;
       box.setLocked(busy || state().isComplete);
       draftFields.disabled = busy;
       proposalSlot.querySelectorAll('button').forEach((b) => { b.disabled = busy; });
@@ -284,11 +292,51 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
    */
   async function send(message) {
     if (state().isComplete || turns.busy) return false;
+    const v = turnView(message);
+    return turns.send(() => (message === null ? { continue: true } : { message, step: state().step }), v,
+      { retry: message === null ? null : () => box.submit(), meta: message === null ? { continue: true } : { message } });
+  }
+
+  // resume goes on with the turn a reload left running: the learner's message as it was sent,
+  // the answer so far, then the rest as the gateway writes it.
+  async function resume() {
+    /** @type {ReturnType<typeof turnView> | null} */
+    let v = null;
+    const view = {
+      /** @param {any} meta */
+      begin(meta) {
+        const message = meta && typeof meta.message === 'string' ? meta.message : null;
+        v = turnView(message, true);
+        // The message was sent: it is no longer a draft in the box.
+        if (message !== null && box.input.value.trim() === message.trim()) box.setText('');
+        v.begin();
+      },
+      /** @param {any} line */ delta(line) { v?.delta(line); },
+      reset() { v?.reset(); },
+      /** @param {any} line */ result(line) { v?.result(line); },
+      /** @param {any} err */
+      fail(err) {
+        v?.fail(err);
+        // The message of a failed turn goes back into the box, to edit or send again.
+        if (v?.message && box.input.value.trim() === '') box.setText(v.message);
+      },
+      discard() { v?.discard(); },
+    };
+    await turns.resume(view, { known: Number(session.version) || 0 });
+  }
+
+  // turnView shows one turn of the coach: the learner's message (none for a continue turn), the
+  // coach's bubble with its streamed text, then the result.
+  /**
+   * @param {string | null} message
+   * @param {boolean} [resumed] the turn is resumed after a reload: its message is drawn now
+   */
+  function turnView(message, resumed = false) {
     const userMsg = message === null ? null : bubble('user', t('you'), message);
-    if (userMsg && message !== null) {
+    if (userMsg) {
       transcript.append(userMsg);
       reveal(userMsg);
-      touched(message);
+      if (!resumed) touched(/** @type {string} */ (message));
     }
     showProposal(null);
     // The coach's bubble and its body, made by begin() before anything else uses them.
@@ -301,17 +349,20 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
       clear(body).append(text ? renderMarkdown(text) : h('p', { class: 'typing' }, t('thinking')));
       reveal(reply);
     });
-    const ok = await turns.send(() => (message === null ? { continue: true } : { message, step: state().step }), {
+    return {
+      message,
       begin() {
         userMsg?.classList.remove('msg-failed');
         text = '';
         live = true;
+        reply?.remove();
         reply = bubble('assistant', t('coach'), h('p', { class: 'typing' }, t('thinking')), { class: 'msg-streaming' });
         reply.dataset.streaming = 'true';
         body = /** @type {HTMLElement} */ (reply.querySelector('.msg-body'));
         transcript.append(reply);
         reveal(reply);
       },
+      /** @param {any} line */
       delta(line) {
         text += line.text;
         render();
@@ -321,11 +372,14 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
         text = '';
         render();
       },
+      /** @param {any} line */
       result(line) {
         live = false;
         const r = line.result || {};
         reply.dataset.streaming = 'false';
         reply.classList.remove('msg-streaming');
+        // The result's text is the whole answer (the streamed question included, v1.2): it
+        // replaces the streamed text, so the question shows once.
         clear(body).append(assistantContent(r));
         applySession(line.session);
         showProposal(r.proposedUpdate, { fresh: true });
@@ -337,6 +391,7 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
           box.focus();
         }
       },
+      /** @param {import('./coach.js').CoachErrorType} err */
       fail(err) {
         live = false;
         reply?.remove();
@@ -345,8 +400,12 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
         userMsg?.remove();
         if (err.code === 'coach_step_mismatch' || err.code === 'session_complete') refresh();
       },
-    }, { retry: message === null ? null : () => box.submit() });
-    return ok;
+      discard() {
+        live = false;
+        reply?.remove();
+        userMsg?.remove();
+      },
+    };
   }
 
   // assistantContent renders a result's assistantText, setting the appended nextQuestion apart.
@@ -396,6 +455,7 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
     if (!proposal) reveal(transcript.lastElementChild);
     box.setLocked(turns.busy || Boolean(state().isComplete));
     panel.dataset.restored = 'true';
+    if (!state().isComplete) await resume();
   }
 
   applySession(sess);

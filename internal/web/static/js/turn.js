@@ -25,7 +25,8 @@ import { limitCounter } from './limits.js';
 /**
  * TurnView is what a panel shows of a turn as its stream arrives.
  * @typedef {object} TurnView
- * @property {() => void} [begin] before each attempt
+ * @property {(meta?: any) => void} [begin] before each attempt; a resumed turn's gets the meta sent with it
+ * @property {() => void} [discard] a resumed turn is not to be shown after all (it is in the transcript already, or was never this tab's)
  * @property {(line: any) => void} [delta]
  * @property {(line: any) => void} [card]
  * @property {(line: any) => void} [reset]
@@ -69,6 +70,10 @@ export class Turns {
     this.count = 0;
     /** @type {AbortController | null} */
     this.controller = null;
+    /** the id of the turn under way, once the gateway has said it */
+    this.turnId = '';
+    /** whether Stop was asked for before the turn had an id */
+    this.stopWanted = false;
     root.dataset.busy = 'false';
     root.dataset.turns = '0';
   }
@@ -86,14 +91,14 @@ export class Turns {
    * retry, so that it can pick up state that changed). view receives the stream:
    * begin() before each attempt, delta(line), card(line), reset(line), result(line) and fail(err).
    * retry, when given, is what the Retry button of a failure does instead of sending body again
-   * (a message that went back into the box is sent from there). It resolves true when the turn
-   * completed.
+   * (a message that went back into the box is sent from there). meta is kept with the turn for a
+   * reload that resumes it (resume hands it back). It resolves true when the turn completed.
    * @param {object | (() => object)} body
    * @param {TurnView} view
-   * @param {{retry?: (() => unknown) | null}} [options]
+   * @param {{retry?: (() => unknown) | null, meta?: any}} [options]
    * @returns {Promise<boolean>}
    */
-  async send(body, view, { retry = null } = {}) {
+  async send(body, view, { retry = null, meta = null } = {}) {
     if (this.busy) return false;
     this.setBusy(true);
     this.clearStatus();
@@ -104,27 +109,101 @@ export class Turns {
       return false;
     }
     view.begin?.();
+    const req = typeof body === 'function' ? body() : body;
+    return this.run((o) => client.streamTurn(this.sessionId(), /** @type {any} */ (req), o), view, {
+      meta,
+      retry: () => (retry ? retry() : this.send(body, view, { retry, meta })),
+    });
+  }
+
+  /**
+   * resume goes on with the session's turn that a reload (or a switch of session) left running:
+   * the lines kept in sessionStorage are shown again, then the rest is read from the gateway
+   * (GET …/turns/current?after=N). With nothing kept it reads the session's current turn from its
+   * start. A turn that is over and already in the transcript drawn (its result's session version
+   * is not newer than known), or one that ended in an error this tab never saw, is not shown.
+   * view.begin gets the meta kept with the turn (null when none was). It resolves true when an
+   * answer was shown to its end.
+   * @param {TurnView} view
+   * @param {{known: number}} options
+   * @returns {Promise<boolean>}
+   */
+  async resume(view, { known }) {
+    if (this.busy) return false;
+    const kept = loadTurn(this.sessionId());
+    this.setBusy(true);
+    let begun = false;
+    const begin = () => {
+      if (begun) return;
+      begun = true;
+      view.begin?.(kept ? kept.meta : null);
+    };
+    if (kept) {
+      begin();
+      for (const ev of kept.events) this.dispatch(ev, view);
+    }
+    return this.run((o) => client.resumeTurn(this.sessionId(), { after: kept ? kept.after : 0, turn: kept ? kept.turn : undefined }, o), view, {
+      meta: kept ? kept.meta : null,
+      kept,
+      begin,
+      known,
+    });
+  }
+
+  /**
+   * run reads one turn's stream (opened by open) into view: the shared part of send and resume.
+   * Every line is kept in sessionStorage as it arrives (the turn id, the number of lines read,
+   * the events shown), for a reload to resume the turn where it was.
+   * @param {(o: {signal: AbortSignal, onTurn: (turn: string) => void, onLine: (n: number) => void}) => AsyncIterable<any>} open
+   * @param {TurnView} view
+   * @param {{meta?: any, retry?: (() => unknown), kept?: KeptTurn | null, begin?: () => void, known?: number}} options
+   * @returns {Promise<boolean>}
+   */
+  async run(open, view, { meta = null, retry, kept, begin, known }) {
+    const resuming = kept !== undefined;
     const controller = new AbortController();
     this.controller = controller;
+    const id = this.sessionId();
+    /** @type {KeptTurn | null} */
+    let record = kept || null;
+    let lines = record ? record.after : 0;
+    let opened = false;
+    this.stopWanted = false;
     /** @type {any} */
     let end = null;
     try {
-      const req = typeof body === 'function' ? body() : body;
-      for await (const line of client.streamTurn(this.sessionId(), /** @type {any} */ (req), { signal: controller.signal })) {
+      const events = open({
+        signal: controller.signal,
+        onTurn: (turn) => {
+          opened = true;
+          this.turnId = turn;
+          if (!record || record.turn !== turn) record = { turn, after: 0, events: [], meta };
+          storeTurn(id, record);
+          if (this.stopWanted) this.stop();
+        },
+        onLine: (n) => { lines = n; },
+      });
+      for await (const line of events) {
         const ev = /** @type {any} */ (line);
-        if (ev.type === 'delta') {
-          this.hideNote();
-          view.delta?.(ev);
-        } else if (ev.type === 'card') {
-          view.card?.(ev);
-        } else if (ev.type === 'reset') {
-          this.showNote();
-          view.reset?.(ev);
-        } else if (ev.type === 'error') {
-          throw new CoachError('turn', ev.error || 'coach_stream_failed', ev.message || '');
-        } else if (ev.type === 'result') {
+        begin?.();
+        if (ev.type === 'error') throw new CoachError('turn', ev.error || 'coach_stream_failed', ev.message || '');
+        if (ev.type === 'result') {
           end = ev;
+          break;
         }
+        this.dispatch(ev, view);
+        if (record && (ev.type === 'delta' || ev.type === 'card' || ev.type === 'reset')) {
+          record.events.push(ev);
+          record.after = lines;
+          storeTurn(id, record);
+        }
+      }
+      if (!end && resuming && !opened) {
+        // 204: the session has no turn to resume (any more).
+        this.setBusy(false);
+        storeTurn(id, null);
+        if (kept) view.discard?.();
+        return false;
       }
       if (!end) throw new CoachError('read', 'stream_truncated', 'the stream ended before its result line');
     } catch (thrown) {
@@ -132,18 +211,65 @@ export class Turns {
       const err = asCoachError(thrown);
       this.setBusy(false);
       this.hideNote(true);
+      storeTurn(id, null);
+      // A kept turn the gateway no longer has, or an old failure this tab never showed: nothing
+      // to say.
+      if (resuming && (!kept || err.code === 'turn_not_found')) {
+        view.discard?.();
+        return false;
+      }
       view.fail?.(err);
-      this.showError(err, canRetry(err) ? (retry || (() => this.send(body, view, { retry }))) : null);
+      this.showError(err, retry && canRetry(err) ? retry : null);
       return false;
     } finally {
       if (this.controller === controller) this.controller = null;
+      this.turnId = '';
     }
+    storeTurn(id, null);
     this.hideNote();
-    this.sync?.changed(end.session);
     this.setBusy(false);
+    if (resuming && known !== undefined && !(Number(end.session && end.session.version) > known)) {
+      // The turn ended before this page read the transcript, which shows its answer already.
+      view.discard?.();
+      return false;
+    }
+    this.sync?.changed(end.session);
     view.result?.(end);
     this.root.dataset.turns = String(++this.count);
     return true;
+  }
+
+  /**
+   * dispatch hands one streamed event to view.
+   * @param {any} ev
+   * @param {TurnView} view
+   */
+  dispatch(ev, view) {
+    if (ev.type === 'delta') {
+      this.hideNote();
+      view.delta?.(ev);
+    } else if (ev.type === 'card') {
+      view.card?.(ev);
+    } else if (ev.type === 'reset') {
+      this.showNote();
+      view.reset?.(ev);
+    }
+  }
+
+  /**
+   * stop stops the turn under way wherever it runs (DELETE …/turns/current): its stream then ends
+   * with turn_cancelled, and the gateway stores nothing of it. Before the turn has an id, the
+   * stop waits for it.
+   */
+  async stop() {
+    if (!this.busy) return;
+    this.stopWanted = true;
+    if (!this.turnId) return;
+    try {
+      await client.stopTurn(this.sessionId());
+    } catch (err) {
+      this.showError(asCoachError(err), null);
+    }
   }
 
   /**
@@ -172,7 +298,10 @@ export class Turns {
     }
   }
 
-  /** abort cancels the turn in flight, if any; the gateway then stores nothing of it. */
+  /**
+   * abort stops reading the turn in flight, if any (the panel goes away). The gateway goes on
+   * with it, and it is kept for resume when the session is opened again.
+   */
   abort() {
     this.controller?.abort();
   }
@@ -217,6 +346,45 @@ export class Turns {
     this.clearStatus();
     this.status.append(errorBox(this.t, err, retry, () => this.clearStatus(), { newSession: this.newSession }));
     reveal(this.status);
+  }
+}
+
+/**
+ * KeptTurn is what sessionStorage keeps of a turn under way, for a reload to resume it.
+ * @typedef {object} KeptTurn
+ * @property {string} turn the turn's id (X-Coach-Turn)
+ * @property {number} after the number of lines read (resume reads after them)
+ * @property {any[]} events the delta, card and reset events shown so far
+ * @property {any} meta what the panel keeps with the turn (the learner's message, say)
+ */
+
+const TURN_STORAGE = 'coachgw.turn.';
+
+/**
+ * loadTurn returns the turn kept for session id, or null.
+ * @param {string} id
+ * @returns {KeptTurn | null}
+ */
+export function loadTurn(id) {
+  try {
+    const v = JSON.parse(sessionStorage.getItem(TURN_STORAGE + id) || 'null');
+    return v && typeof v.turn === 'string' && Number.isInteger(v.after) && Array.isArray(v.events) ? v : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * storeTurn keeps rec for session id (null forgets it).
+ * @param {string} id
+ * @param {KeptTurn | null} rec
+ */
+function storeTurn(id, rec) {
+  try {
+    if (rec) sessionStorage.setItem(TURN_STORAGE + id, JSON.stringify(rec));
+    else sessionStorage.removeItem(TURN_STORAGE + id);
+  } catch {
+    // Storage is off or full: a reload then reads the turn from its start.
   }
 }
 
