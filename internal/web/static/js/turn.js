@@ -211,7 +211,9 @@ export class Turns {
       const err = asCoachError(thrown);
       this.setBusy(false);
       this.hideNote(true);
-      storeTurn(id, null);
+      // A stream cut off (the page unloading, the network gone) leaves the turn running on the
+      // gateway: it stays kept for the next resume. An error line or an HTTP error ends it.
+      if (err.kind !== 'network' && err.kind !== 'read') storeTurn(id, null);
       // A kept turn the gateway no longer has, or an old failure this tab never showed: nothing
       // to say.
       if (resuming && (!kept || err.code === 'turn_not_found')) {
