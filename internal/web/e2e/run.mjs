@@ -514,15 +514,25 @@ async function browserScenarios() {
     assertEq(await page.getByTestId('composer-input').inputValue(), 'A message over the budget.', 'the text stays in the box');
     await page.unroute(turnsURL);
 
-    // A reload while a turn is under way cancels it; the message is back in the box.
-    await page.route(turnsURL, () => {}); // the turn never answers
+    // A reload while a turn is under way no longer cancels it (v1.2): the page goes on with it,
+    // the message shown as sent and not back in the box.
+    await page.route(turnsURL, () => {}); // held until the routes are dropped
     await say(page, 'A message in flight during a reload.');
     await page.waitForFunction(() => document.querySelector('[data-testid="toulmin-panel"]')?.dataset.busy === 'true');
     assertEq(await page.getByTestId('composer-input').inputValue(), '', 'the box empties when the message goes');
     await page.unrouteAll({ behavior: 'ignoreErrors' });
     await page.reload();
     await restored(page, 'toulmin');
-    assertEq(await page.getByTestId('composer-input').inputValue(), 'A message in flight during a reload.', 'the message of a turn cut by a reload is back in the box');
+    // Resumed, or already over and drawn from the transcript: either way the message and an
+    // answer after it, once.
+    await page.waitForFunction(() => {
+      const panel = document.querySelector('[data-testid="toulmin-panel"]');
+      const msgs = [...document.querySelectorAll('[data-testid="msg-user"]')].filter((m) => m.textContent.includes('A message in flight during a reload.'));
+      return panel?.dataset.busy === 'false' && msgs.length === 1 && msgs[0].nextElementSibling?.dataset.testid === 'msg-assistant';
+    });
+    assertEq(await page.getByTestId('msg-user').filter({ hasText: 'A message in flight during a reload.' }).count(), 1, 'the message of a turn under way at the reload shows once, as sent');
+    assertEq(await page.getByTestId('msg-assistant').count(), 2, 'one answer to each message');
+    assertEq(await page.getByTestId('composer-input').inputValue(), '', 'and is not back in the box');
   }));
 
   await scenario('toulmin: the message limit, a counter near it, a long paste kept whole', () => withPage('limits', async (page) => {
