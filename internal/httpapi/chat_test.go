@@ -197,3 +197,73 @@ func TestChatRegenerate(t *testing.T) {
 		})
 	}
 }
+
+// TestChatMessages reads a session's transcript back as UI messages: the learner's message as a
+// user message with its text, the coach's result as an assistant message with its text and
+// result part, paged like /messages; another tenant's key gets 404 as for the session.
+func TestChatMessages(t *testing.T) {
+	ts := startServer(t, withKeys)
+	acme := []string{"Authorization", "Bearer " + keyAcme}
+	id := ts.create("toulmin", acme...)
+	if r := ts.do("POST", "/v1/sessions/"+id+"/chat", chatText("Cities should ban cars."), acme...); r.Status != http.StatusOK {
+		t.Fatalf("turn: %d %s", r.Status, r.Body)
+	}
+	type page struct {
+		Messages []struct {
+			ID, Role string
+			Parts    []struct {
+				Type, Text string
+				Data       json.RawMessage
+			}
+		}
+		Next *int64
+	}
+	read := func(query string) page {
+		t.Helper()
+		r := ts.do("GET", "/v1/sessions/"+id+"/chat/messages"+query, "", acme...)
+		if r.Status != http.StatusOK {
+			t.Fatalf("GET chat/messages%s: %d %s, want 200", query, r.Status, r.Body)
+		}
+		var p page
+		if err := json.Unmarshal([]byte(r.Body), &p); err != nil {
+			t.Fatalf("%s: %v", r.Body, err)
+		}
+		return p
+	}
+	p := read("")
+	if len(p.Messages) != 2 || p.Next != nil {
+		t.Fatalf("got %d messages, next %v, want 2 and null", len(p.Messages), p.Next)
+	}
+	user, coachMsg := p.Messages[0], p.Messages[1]
+	if user.ID != "msg-1" || user.Role != "user" || len(user.Parts) != 1 || user.Parts[0].Type != "text" || user.Parts[0].Text != "Cities should ban cars." {
+		t.Errorf("first message %+v, want the learner's text as user message msg-1", user)
+	}
+	if coachMsg.Role != "assistant" || len(coachMsg.Parts) != 2 || coachMsg.Parts[0].Type != "text" || coachMsg.Parts[0].Text != "Tell me more." ||
+		coachMsg.Parts[1].Type != "data-coach-result" || !strings.Contains(string(coachMsg.Parts[1].Data), `"assistantText":"Tell me more."`) {
+		t.Errorf("second message %+v, want the assistant's text and its data-coach-result", coachMsg)
+	}
+	if p := read("?limit=1"); len(p.Messages) != 1 || p.Messages[0].Role != "assistant" || p.Next == nil || *p.Next != 2 {
+		t.Errorf("limit=1: %+v, want the assistant message and next 2", p)
+	}
+	if p := read("?limit=1&before=2"); len(p.Messages) != 1 || p.Messages[0].Role != "user" || p.Next != nil {
+		t.Errorf("limit=1&before=2: %+v, want the user message and next null", p)
+	}
+	tests := []struct {
+		name, path string
+		headers    []string
+		wantStatus int
+		wantCode   string
+	}{
+		{"another tenant's session", "/v1/sessions/" + id + "/chat/messages", []string{"Authorization", "Bearer " + keyBeta}, http.StatusNotFound, "session_not_found"},
+		{"unknown session", "/v1/sessions/" + strings.Repeat("0", 32) + "/chat/messages", acme, http.StatusNotFound, "session_not_found"},
+		{"bad limit", "/v1/sessions/" + id + "/chat/messages?limit=0", acme, http.StatusUnprocessableEntity, "invalid_input"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := ts.do("GET", tt.path, "", tt.headers...)
+			if r.Status != tt.wantStatus || r.errorCode() != tt.wantCode {
+				t.Errorf("status %d %s, want %d %s", r.Status, r.Body, tt.wantStatus, tt.wantCode)
+			}
+		})
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/toulmin"
+	"github.com/coachgw/coachgw/internal/uistream"
 )
 
 // decode reads a JSON request body into dst: application/json only, valid UTF-8, one JSON
@@ -84,26 +85,54 @@ type messagesResponse struct {
 // getMessages answers a page of the learner's transcript: ?limit=N (1 to 200, default 50) entries
 // before ?before=SEQ (default: the newest), oldest first.
 func (s *Server) getMessages(c echo.Context) error {
-	limit, err := queryInt(c, "limit")
+	page, err := s.transcriptPage(c)
 	if err != nil {
 		return err
 	}
-	before, err := queryInt(c, "before")
-	if err != nil {
-		return err
-	}
-	page, err := s.deps.Service.Transcript(c.Request().Context(), tenant(c), c.Param("id"), before, int(min(limit, coach.MaxTranscriptPage+1)))
-	if err != nil {
-		return err
-	}
-	out := messagesResponse{Messages: page.Entries}
+	out := messagesResponse{Messages: page.Entries, Next: nextSeq(page)}
 	if out.Messages == nil {
 		out.Messages = []coach.TranscriptEntry{}
 	}
-	if page.Next > 0 {
-		out.Next = &page.Next
-	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// chatMessagesResponse is a page of a session's transcript as AI SDK UI messages.
+type chatMessagesResponse struct {
+	Messages []uistream.UIMessage `json:"messages"`
+	// Next is the before of the page of older entries; null on the oldest page.
+	Next *int64 `json:"next"`
+}
+
+// getChatMessages is GET /v1/sessions/{id}/chat/messages (v1.2): the same page as getMessages,
+// shaped as the UI messages the chat route streamed (see uistream.Messages), for
+// useChat({messages}).
+func (s *Server) getChatMessages(c echo.Context) error {
+	page, err := s.transcriptPage(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, chatMessagesResponse{Messages: uistream.Messages(page.Entries), Next: nextSeq(page)})
+}
+
+// transcriptPage reads the page of the session's transcript that ?limit and ?before ask for.
+func (s *Server) transcriptPage(c echo.Context) (coach.TranscriptPage, error) {
+	limit, err := queryInt(c, "limit")
+	if err != nil {
+		return coach.TranscriptPage{}, err
+	}
+	before, err := queryInt(c, "before")
+	if err != nil {
+		return coach.TranscriptPage{}, err
+	}
+	return s.deps.Service.Transcript(c.Request().Context(), tenant(c), c.Param("id"), before, int(min(limit, coach.MaxTranscriptPage+1)))
+}
+
+// nextSeq returns a page's next as the JSON answer has it: null on the oldest page.
+func nextSeq(page coach.TranscriptPage) *int64 {
+	if page.Next > 0 {
+		return &page.Next
+	}
+	return nil
 }
 
 // queryInt returns the query parameter name as a positive integer, 0 when it is absent.

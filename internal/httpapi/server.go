@@ -134,6 +134,7 @@ func New(d Deps) *Server {
 	v1.GET("/sessions/:id/turns/current", s.getCurrentTurn)
 	v1.DELETE("/sessions/:id/turns/current", s.deleteCurrentTurn)
 	v1.GET("/sessions/:id/chat/stream", s.getChatStream)
+	v1.GET("/sessions/:id/chat/messages", s.getChatMessages)
 	v1.GET("/modules", s.listModules)
 	v1.GET("/modules/:id", s.getModule)
 	e.POST("/api/coach", s.postCoach)

@@ -625,6 +625,42 @@ var cases = []struct {
 			})
 		}
 	}},
+	{"resume, stop and the transcript as UI messages", func(t *testing.T, h *harness) {
+		// v1.2: a finished turn is replayed on both resume routes; without a turn they are
+		// 204, a stop finds nothing running, and the transcript reads back as UI messages in
+		// all three contracts.
+		base := "/v1/sessions/" + h.create(t, `{"contract":"toulmin"}`)
+		for _, path := range []string{base + "/turns/current", base + "/chat/stream"} {
+			if a := h.call(t, "GET", path, nil); a.status != http.StatusNoContent {
+				t.Errorf("GET %s before any turn: status %d body %s, want 204", path, a.status, clipBody(a.body))
+			}
+		}
+		h.g.LLM.Enqueue(fakellm.Reply{Content: apptest.Obj("assistantText", "Tell me more.", "step", "claim")})
+		turn := h.call(t, "POST", base+"/turns", apptest.Msg("Cities should ban cars."))
+		if a := h.call(t, "GET", base+"/turns/current?after=1&turn="+turn.header.Get("X-Coach-Turn"), nil); a.status != http.StatusOK || a.last().Type != "result" {
+			t.Errorf("GET turns/current after the turn: status %d lines %q, want 200 ending with the result", a.status, a.kinds())
+		}
+		if a := h.call(t, "GET", base+"/chat/stream", nil); a.status != http.StatusOK || !bytes.Contains(a.body, []byte(`"data-coach-result"`)) {
+			t.Errorf("GET chat/stream after the turn: status %d body %s, want 200 with the result part", a.status, clipBody(a.body))
+		}
+		wantError(t, "resume of another turn", h.call(t, "GET", base+"/turns/current?turn=other", nil), 404, "turn_not_found", "")
+		wantError(t, "stop with nothing running", h.call(t, "DELETE", base+"/turns/current", nil), 404, "no_running_turn", "")
+		wantError(t, "resume of an unknown session", h.call(t, "GET", "/v1/sessions/"+strings.Repeat("0", 32)+"/turns/current", nil), 404, "session_not_found", "")
+
+		h.g.LLM.Enqueue(cardCall(`{"card_type":"multiple_choice","content":"Pick one.","options":[{"id":"a","label":"Call"},{"id":"b","label":"Write"}]}`))
+		cards := "/v1/sessions/" + h.create(t, `{"contract":"cards"}`)
+		h.call(t, "POST", cards+"/turns", apptest.Msg("Begin training."))
+		h.g.LLM.Enqueue(fakellm.Reply{Fixture: "module-intro"})
+		module := "/v1/sessions/" + h.create(t, `{"contract":"module","module":"`+moduleID+`"}`)
+		h.call(t, "POST", module+"/turns", apptest.Msg("Hi, where do we start?"))
+		for _, path := range []string{base, cards, module} {
+			a := h.call(t, "GET", path+"/chat/messages?limit=10", nil)
+			if a.status != http.StatusOK || !bytes.Contains(a.body, []byte(`"role":"user"`)) || !bytes.Contains(a.body, []byte(`"data-coach-result"`)) {
+				t.Errorf("GET %s/chat/messages: status %d body %s, want a user and an assistant message", path, a.status, clipBody(a.body))
+			}
+		}
+		wantError(t, "chat/messages of an unknown session", h.call(t, "GET", "/v1/sessions/"+strings.Repeat("0", 32)+"/chat/messages", nil), 404, "session_not_found", "")
+	}},
 	{"modules", func(t *testing.T, h *harness) {
 		a := h.call(t, "GET", "/v1/modules", nil)
 		if a.status != http.StatusOK || !bytes.Contains(a.body, []byte(`"`+moduleID+`"`)) {

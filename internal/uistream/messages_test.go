@@ -1,0 +1,76 @@
+package uistream
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/coachgw/coachgw/internal/coach"
+)
+
+func TestMessages(t *testing.T) {
+	no := false
+	learner := func(seq int64, input string) coach.TranscriptEntry {
+		return coach.TranscriptEntry{Seq: seq, Role: coach.TranscriptLearner, Input: json.RawMessage(input)}
+	}
+	result := func(seq int64, r string) coach.TranscriptEntry {
+		return coach.TranscriptEntry{Seq: seq, Role: coach.TranscriptCoach, Result: json.RawMessage(r), Fallback: &no}
+	}
+	card := func(seq int64, c string) coach.TranscriptEntry {
+		return coach.TranscriptEntry{Seq: seq, Role: coach.TranscriptCoach, Card: json.RawMessage(c)}
+	}
+	const (
+		toulminResult = `{"assistantText":"Tell me more.\n\nWhat is your claim?","step":"claim"}`
+		cardResult    = `{"card_type":"multiple_choice","content":"Pick one.","options":[{"id":"a","label":"Call"}]}`
+		levelUp       = `{"card_type":"level_up","content":"Level 2!"}`
+		moduleResult  = `{"content":{"text_blocks":[{"type":"paragraph","content":"Hello."},{"type":"tip","content":"Breathe."}]}}`
+	)
+	tests := []struct {
+		name    string
+		entries []coach.TranscriptEntry
+		want    string
+	}{
+		{"toulmin: a learner entry and a coach result", []coach.TranscriptEntry{learner(1, `{"message":"Cities should ban cars."}`), result(2, toulminResult)},
+			`[{"id":"msg-1","role":"user","parts":[{"type":"text","text":"Cities should ban cars.","state":"done"}]},` +
+				`{"id":"msg-2","role":"assistant","parts":[{"type":"text","text":"Tell me more.\n\nWhat is your claim?","state":"done"},` +
+				`{"type":"data-coach-result","data":{"fallback":false,"result":` + toulminResult + `}}]}]`},
+		{"toulmin: continue and a proposal decision", []coach.TranscriptEntry{learner(3, `{"continue":true,"step":"grounds"}`), learner(4, `{"action":"accept"}`)},
+			`[{"id":"msg-3","role":"user","parts":[{"type":"data-coach-continue","data":{"step":"grounds"}}]},` +
+				`{"id":"msg-4","role":"user","parts":[{"type":"data-coach-decision","data":{"action":"accept"}}]}]`},
+		{"cards: a selection, an injected card and the result", []coach.TranscriptEntry{learner(5, `{"selected":"a"}`), card(6, levelUp), result(7, cardResult)},
+			`[{"id":"msg-5","role":"user","parts":[{"type":"data-coach-select","data":{"selected":"a"}}]},` +
+				`{"id":"msg-6","role":"assistant","parts":[{"type":"data-coach-card","data":{"card":` + levelUp + `}},` +
+				`{"type":"text","text":"Pick one.","state":"done"},` +
+				`{"type":"data-coach-result","data":{"fallback":false,"result":` + cardResult + `}}]}]`},
+		{"cards: a page that ends after an injected card", []coach.TranscriptEntry{card(6, levelUp)},
+			`[{"id":"msg-6","role":"assistant","parts":[{"type":"data-coach-card","data":{"card":` + levelUp + `}}]}]`},
+		{"module: a form answer and text blocks", []coach.TranscriptEntry{learner(8, `{"form":{"id":"f1","values":{"mood":3}}}`), result(9, moduleResult)},
+			`[{"id":"msg-8","role":"user","parts":[{"type":"data-coach-form","data":{"id":"f1","values":{"mood":3}}}]},` +
+				`{"id":"msg-9","role":"assistant","parts":[` +
+				`{"type":"text","text":"Hello.","state":"done","providerMetadata":{"coachgw":{"block":0,"blockType":"paragraph"}}},` +
+				`{"type":"text","text":"Breathe.","state":"done","providerMetadata":{"coachgw":{"block":1,"blockType":"tip"}}},` +
+				`{"type":"data-coach-result","data":{"fallback":false,"result":` + moduleResult + `}}]}]`},
+		{"no entries", nil, `[]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := json.Marshal(Messages(tt.entries))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := compact(t, b); got != compact(t, []byte(tt.want)) {
+				t.Errorf("got  %s\nwant %s", got, compact(t, []byte(tt.want)))
+			}
+		})
+	}
+}
+
+// compact re-encodes JSON so that two documents compare by content, members sorted.
+func compact(t *testing.T, b []byte) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	out, _ := json.Marshal(v)
+	return string(out)
+}
