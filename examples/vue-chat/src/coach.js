@@ -66,17 +66,23 @@ export function resultOf(message) {
 
 /**
  * createChat returns an @ai-sdk/vue Chat whose turns go to one coachgw session.
- * @param {{ gateway: string, sessionId: string, apiKey?: string, onReset?: (reason: string) => void }} options
+ * @param {{ gateway: string, sessionId: string, apiKey?: string, onReset?: (reason: string) => void, resume?: boolean }} options
  *   gateway is the gateway's base URL ("" for the page's own origin); apiKey is needed when the
- *   gateway has COACH_API_KEYS; onReset hears the reason of every reset.
+ *   gateway has COACH_API_KEYS; onReset hears the reason of every reset. With resume (what
+ *   useChat's `resume: true` does) the chat follows the session's running turn at once, e.g. on
+ *   a page reloaded mid-answer: the turn outlived its connection (v1.2), and GET …/chat/stream
+ *   replays it from its start, then follows it live.
  * @returns {Chat<CoachMessage>}
  */
-export function createChat({ gateway, sessionId, apiKey, onReset }) {
+export function createChat({ gateway, sessionId, apiKey, onReset, resume }) {
+  const session = `${gateway}/v1/sessions/${sessionId}`;
   /** @type {Chat<CoachMessage>} */
   const chat = new Chat({
     transport: new DefaultChatTransport({
-      api: `${gateway}/v1/sessions/${sessionId}/chat`,
+      api: `${session}/chat`,
       headers: apiKey ? { Authorization: `Bearer ${apiKey}` } : undefined,
+      // The SDK's default is {api}/{chatId}/stream; the gateway's is per session.
+      prepareReconnectToStreamRequest: () => ({ api: `${session}/chat/stream` }),
       // The gateway keeps the conversation: send only the new message, so that long chats stay
       // under its body limit.
       prepareSendMessagesRequest: ({ id, messages, trigger, messageId }) => ({
@@ -93,6 +99,7 @@ export function createChat({ gateway, sessionId, apiKey, onReset }) {
       onReset?.(part.data.reason);
     },
   });
+  if (resume) void chat.resumeStream();
   return chat;
 }
 

@@ -159,6 +159,44 @@ async function main() {
       const texts = await lastAssistant(page).getByTestId('text').allInnerTexts();
       assert(texts.length === 1 && !texts[0].includes('discarded'), `only the retried text shows: ${JSON.stringify(texts)}`);
     });
+
+    await scenario('reload mid-answer: the answer finishes; stop stores nothing', async (page) => {
+      await page.getByTestId('new-toulmin').click();
+      const enqueue = async (reply) => {
+        const res = await fetch(`${FAKELLM}/_fakellm/enqueue`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify([reply]) });
+        assert(res.ok, `enqueue: ${res.status}`);
+      };
+      // The answer pauses after its first piece: the reload surely comes mid-answer.
+      await enqueue({ chunks: ['{"assistantText":"A first piece, ', 'and after the reload the rest.","step":"claim","confidence":0.3,"shouldAdvance":false}'], fault: { stall_after: 1, stall: '1500ms' } });
+      await say(page, 'Cities should ban private cars from their centres.');
+      await lastAssistant(page).getByTestId('text').filter({ hasText: 'A first piece' }).waitFor();
+      assert(new URL(page.url()).searchParams.get('session'), 'the session is in the address');
+      await page.reload();
+      // The reloaded page follows the same turn (GET …/chat/stream) to its result.
+      await results(page, 1);
+      const text = await lastAssistant(page).getByTestId('text').innerText();
+      assert(text.startsWith('A first piece, and after the reload the rest.'), `the same answer, finished: ${JSON.stringify(text)}`);
+      assert((await lastAssistant(page).getByTestId('result').getAttribute('data-version')) === '2', 'the turn was stored once');
+
+      // Stop: the DELETE route stops the turn on the gateway; nothing is stored.
+      await enqueue({ chunks: ['{"assistantText":"This answer ', 'is stopped.","step":"claim"}'], fault: { stall_after: 1, stall: '30s' } });
+      await say(page, 'Private cars should be banned from city centres.');
+      await lastAssistant(page).getByTestId('text').filter({ hasText: 'This answer' }).waitFor();
+      await page.getByTestId('stop').click();
+      await page.locator('[data-testid=status]', { hasText: 'ready' }).waitFor();
+      const sid = new URL(page.url()).searchParams.get('session');
+      // The model call stalls for 30 s unless the stop cancelled it.
+      for (let i = 0; ; i++) {
+        const stats = await (await fetch(`${FAKELLM}/_fakellm/stats`)).json();
+        if (stats.open === 0) break;
+        assert(i < 100, 'the model call still runs after stop');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const again = await fetch(`${GATEWAY}/v1/sessions/${sid}/turns/current`, { method: 'DELETE' });
+      assert(again.status === 404, `no turn runs after stop: ${again.status}`);
+      const session = await (await fetch(`${GATEWAY}/v1/sessions/${sid}`)).json();
+      assert(session.version === 2, `the stopped turn stored nothing: version ${session.version}`);
+    });
   } finally {
     await context?.close().catch(() => {});
     await rm(profile, { recursive: true, force: true });

@@ -213,3 +213,49 @@ test("Vue's Chat: an error before the stream is the HTTP error body", async () =
   assert.equal(cards.status, 'error');
   assert.deepEqual(JSON.parse(cards.error.message).field, 'selected');
 });
+
+test("the SDK's DefaultChatTransport resumes a turn its reader left (reconnectToStream → GET …/chat/stream)", async () => {
+  const id = await createSession(GATEWAY, { contract: 'toulmin' });
+  const api = `${GATEWAY}/v1/sessions/${id}/chat`;
+  // Nothing to resume on a new session: 204, which the SDK reads as null.
+  const idle = new DefaultChatTransport({ api, prepareReconnectToStreamRequest: () => ({ api: `${api}/stream` }) });
+  assert.equal(await idle.reconnectToStream({ chatId: 'node-test' }), null);
+
+  await enqueue({ chunks: ['{"assistantText":"A first piece, ', 'then a pause, ', 'then the rest.","step":"claim","confidence":0.3,"shouldAdvance":false}'], fault: { stall_after: 2, stall: '400ms' } });
+  const abort = new AbortController();
+  const first = await new DefaultChatTransport({ api }).sendMessages({
+    chatId: 'node-test', trigger: 'submit-message', messageId: undefined, abortSignal: abort.signal,
+    messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'Cities should ban private cars from their centres.' }] }],
+  });
+  const reader = first.getReader();
+  for (let c = await reader.read(); !c.done && c.value.type !== 'text-delta'; c = await reader.read());
+  abort.abort(); // the page goes away mid-answer
+  await reader.cancel().catch(() => {});
+
+  // A page loaded again: the SDK's own transport, pointed at the gateway's stream route.
+  const transport = new DefaultChatTransport({ api, prepareReconnectToStreamRequest: () => ({ api: `${api}/stream` }) });
+  const stream = await transport.reconnectToStream({ chatId: 'node-test' });
+  assert.ok(stream, 'the running turn was found');
+  let message;
+  for await (const m of readUIMessageStream({ stream })) message = m;
+  assert.deepEqual(message.parts.map((p) => p.type), ['text', 'data-coach-result']);
+  const { result, session } = resultOf(message);
+  assert.equal(message.parts[0].text, result.assistantText, 'the whole answer, replayed from its start');
+  assert.equal(session.version, 2, 'the turn outlived its connection and was stored');
+});
+
+test("Vue's Chat with resume follows the running turn (what a reload does)", async () => {
+  const id = await createSession(GATEWAY, { contract: 'toulmin' });
+  await enqueue({ chunks: ['{"assistantText":"Slow ', 'to come.","step":"claim","confidence":0.3,"shouldAdvance":false}'], fault: { stall_after: 1, stall: '400ms' } });
+  const before = createChat({ gateway: GATEWAY, sessionId: id });
+  void before.sendMessage({ text: 'hi' });
+  await until('text to stream', () => before.lastMessage?.role === 'assistant' && before.lastMessage.parts.some((p) => p.type === 'text' && p.text));
+  await before.stop(); // stops reading only
+
+  const chat = createChat({ gateway: GATEWAY, sessionId: id, resume: true });
+  await until('the resumed turn to end', () => resultOf(chat.lastMessage) !== undefined && chat.status === 'ready');
+  const reply = chat.lastMessage;
+  assert.equal(reply.role, 'assistant');
+  assert.equal(reply.parts.find((p) => p.type === 'text')?.text, resultOf(reply).result.assistantText);
+  assert.equal(resultOf(reply).session.version, 2);
+});
