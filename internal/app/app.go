@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"path/filepath"
 	"slices"
 	"time"
@@ -113,17 +112,28 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 		}
 	}
 	ups := make([]coach.Upstream, len(a.upstreams))
-	names := make([]string, len(a.upstreams))
+	endpoints := make([]breaker.Endpoint, len(a.upstreams))
 	for i, u := range a.upstreams {
-		ups[i], names[i] = u.Upstream, u.Name
+		ups[i] = u.Upstream
+		endpoints[i] = breaker.Endpoint{Name: u.Name, ID: breaker.Identity(u.Name, u.baseURL, u.ModelName)}
 	}
-	a.breaker = breaker.New(names, breaker.Options{
-		Failures: cfg.BreakerFailures, Cooldown: cfg.BreakerCooldown, Shared: a.store,
+	a.breaker = breaker.New(endpoints, breaker.Options{
+		Failures: cfg.BreakerFailures, FailureRate: cfg.BreakerFailureRate / 100, Window: cfg.BreakerWindow,
+		Cooldown: cfg.BreakerCooldown, Shared: a.store,
 		Warn: func(err error, msg string) { log.Warn().Err(err).Msg(msg) },
 		OnTransition: func(name string, to breaker.State) {
 			m.BreakerTransition(name, string(to))
 			log.Warn().Str("upstream", name).Str("state", string(to)).Msg("model endpoint circuit")
 		},
+		OnPanic: m.BreakerPanic,
+	})
+	m.WatchCircuits(func() []metrics.CircuitState {
+		states := a.breaker.States()
+		out := make([]metrics.CircuitState, len(states))
+		for i, c := range states {
+			out[i] = metrics.CircuitState{Upstream: c.Name, State: string(c.State)}
+		}
+		return out
 	})
 	tracer, err := a.tracer(ctx)
 	if err != nil {
@@ -426,32 +436,16 @@ func genAISystem(profile string) string {
 	}
 }
 
-// ready reports whether Redis answers and any model endpoint whose circuit is not open
-// accepts connections.
+// ready reports whether this instance can serve: whether its Redis answers. The model
+// endpoints' circuits are not asked (v1.2): they are shared by every instance, so a load
+// balancer that took them for this instance's health would pull every pod at once, and a turn
+// still reaches an endpoint whose circuit is open (panic mode). Nor is any endpoint dialled:
+// /readyz is unauthenticated, and must not turn its callers into connections to the model.
 func (a *App) ready(ctx context.Context) error {
 	if err := a.store.Ping(ctx); err != nil {
 		return errors.New("redis does not answer")
 	}
-	// The usable endpoints are dialled at once, so that one that swallows packets does not
-	// use up the deadline of those behind it.
-	states := a.breaker.States()
-	ok := make(chan bool, len(a.upstreams))
-	asked := 0
-	for i, u := range a.upstreams {
-		if states[i].State != breaker.Open {
-			asked++
-			go func() { ok <- dial(ctx, u.baseURL) == nil }()
-		}
-	}
-	for range asked {
-		if <-ok {
-			return nil
-		}
-	}
-	if len(a.upstreams) == 1 {
-		return errors.New("the model endpoint does not accept connections or its circuit is open")
-	}
-	return errors.New("no model endpoint is usable: each refuses connections or has its circuit open")
+	return nil
 }
 
 // upstreamStates returns each model endpoint's circuit state for /readyz.
@@ -462,27 +456,6 @@ func (a *App) upstreamStates() []httpapi.UpstreamState {
 		out[i] = httpapi.UpstreamState{Name: c.Name, State: string(c.State)}
 	}
 	return out
-}
-
-// dial opens and closes a TCP connection to the host of base.
-func dial(ctx context.Context, base string) error {
-	u, err := url.Parse(base)
-	if err != nil {
-		return errors.New("the model endpoint URL does not parse")
-	}
-	port := u.Port()
-	if port == "" {
-		port = "80"
-		if u.Scheme == "https" {
-			port = "443"
-		}
-	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(u.Hostname(), port))
-	if err != nil {
-		return err
-	}
-	return conn.Close()
 }
 
 // Handler returns the gateway's HTTP handler.

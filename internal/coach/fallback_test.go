@@ -12,16 +12,27 @@ import (
 	"time"
 )
 
-// fakeBreaker allows every upstream but those in open, and records every verdict. With
-// failOpens, a failed attempt opens its upstream's circuit, as a failed half-open probe does.
+// fakeBreaker allows every upstream but those in open, names panicTo for panic mode, and
+// records every verdict ("name:verdict", with "!panic" for a visit Panic sent). With failOpens,
+// a failed visit opens its upstream's circuit, as a failed half-open probe does.
 type fakeBreaker struct {
 	mu        sync.Mutex
 	open      map[string]bool
 	failOpens bool
+	panicTo   string
 	asked     []string
 	reports   []string
-	// allowed counts the attempts allowed, each of which must be reported.
+	// allowed counts the visits allowed or sent by Panic, each of which must be reported.
 	allowed int
+}
+
+func (b *fakeBreaker) Panic() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.panicTo != "" {
+		b.allowed++
+	}
+	return b.panicTo
 }
 
 func (b *fakeBreaker) Allow(name string) bool {
@@ -43,10 +54,14 @@ func (b *fakeBreaker) unreported() int {
 	return b.allowed - len(b.reports)
 }
 
-func (b *fakeBreaker) Report(name string, v Verdict) {
+func (b *fakeBreaker) Report(name string, v Verdict, panicked bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.reports = append(b.reports, name+":"+[...]string{"healthy", "failed", "inconclusive"}[v])
+	r := name + ":" + [...]string{"healthy", "failed", "inconclusive"}[v]
+	if panicked {
+		r += "!panic"
+	}
+	b.reports = append(b.reports, r)
 	if b.failOpens && v == Failed {
 		b.open[name] = true
 	}
@@ -58,6 +73,13 @@ type fallbackObserver struct {
 	mu        sync.Mutex
 	fallbacks []string
 	attempts  []string
+	unusable  []string
+}
+
+func (o *fallbackObserver) UnusableOutput(_, up string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.unusable = append(o.unusable, up)
 }
 
 func (o *fallbackObserver) FellBack(_, from, to string, after bool) {
@@ -89,6 +111,8 @@ func TestFallback(t *testing.T) {
 		name    string
 		scripts map[string][]script
 		open    []string
+		// panicTo is the upstream the breaker names when every circuit is open.
+		panicTo string
 		// failOpens makes a failed attempt open its circuit (see fakeBreaker).
 		failOpens bool
 		opts      func(*Options)
@@ -100,6 +124,8 @@ func TestFallback(t *testing.T) {
 		calls     [3]int
 		fallbacks []string
 		reports   []string
+		// unusable lists the upstreams of the attempts whose output was unusable.
+		unusable []string
 	}{
 		{name: "healthy primary answers alone",
 			scripts: map[string][]script{"a": {{frags: []string{"ok."}}}},
@@ -126,13 +152,23 @@ func TestFallback(t *testing.T) {
 		{name: "an open circuit is skipped",
 			scripts: map[string][]script{"b": {{frags: []string{"ok."}}}}, open: []string{"a"},
 			want: "delta:ok. result", upstream: "b", calls: [3]int{0, 1, 0}, reports: []string{"b:healthy"}},
-		{name: "every circuit open",
+		{name: "every circuit open and no endpoint to panic to",
 			open: []string{"a", "b", "c"},
 			want: "error:coach_stream_failed", calls: [3]int{0, 0, 0}},
-		{name: "unusable output moves on after the corrective retry",
+		{name: "every circuit open: panic mode tries the endpoint the breaker names",
+			scripts: map[string][]script{"b": {{frags: []string{"ok."}}}}, open: []string{"a", "b", "c"}, panicTo: "b",
+			want: "delta:ok. result", upstream: "b", calls: [3]int{0, 1, 0}, reports: []string{"b:healthy!panic"}},
+		{name: "a failed panic visit moves on only to allowed endpoints",
+			scripts: map[string][]script{"a": {{openErr: server}, {openErr: server}, {openErr: server}}}, open: []string{"a", "b", "c"}, panicTo: "a",
+			want: "error:coach_stream_failed", calls: [3]int{3, 0, 0}, reports: []string{"a:failed!panic"}},
+		{name: "unusable output moves on after the corrective retry, and is no fault of the endpoint",
 			scripts: map[string][]script{"a": {{frags: []string{"x"}}, {frags: []string{"y"}}}, "b": {{frags: []string{"z."}}}},
 			want:    "delta:x reset:invalid_output delta:y reset:invalid_output delta:z. result", upstream: "b", calls: [3]int{2, 1, 0},
-			fallbacks: []string{"a>b:after"}, reports: []string{"a:inconclusive", "a:failed", "b:healthy"}},
+			fallbacks: []string{"a>b:after"}, reports: []string{"a:healthy", "b:healthy"}, unusable: []string{"a", "a"}},
+		{name: "unusable output on the last endpoint opens nothing",
+			scripts: map[string][]script{"a": {{frags: []string{"x"}}, {frags: []string{"y"}}}}, open: []string{"b", "c"}, failOpens: true,
+			want: "delta:x reset:invalid_output delta:y error:coach_validation_failed", calls: [3]int{2, 0, 0},
+			reports: []string{"a:healthy"}, unusable: []string{"a", "a"}},
 		{name: "the fallback answer comes only after the last endpoint",
 			fallback: true,
 			scripts:  map[string][]script{"a": {{frags: []string{"x"}}, {frags: []string{"y"}}}, "b": {{frags: []string{"v"}}, {frags: []string{"w"}}}, "c": {{frags: []string{"s"}}, {frags: []string{"t"}}}},
@@ -154,22 +190,31 @@ func TestFallback(t *testing.T) {
 			fallbacks: []string{"a>b:before", "b>c:before"}, reports: []string{"a:inconclusive", "b:inconclusive", "c:inconclusive"}},
 		{name: "429 within the Retry-After cap waits for the same endpoint",
 			scripts: map[string][]script{"a": {{openErr: limited(time.Millisecond)}, {frags: []string{"ok."}}}},
-			want:    "delta:ok. result", upstream: "a", calls: [3]int{2, 0, 0}, reports: []string{"a:failed", "a:healthy"}},
+			want:    "delta:ok. result", upstream: "a", calls: [3]int{2, 0, 0}, reports: []string{"a:healthy"}},
+		{name: "429 within the Retry-After cap to the end says nothing of the endpoint",
+			scripts: map[string][]script{"a": {{openErr: limited(time.Millisecond)}, {openErr: limited(time.Millisecond)}, {openErr: limited(time.Millisecond)}}},
+			open: []string{"b", "c"},
+			want: "error:coach_stream_failed", calls: [3]int{3, 0, 0}, reports: []string{"a:inconclusive"}},
 		{name: "429 beyond the Retry-After cap moves on",
 			scripts: map[string][]script{"a": {{openErr: limited(time.Hour)}}, "b": {{frags: []string{"ok."}}}},
-			want:    "delta:ok. result", upstream: "b", calls: [3]int{1, 1, 0}, fallbacks: []string{"a>b:before"}},
+			want:    "delta:ok. result", upstream: "b", calls: [3]int{1, 1, 0}, fallbacks: []string{"a>b:before"},
+			reports: []string{"a:failed", "b:healthy"}},
 		{name: "the last endpoint keeps the retries",
 			scripts: map[string][]script{"a": {{openErr: server}}, "b": {{openErr: server}}, "c": {{openErr: server}, {openErr: server}, {frags: []string{"ok."}}}},
 			want:    "delta:ok. result", upstream: "c", calls: [3]int{1, 1, 3}, fallbacks: []string{"a>b:before", "b>c:before"}},
-		{name: "an endpoint whose circuit a failure opened gets no retry",
+		{name: "one turn's retries on one endpoint are one sample",
+			scripts: map[string][]script{"a": {{openErr: server}, {openErr: server}, {openErr: server}}}, open: []string{"b", "c"}, failOpens: true,
+			want: "error:coach_stream_failed", calls: [3]int{3, 0, 0}, reports: []string{"a:failed"}},
+		{name: "a retry that answers makes the visit healthy",
 			scripts: map[string][]script{"a": {{openErr: server}, {frags: []string{"ok."}}}}, open: []string{"b", "c"}, failOpens: true,
-			want: "error:coach_stream_failed", calls: [3]int{1, 0, 0}, reports: []string{"a:failed"}},
-		{name: "an endpoint whose circuit a cut opened gets no recovery",
+			want: "delta:ok. result", upstream: "a", calls: [3]int{2, 0, 0}, reports: []string{"a:healthy"}},
+		{name: "a cut and its recovery are one sample",
 			scripts: map[string][]script{"a": {{frags: []string{"x"}, err: cut}, {frags: []string{"ok."}}}}, open: []string{"b", "c"}, failOpens: true,
-			want: "delta:x error:coach_stream_failed", calls: [3]int{1, 0, 0}, reports: []string{"a:failed"}},
+			want: "delta:x reset:stream_interrupted delta:ok. result", upstream: "a", calls: [3]int{2, 0, 0}, reports: []string{"a:healthy"}},
 		{name: "all fail",
 			scripts: map[string][]script{"a": {{openErr: server}}, "b": {{openErr: server}}, "c": {{openErr: server}, {openErr: server}, {openErr: server}}},
-			want:    "error:coach_stream_failed", calls: [3]int{1, 1, 3}, fallbacks: []string{"a>b:before", "b>c:before"}},
+			want:    "error:coach_stream_failed", calls: [3]int{1, 1, 3}, fallbacks: []string{"a>b:before", "b>c:before"},
+			reports: []string{"a:failed", "b:failed", "c:failed"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -184,7 +229,7 @@ func TestFallback(t *testing.T) {
 				models[i] = &fakeModel{scripts: tt.scripts[n]}
 				ups = append(ups, Upstream{Name: n, Model: models[i]})
 			}
-			br := &fakeBreaker{open: map[string]bool{}, failOpens: tt.failOpens}
+			br := &fakeBreaker{open: map[string]bool{}, failOpens: tt.failOpens, panicTo: tt.panicTo}
 			for _, n := range tt.open {
 				br.open[n] = true
 			}
@@ -221,7 +266,10 @@ func TestFallback(t *testing.T) {
 				t.Errorf("breaker reports = %q, want %q", br.reports, tt.reports)
 			}
 			if n := br.unreported(); n != 0 {
-				t.Errorf("%d allowed attempts were never reported to the breaker", n)
+				t.Errorf("%d allowed visits were never reported to the breaker", n)
+			}
+			if tt.unusable != nil && !slices.Equal(obs.unusable, tt.unusable) {
+				t.Errorf("unusable outputs counted on %q, want %q", obs.unusable, tt.unusable)
 			}
 			if sum := tt.calls[0] + tt.calls[1] + tt.calls[2]; len(obs.attempts) != sum || rep.Attempts != sum {
 				t.Errorf("attempts observed %v, reported %d; want %d", obs.attempts, rep.Attempts, sum)
@@ -345,8 +393,8 @@ type cancelOnRetry struct {
 func (o cancelOnRetry) Retried(string, string) { o.cancel() }
 
 // TestCancelledDuringBackoff checks that a turn that ends while it waits to retry an endpoint
-// reports the retry it was allowed: a half-open circuit whose probe was never reported would
-// let nothing through again.
+// reports its visit, with what the failed attempt said: a half-open circuit whose probe was
+// never reported would let nothing through again.
 func TestCancelledDuringBackoff(t *testing.T) {
 	server := &ModelError{Class: "server", Retryable: true, Err: errors.New("503")}
 	a := &fakeModel{scripts: []script{{openErr: server}, {frags: []string{"ok."}}}}
@@ -369,7 +417,7 @@ func TestCancelledDuringBackoff(t *testing.T) {
 	if rep.Outcome != "cancelled" || a.calls() != 1 {
 		t.Errorf("outcome %q after %d calls, want cancelled after 1", rep.Outcome, a.calls())
 	}
-	if n := br.unreported(); n != 0 {
-		t.Errorf("%d allowed attempts were never reported to the breaker (reports %q)", n, br.reports)
+	if n := br.unreported(); n != 0 || !slices.Equal(br.reports, []string{"a:failed"}) {
+		t.Errorf("%d allowed visits were never reported to the breaker (reports %q, want [a:failed])", n, br.reports)
 	}
 }

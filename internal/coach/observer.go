@@ -12,6 +12,10 @@ type Observer interface {
 	Attempted(contract, upstream string)
 	// ModelFailed counts a failed model call to the named upstream by ModelError class.
 	ModelFailed(contract, upstream, class string)
+	// UnusableOutput counts a model call to the named upstream whose output was unusable
+	// (unparseable, schema-invalid, empty or over-long): the endpoint answered, so it never
+	// counts against its circuit, but an operator sees which endpoint answers badly.
+	UnusableOutput(contract, upstream string)
 	// FellBack counts a turn that moved from one upstream to the next, before or after text of
 	// the turn was sent.
 	FellBack(contract, from, to string, afterText bool)
@@ -92,6 +96,9 @@ func (NopObserver) Attempted(string, string) {}
 
 // ModelFailed does nothing.
 func (NopObserver) ModelFailed(string, string, string) {}
+
+// UnusableOutput does nothing.
+func (NopObserver) UnusableOutput(string, string) {}
 
 // FellBack does nothing.
 func (NopObserver) FellBack(string, string, string, bool) {}

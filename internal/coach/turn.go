@@ -282,7 +282,8 @@ func (r *TurnRun) renew(ctx context.Context, lose context.CancelCauseFunc) (stop
 }
 
 // attempts calls the model until the turn has a usable outcome or no retry is left. It starts at
-// the first upstream whose circuit is not open. On one endpoint, failures the endpoint may
+// the first upstream whose circuit is not open, or, when every circuit is, at the one the
+// breaker names for panic mode. On one endpoint, failures the endpoint may
 // recover from are retried with backoff before any text of an attempt reached the client; after
 // that, and for unusable output, the turn restarts once with a reset line. A failure another
 // endpoint may not have (see leaves) moves the turn to the next upstream whose circuit is not
@@ -290,11 +291,16 @@ func (r *TurnRun) renew(ctx context.Context, lose context.CancelCauseFunc) (stop
 // reset line once it was. The last endpoint of the list keeps the single-endpoint rules.
 func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), rep *Report) (*Outcome, error) {
 	s := r.svc
-	cur := r.nextUpstream(-1)
+	cur, panicked := r.firstUpstream()
 	if cur < 0 {
 		return nil, errNoUpstream
 	}
 	retries, recoveries := 0, 0
+	// visit is what the turn's attempts on the current endpoint say of it so far: the verdict
+	// of the last attempt that said anything. The breaker hears it once, when the turn leaves
+	// the endpoint, so that one turn is one sample however many attempts it made there.
+	visit := Inconclusive
+	leave := func() { s.breaker.Report(s.upstreams[cur].Name, visit, panicked) }
 	// fix, after unusable output, tells the model what was wrong with it; failed is the
 	// reply it was wrong about, shown to the model as its own message before fix.
 	var fix, failed string
@@ -321,7 +327,8 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 			rep.Spent = append(rep.Spent, sp)
 		}
 		if err == nil {
-			s.breaker.Report(up.Name, Healthy)
+			visit = Healthy
+			leave()
 			rep.Model = up.ModelName
 			if paid && !sp.Estimated {
 				rep.Usage = &sp.Usage // the result line carries a report the gateway believed
@@ -329,7 +336,7 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 			return out, nil
 		}
 		if ctx.Err() != nil {
-			s.breaker.Report(up.Name, Inconclusive)
+			leave()
 			return nil, context.Cause(ctx)
 		}
 		var me *ModelError
@@ -341,27 +348,28 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 		invalid := isInvalidOutput(err)
 		if invalid {
 			s.obs.Rejected(r.contract)
+			s.obs.UnusableOutput(r.contract, up.Name)
 		}
 		exhausted := invalid && recoveries >= s.opts.Recoveries
-		s.breaker.Report(up.Name, verdict(me, invalid, exhausted))
+		if v := r.verdict(me, invalid); v != Inconclusive {
+			visit = v
+		}
 		if r.leaves(me, exhausted, retries) {
 			if next := r.nextUpstream(cur); next >= 0 {
+				leave()
 				reason := resetReason(err)
 				s.obs.FellBack(r.contract, up.Name, s.upstreams[next].Name, sent)
 				if sent {
 					r.sendReset(rep, send, reason)
 				}
 				r.turn.Reset()
-				cur, retries, recoveries, fix, failed = next, 0, 0, "", ""
+				cur, retries, recoveries, fix, failed, visit, panicked = next, 0, 0, "", "", Inconclusive, false
 				continue
 			}
 		}
-		// Every further attempt on this endpoint asks its breaker again, as the first did:
-		// the failure just reported may have opened its circuit (a failed half-open probe,
-		// or the last of a run of failures), and an open circuit gets nothing more, not even
-		// this turn's retries. Allow comes last, so it is asked only for an attempt that will
-		// be made.
-		if isModel && me.Retryable && !sent && retries+1 < s.opts.MaxAttempts && s.breaker.Allow(up.Name) {
+		// Further attempts on this endpoint belong to the visit the breaker allowed: they are
+		// not asked for again (a half-open circuit's probe is the whole visit).
+		if isModel && me.Retryable && !sent && retries+1 < s.opts.MaxAttempts {
 			retries++
 			s.obs.Retried(r.contract, me.Class)
 			// The failed call may have fed output that showed no text yet (e.g. the keys
@@ -369,15 +377,14 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 			r.turn.Reset()
 			flush()
 			if !sleep(ctx, s.backoff(retries, me.RetryAfter)) {
-				// The retry was allowed (it may be a half-open circuit's probe) and will not
-				// be made: the breaker hears of it, or the probe would stay out for ever.
-				s.breaker.Report(up.Name, Inconclusive)
+				leave()
 				return nil, context.Cause(ctx)
 			}
 			continue
 		}
 		if exhausted {
 			if fb, ok := r.turn.(Fallback); ok {
+				leave()
 				out, ferr := fb.Fallback(err)
 				if ferr == nil && sent {
 					// The text this attempt streamed is not what the fallback says. A turn
@@ -389,7 +396,8 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 		}
 		// A failed call that sent nothing has had its retries above; recovery is for calls that
 		// failed after text went out, and for output that was unusable.
-		if recoveries >= s.opts.Recoveries || !(invalid || sent && isModel && me.Retryable) || !s.breaker.Allow(up.Name) {
+		if recoveries >= s.opts.Recoveries || !(invalid || sent && isModel && me.Retryable) {
+			leave()
 			return nil, err
 		}
 		recoveries++
@@ -419,6 +427,22 @@ func (r *TurnRun) sendReset(rep *Report, send func(Event), reason string) {
 
 // errNoUpstream ends a turn that finds every endpoint's circuit open.
 var errNoUpstream = Errorf(KindStream, CodeStreamFailed, "no model endpoint is available: every circuit is open")
+
+// firstUpstream returns the index of the first upstream whose breaker allows an attempt. When
+// none does, it returns the one the breaker names for panic mode, with panicked set, so that a
+// turn is never refused for circuits alone: -1 only when there is none.
+func (r *TurnRun) firstUpstream() (i int, panicked bool) {
+	if i := r.nextUpstream(-1); i >= 0 {
+		return i, false
+	}
+	name := r.svc.breaker.Panic()
+	for i, u := range r.svc.upstreams {
+		if u.Name == name {
+			return i, true
+		}
+	}
+	return -1, false
+}
 
 // nextUpstream returns the index of the first upstream after i whose breaker allows an attempt,
 // or -1.
@@ -452,15 +476,22 @@ func (r *TurnRun) leaves(me *ModelError, exhausted bool, retries int) bool {
 	return true
 }
 
-// verdict says what a failed attempt tells the breaker.
-func verdict(me *ModelError, invalid, exhausted bool) Verdict {
+// verdict says what a failed attempt tells of its endpoint. Only the endpoint's own faults
+// count against it: connect errors, 5xx, 429 beyond the Retry-After cap, timeouts, cut or
+// stalled streams. Unusable output (prose, empty, over-long, schema-invalid) is an answer: it
+// moves the turn on, but what a learner gets the model to say must never open a circuit that
+// every tenant shares. A request the endpoint rejects for its shape, a cancelled call and a
+// 429 worth waiting for say nothing either way.
+func (r *TurnRun) verdict(me *ModelError, invalid bool) Verdict {
 	switch {
-	case invalid && exhausted:
-		return Failed
+	case invalid:
+		return Healthy
 	case me == nil || me.Class == ClassCanceled || me.Class == ClassInvalid:
 		return Inconclusive
 	case me.Class == ClassRefused:
 		return Healthy
+	case me.Class == ClassRateLimited && me.RetryAfter > 0 && me.RetryAfter <= r.svc.opts.RetryAfterCap:
+		return Inconclusive
 	default:
 		return Failed
 	}

@@ -19,31 +19,36 @@ type Upstream struct {
 	System    string
 }
 
-// Verdict is what an attempt says about the health of the endpoint it went to.
+// Verdict is what a turn's visit to an endpoint says of the endpoint's health.
 type Verdict uint8
 
 // Verdicts.
 const (
 	// Healthy: the endpoint answered (even if the request itself was refused, e.g. a context
-	// length error, which is no fault of the endpoint).
+	// length error, or the output was unusable: neither is a fault of the endpoint).
 	Healthy Verdict = iota
-	// Failed: the endpoint failed in a way another endpoint may not (connect error, 5xx, 429,
-	// timeout, a cut or stalled stream, output unusable even after the corrective retry).
+	// Failed: the endpoint failed in a way another endpoint may not (connect error, 5xx, 429
+	// beyond the Retry-After cap, a first-byte or idle timeout, a cut or stalled stream).
 	Failed
-	// Inconclusive: the attempt ended for reasons of the turn's own (the client left, the turn
-	// ran out of time, a corrective retry is still to come).
+	// Inconclusive: the visit ended for reasons of the turn's own (the client left, the turn
+	// ran out of time, a request shape the endpoint rejects) and says nothing of the endpoint.
 	Inconclusive
 )
 
-// Breaker keeps a circuit per endpoint. The engine asks it before every attempt, a retry on the
-// same endpoint included, and reports how each attempt it was allowed ended. Implementations must be safe for
+// Breaker keeps a circuit per endpoint. The engine asks it once for each endpoint a turn goes
+// to, and reports once how the turn's visit there ended, however many attempts (retries, the
+// corrective retry) it made: one turn is one sample. Implementations must be safe for
 // concurrent use and must never block a turn on anything remote.
 type Breaker interface {
-	// Allow reports whether an attempt may go to the endpoint now. A half-open circuit allows
-	// one attempt at a time (the probe); every allowed attempt is followed by one Report.
+	// Allow reports whether a turn may go to the endpoint now. A half-open circuit allows
+	// one turn at a time (the probe); every allowed visit is followed by one Report.
 	Allow(upstream string) bool
-	// Report says how an allowed attempt ended.
-	Report(upstream string, v Verdict)
+	// Panic names the endpoint a turn tries when Allow refused every one (panic mode: a
+	// breaker must not leave a turn worse off than no breaker would), or "" for none. That
+	// visit too is followed by one Report, with panicked set.
+	Panic() string
+	// Report says how a visit ended.
+	Report(upstream string, v Verdict, panicked bool)
 }
 
 // NoBreaker is the Breaker of a Service given none: every circuit stays closed.
@@ -52,8 +57,11 @@ type NoBreaker struct{}
 // Allow always allows.
 func (NoBreaker) Allow(string) bool { return true }
 
+// Panic is never needed: Allow allows.
+func (NoBreaker) Panic() string { return "" }
+
 // Report does nothing.
-func (NoBreaker) Report(string, Verdict) {}
+func (NoBreaker) Report(string, Verdict, bool) {}
 
 // Deps is what New needs. Store, Upstreams and Contracts are required; the rest may be zero.
 type Deps struct {

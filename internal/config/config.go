@@ -51,10 +51,14 @@ type Config struct {
 	// Upstreams are the model endpoints of COACH_UPSTREAMS or COACH_UPSTREAMS_FILE, in order of
 	// preference; none means the one endpoint of OPENAI_BASE_URL (or the replay model).
 	Upstreams []Upstream
-	// BreakerFailures is COACH_BREAKER_FAILURES: consecutive failed attempts that open an
-	// endpoint's circuit. BreakerCooldown is COACH_BREAKER_COOLDOWN: how long it stays open.
-	BreakerFailures int
-	BreakerCooldown time.Duration
+	// BreakerFailures is COACH_BREAKER_FAILURES: the least number of failed turns within
+	// BreakerWindow (COACH_BREAKER_WINDOW) before an endpoint's circuit may open; it opens when
+	// they are also at least BreakerFailureRate percent (COACH_BREAKER_FAILURE_RATE) of the
+	// window's turns. BreakerCooldown is COACH_BREAKER_COOLDOWN: how long it stays open.
+	BreakerFailures    int
+	BreakerFailureRate float64
+	BreakerWindow      time.Duration
+	BreakerCooldown    time.Duration
 
 	// TokenBudgetDaily is COACH_TOKEN_BUDGET_DAILY: the tokens (prompt plus completion) each
 	// tenant may use per UTC day; 0 sets no budget. TokenBudgets, from COACH_TOKEN_BUDGETS
@@ -178,6 +182,8 @@ func Default() Config {
 		MaxAttempts:          3,
 		RetryAfterCap:        10 * time.Second,
 		BreakerFailures:      5,
+		BreakerFailureRate:   50,
+		BreakerWindow:        time.Minute,
 		BreakerCooldown:      30 * time.Second,
 		ShutdownTimeout:      30 * time.Second,
 		TurnOnDisconnect:     "continue",
@@ -267,6 +273,15 @@ func Load(getenv func(string) string) (Config, error) {
 	dur("COACH_RETRY_AFTER_CAP", &c.RetryAfterCap)
 	num("COACH_BREAKER_FAILURES", &c.BreakerFailures)
 	dur("COACH_BREAKER_COOLDOWN", &c.BreakerCooldown)
+	dur("COACH_BREAKER_WINDOW", &c.BreakerWindow)
+	if v := strings.TrimSuffix(strings.TrimSpace(getenv("COACH_BREAKER_FAILURE_RATE")), "%"); v != "" {
+		rate, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || !(rate > 0 && rate <= 100) {
+			errs = append(errs, fmt.Errorf("COACH_BREAKER_FAILURE_RATE=%q: want a percentage above 0 and at most 100, like 50", v))
+		} else {
+			c.BreakerFailureRate = rate
+		}
+	}
 	dur("COACH_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
 	str("COACH_TURN_ON_DISCONNECT", &c.TurnOnDisconnect)
 	c.TurnOnDisconnect = strings.ToLower(c.TurnOnDisconnect)
@@ -336,6 +351,9 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.BreakerCooldown < time.Second {
 		errs = append(errs, errors.New("COACH_BREAKER_COOLDOWN must be at least 1s"))
 	}
+	if c.BreakerWindow < time.Second {
+		errs = append(errs, errors.New("COACH_BREAKER_WINDOW must be at least 1s"))
+	}
 	if c.TranscriptMaxEntries < 1 || c.TranscriptMaxBytes < 1 {
 		errs = append(errs, fmt.Errorf("COACH_TRANSCRIPT_MAX_ENTRIES and COACH_TRANSCRIPT_MAX_BYTES must be at least 1"))
 	}
@@ -388,6 +406,8 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 		Str("tracesExporter", c.TracesExporter).
 		Str("otlpEndpoint", MaskURL(c.OTLPEndpoint)).
 		Int("breakerFailures", c.BreakerFailures).
+		Float64("breakerFailureRate", c.BreakerFailureRate).
+		Dur("breakerWindow", c.BreakerWindow).
 		Dur("breakerCooldown", c.BreakerCooldown).
 		Dur("shutdownTimeout", c.ShutdownTimeout).
 		Int64("maxBodyBytes", c.MaxBodyBytes).

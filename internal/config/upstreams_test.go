@@ -121,11 +121,38 @@ func TestLoadUpstreamsErrors(t *testing.T) {
 }
 
 func TestLoadBreaker(t *testing.T) {
-	c, err := Load(env(map[string]string{"COACH_BREAKER_FAILURES": "3", "COACH_BREAKER_COOLDOWN": "1m"}))
-	if err != nil || c.BreakerFailures != 3 || c.BreakerCooldown != time.Minute {
-		t.Errorf("Load() = %d, %v, %v; want 3, 1m0s, nil", c.BreakerFailures, c.BreakerCooldown, err)
+	tests := []struct {
+		name     string
+		env      map[string]string
+		failures int
+		rate     float64
+		window   time.Duration
+		cooldown time.Duration
+	}{
+		{name: "defaults", env: map[string]string{}, failures: 5, rate: 50, window: time.Minute, cooldown: 30 * time.Second},
+		{name: "all set",
+			env:      map[string]string{"COACH_BREAKER_FAILURES": "3", "COACH_BREAKER_COOLDOWN": "1m", "COACH_BREAKER_FAILURE_RATE": "75", "COACH_BREAKER_WINDOW": "2m"},
+			failures: 3, rate: 75, window: 2 * time.Minute, cooldown: time.Minute},
+		{name: "rate with a percent sign", env: map[string]string{"COACH_BREAKER_FAILURE_RATE": "100%"},
+			failures: 5, rate: 100, window: time.Minute, cooldown: 30 * time.Second},
 	}
-	for _, e := range []map[string]string{{"COACH_BREAKER_FAILURES": "0"}, {"COACH_BREAKER_COOLDOWN": "10ms"}} {
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load(env(tt.env))
+			if err != nil {
+				t.Fatalf("Load() error = %v", err)
+			}
+			got := []any{c.BreakerFailures, c.BreakerFailureRate, c.BreakerWindow, c.BreakerCooldown}
+			want := []any{tt.failures, tt.rate, tt.window, tt.cooldown}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("failures, rate, window, cooldown = %v, want %v", got, want)
+			}
+		})
+	}
+	for _, e := range []map[string]string{
+		{"COACH_BREAKER_FAILURES": "0"}, {"COACH_BREAKER_COOLDOWN": "10ms"}, {"COACH_BREAKER_WINDOW": "100ms"},
+		{"COACH_BREAKER_FAILURE_RATE": "0"}, {"COACH_BREAKER_FAILURE_RATE": "101"}, {"COACH_BREAKER_FAILURE_RATE": "half"},
+	} {
 		if _, err := Load(env(e)); err == nil {
 			t.Errorf("Load(%v) error = nil, want one", e)
 		}

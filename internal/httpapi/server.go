@@ -29,9 +29,11 @@ type Modules interface {
 type Deps struct {
 	Service *coach.Service
 	Modules Modules
-	// Ready reports whether the state store and the model endpoint answer.
+	// Ready reports whether this instance can serve (its state store answers). /readyz asks it
+	// at most once per ReadyEvery and shares the outcome.
 	Ready func(ctx context.Context) error
-	// Upstreams, when set, lists the model endpoints' circuit states for /readyz.
+	// Upstreams, when set, lists the model endpoints' circuit states in /readyz's body, for
+	// information: they do not change its status.
 	Upstreams func() []UpstreamState
 	// Metrics serves /metrics; nil leaves the route out.
 	Metrics http.Handler
@@ -85,6 +87,8 @@ type Server struct {
 	draining atomic.Bool
 	open     atomic.Int64
 	streams  sync.WaitGroup
+	// ready caches Deps.Ready.
+	ready *readiness
 	// drain is cancelled when open streams must end; turns watch it.
 	drain       context.Context
 	cancelDrain context.CancelFunc
@@ -109,6 +113,9 @@ func New(d Deps) *Server {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	s := &Server{deps: d, echo: e}
+	if d.Ready != nil {
+		s.ready = &readiness{check: d.Ready, now: time.Now}
+	}
 	s.drain, s.cancelDrain = context.WithCancel(context.Background())
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(s.requestContext, s.readBody)
@@ -227,7 +234,8 @@ func (s *Server) healthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// UpstreamState is a model endpoint's circuit as /readyz reports it.
+// UpstreamState is a model endpoint's circuit as /readyz lists it, for information only: the
+// circuits never make this instance unready (their states are in /metrics).
 type UpstreamState struct {
 	Name string `json:"name"`
 	// State is "closed", "open" or "half-open".
@@ -250,10 +258,8 @@ func (s *Server) readyz(c echo.Context) error {
 	if s.deps.Upstreams != nil {
 		body.Upstreams = s.deps.Upstreams()
 	}
-	if s.deps.Ready != nil {
-		ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
-		defer cancel()
-		if err := s.deps.Ready(ctx); err != nil {
+	if s.ready != nil {
+		if err := s.ready.get(); err != nil {
 			body.Error, body.Message = "not_ready", err.Error()
 			return c.JSON(http.StatusServiceUnavailable, body)
 		}

@@ -57,6 +57,8 @@ type Metrics struct {
 	upstreamFailures   *prometheus.CounterVec
 	upstreamFallbacks  *prometheus.CounterVec
 	breakerTransitions *prometheus.CounterVec
+	breakerPanics      *prometheus.CounterVec
+	unusableOutputs    *prometheus.CounterVec
 	promptTokens       *prometheus.CounterVec
 	completionTokens   *prometheus.CounterVec
 	usageIgnored       *prometheus.CounterVec
@@ -136,6 +138,14 @@ func New() *Metrics {
 		breakerTransitions: counter("breaker_transitions_total",
 			"Circuit breaker state changes by upstream and the state entered (open, half-open, closed).",
 			"upstream", "to"),
+		breakerPanics: counter("breaker_panics_total",
+			"Turns sent to an upstream whose circuit refused them because every circuit did (panic mode: "+
+				"the endpoint whose circuit opened first is tried rather than none), by upstream.",
+			"upstream"),
+		unusableOutputs: counter("upstream_unusable_output_total",
+			"Model calls whose output was unusable (unparseable, schema-invalid, empty or over-long), by upstream. "+
+				"They move a turn to the next endpoint after its corrective retry but never count against a circuit.",
+			"upstream"),
 		downgrades: counter("upstream_downgrades_total",
 			"Request settings a model endpoint rejected as unsupported and gets in a weaker form from then on, "+
 				"by upstream, setting (tool_choice, response_format, include_usage) and the form it gets now.",
@@ -243,6 +253,53 @@ func (m *Metrics) FellBack(_, from, to string, afterText bool) {
 // BreakerTransition counts an upstream's circuit entering state to.
 func (m *Metrics) BreakerTransition(upstream, to string) {
 	m.breakerTransitions.WithLabelValues(upstream, to).Inc()
+}
+
+// BreakerPanic counts a turn sent to upstream in panic mode.
+func (m *Metrics) BreakerPanic(upstream string) {
+	m.breakerPanics.WithLabelValues(upstream).Inc()
+}
+
+// UnusableOutput counts a model call to upstream whose output was unusable.
+func (m *Metrics) UnusableOutput(_, upstream string) {
+	m.unusableOutputs.WithLabelValues(upstream).Inc()
+}
+
+// CircuitState is one upstream's circuit state for WatchCircuits.
+type CircuitState struct{ Upstream, State string }
+
+// circuitStates are the states coachgw_breaker_state reports, each as a series of its own.
+var circuitStates = []string{"closed", "open", "half-open"}
+
+// WatchCircuits makes /metrics report coachgw_breaker_state{upstream,state}: 1 for each
+// upstream's current circuit state and 0 for the others, as states returns them when scraped.
+// This is where the circuits' states live (v1.2: not in readiness). Call it once.
+func (m *Metrics) WatchCircuits(states func() []CircuitState) {
+	m.reg.MustRegister(circuitCollector{
+		desc: prometheus.NewDesc(namespace+"_breaker_state",
+			"Circuit breaker state by upstream: 1 for the state the circuit is in (closed, open, half-open), 0 for the others.",
+			[]string{"upstream", "state"}, nil),
+		states: states,
+	})
+}
+
+type circuitCollector struct {
+	desc   *prometheus.Desc
+	states func() []CircuitState
+}
+
+func (c circuitCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c circuitCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, cs := range c.states() {
+		for _, s := range circuitStates {
+			v := 0.0
+			if s == cs.State {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, v, cs.Upstream, s)
+		}
+	}
 }
 
 // Retried counts a model call repeated before any text was sent, by the class of the failure
