@@ -5,26 +5,27 @@ import (
 	"time"
 )
 
-// OpenCircuit records that the circuit of the model endpoint name is open for cooldown, for
-// every gateway on this Redis: one SET with that expiry (rounded up to whole milliseconds) of
-// the key {prefix}:{cb:<name>}, hash-tagged like the session keys, with a "cb:" that no session
-// id can start with. It is one round trip, made only when a circuit opens, never on a turn's
+// OpenCircuit records that the circuit of the model endpoint whose identity is id (see
+// breaker.Identity: a hash of its name, base URL and model) is open for cooldown, for every
+// gateway on this Redis: one SET with that expiry (rounded up to whole milliseconds) of the key
+// {prefix}:{cb:<id>}, hash-tagged like the session keys, with a "cb:" that no session id can
+// start with. It is one round trip, made only when a circuit opens, never on a turn's
 // path (see package breaker).
-func (s *Store) OpenCircuit(ctx context.Context, name string, cooldown time.Duration) error {
-	if err := s.client.Set(ctx, s.circuitKey(name), "open", time.Duration(millis(cooldown))*time.Millisecond).Err(); err != nil {
+func (s *Store) OpenCircuit(ctx context.Context, id string, cooldown time.Duration) error {
+	if err := s.client.Set(ctx, s.circuitKey(id), "open", time.Duration(millis(cooldown))*time.Millisecond).Err(); err != nil {
 		return failure("open circuit", err)
 	}
 	return nil
 }
 
-// OpenCircuits returns, for each of names whose circuit some gateway opened, how long it stays
+// OpenCircuits returns, for each of ids whose circuit some gateway opened, how long it stays
 // open: one PTTL per endpoint (each key is a slot of its own). They are sent one by one rather
 // than pipelined so that they keep a label of their own in the gateway's Redis metrics
 // ("pttl"): they are the breaker's background reads, not any turn's round trips, and the bench
 // tells them apart by it.
-func (s *Store) OpenCircuits(ctx context.Context, names []string) (map[string]time.Duration, error) {
+func (s *Store) OpenCircuits(ctx context.Context, ids []string) (map[string]time.Duration, error) {
 	open := map[string]time.Duration{}
-	for _, n := range names {
+	for _, n := range ids {
 		// PTTL answers -2 for a missing key and -1 for one without expiry, which this package
 		// never writes.
 		d, err := s.client.PTTL(ctx, s.circuitKey(n)).Result()
@@ -38,4 +39,4 @@ func (s *Store) OpenCircuits(ctx context.Context, names []string) (map[string]ti
 	return open, nil
 }
 
-func (s *Store) circuitKey(name string) string { return s.prefix + ":{cb:" + name + "}" }
+func (s *Store) circuitKey(id string) string { return s.prefix + ":{cb:" + id + "}" }
