@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/coachgw/coachgw/internal/breaker"
 	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/fakellm"
 	"github.com/coachgw/coachgw/internal/openai"
@@ -264,7 +265,9 @@ func TestSharedRedisKeepsLiveStateApart(t *testing.T) {
 	rdb := redis.NewClient(opts)
 	defer rdb.Close()
 	ctx := context.Background()
-	if n, err := rdb.Exists(ctx, prefix+":{cb:bad}").Result(); err != nil || n != 0 {
+	// Circuits are keyed by the endpoint's identity (see breaker.Identity).
+	key := "{cb:" + breaker.Identity("bad", bad, "m") + "}"
+	if n, err := rdb.Exists(ctx, prefix+":"+key).Result(); err != nil || n != 0 {
 		t.Errorf("the live circuit key exists = %d (%v), want 0", n, err)
 	}
 	ours, err := rdb.Keys(ctx, prefix+":*").Result()
@@ -276,7 +279,7 @@ func TestSharedRedisKeepsLiveStateApart(t *testing.T) {
 		if !strings.HasPrefix(k, prefix+":qualify:") {
 			t.Errorf("key %s is outside the run's prefix", k)
 		}
-		opened = opened || strings.HasSuffix(k, ":{cb:bad}")
+		opened = opened || strings.HasSuffix(k, ":"+key)
 	}
 	if !opened {
 		t.Errorf("keys %v: the run's own circuit did not open, so the test proves nothing", ours)
