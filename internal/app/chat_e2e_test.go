@@ -59,6 +59,12 @@ func chat(t *testing.T, g *apptest.Gateway, id string, body any) chatResponse {
 	if err != nil {
 		t.Fatalf("POST chat: %v", err)
 	}
+	return readChat(t, resp)
+}
+
+// readChat reads a chat route's answer whole (see chat).
+func readChat(t *testing.T, resp *http.Response) chatResponse {
+	t.Helper()
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
@@ -473,5 +479,40 @@ func TestChatCardsFallback(t *testing.T) {
 	}
 	if res := r.result(t); !res.Fallback || res.Session.Version != 2 {
 		t.Errorf("data-coach-result %s, want the stored fallback card", r.data(t, "data-coach-result"))
+	}
+}
+
+// TestChatStreamReplaysTheTurn resumes a finished turn the way useChat({resume: true}) does,
+// with GET …/chat/stream: the turn is replayed from its start as a UI message stream with the
+// same text and result as the POST that ran it, under the same X-Coach-Turn; a session without
+// a turn is 204.
+func TestChatStreamReplaysTheTurn(t *testing.T) {
+	g := apptest.Start(t, nil)
+	s := g.Create("toulmin", nil)
+	stream := func(id string) chatResponse {
+		t.Helper()
+		resp, err := http.Get(g.URL + "/v1/sessions/" + id + "/chat/stream")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return readChat(t, resp)
+	}
+	if r := stream(s.ID); r.Status != http.StatusNoContent || r.Body != "" {
+		t.Errorf("before any turn: %d %q, want 204 and no body", r.Status, r.Body)
+	}
+	g.LLM.Enqueue(fakellm.Reply{Chunks: []string{`{"assistantText":"Good `, `start. What `, `should cities do?","step":"claim","nextQuestion":"Which cities?"}`}})
+	posted := chat(t, g, s.ID, chatBody(textPart("Cities should ban cars.")))
+	replayed := stream(s.ID)
+	if replayed.Status != http.StatusOK || replayed.Header.Get("X-Coach-Turn") != posted.Header.Get("X-Coach-Turn") {
+		t.Fatalf("replay: %d, X-Coach-Turn %q; want 200 and the posted turn's %q", replayed.Status, replayed.Header.Get("X-Coach-Turn"), posted.Header.Get("X-Coach-Turn"))
+	}
+	if got, want := replayed.kinds(), posted.kinds(); got != want {
+		t.Errorf("replayed events %q, want the posted turn's %q", got, want)
+	}
+	if got, want := strings.Join(replayed.texts(t), "|"), strings.Join(posted.texts(t), "|"); got != want || !strings.HasSuffix(got, "\n\nWhich cities?") {
+		t.Errorf("replayed text %q, want the posted %q, ending with the streamed question", got, want)
+	}
+	if got, want := string(replayed.result(t).Result), string(posted.result(t).Result); got != want {
+		t.Errorf("replayed result %s, want %s", got, want)
 	}
 }
