@@ -23,6 +23,7 @@ import (
 
 	"github.com/coachgw/coachgw/internal/app"
 	"github.com/coachgw/coachgw/internal/config"
+	"github.com/coachgw/coachgw/internal/logcap"
 	"github.com/coachgw/coachgw/internal/qualify"
 )
 
@@ -69,7 +70,9 @@ func newLogger(cfg config.Config, w io.Writer) zerolog.Logger {
 	if cfg.LogFormat == "console" {
 		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
 	}
-	return zerolog.New(w).Level(level).With().Timestamp().Logger()
+	// Every line is capped, whatever a field quotes (see internal/logcap); the console writer
+	// renders the capped JSON.
+	return zerolog.New(logcap.Writer(w, logcap.MaxLine)).Level(level).With().Timestamp().Logger()
 }
 
 // redisLogger sends go-redis's own messages (dial failures, Sentinel switches) to the gateway's

@@ -22,6 +22,7 @@ import (
 	"github.com/coachgw/coachgw/internal/app"
 	"github.com/coachgw/coachgw/internal/config"
 	"github.com/coachgw/coachgw/internal/fakellm"
+	"github.com/coachgw/coachgw/internal/logcap"
 	"github.com/coachgw/coachgw/internal/redisstore/redistest"
 	"github.com/coachgw/coachgw/internal/schema"
 )
@@ -121,7 +122,8 @@ func StartWith(t *testing.T, o Options) *Gateway {
 		logTo = o.Log
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, cfg, zerolog.New(logTo))
+	// The gateway's lines are capped as cmd/coachgw caps them.
+	a, err := app.New(ctx, cfg, zerolog.New(logcap.Writer(logTo, logcap.MaxLine)))
 	if err != nil {
 		cancel()
 		stopLLM()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/ndjson"
+	"github.com/coachgw/coachgw/internal/redact"
 )
 
 // turn runs one turn of session id and streams it as NDJSON. Problems found before the first line
@@ -103,14 +104,21 @@ func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open ope
 	log := logger(c)
 	ev := log.Info()
 	if rep.Diagnostic != "" {
-		log.Error().Str("session", id).Strs("rules", rep.Rules).Str("model_response", rep.Diagnostic).
+		// The model's answer is as long as a learner can make it: the error line keeps a
+		// short excerpt, and the answer itself goes to debug, bounded too.
+		log.Error().Str("session", id).Str("turn", turnID).Strs("rules", rep.Rules).
+			Str("model_response", redact.Excerpt(rep.Diagnostic, maxResponseExcerpt)).
 			Msg("model output was unusable; a fallback was sent")
+		log.Debug().Str("session", id).Str("turn", turnID).
+			Str("model_response", redact.Excerpt(rep.Diagnostic, maxResponseDebug)).
+			Msg("the unusable model output")
 	}
 	if rep.Notice != "" {
-		log.Warn().Str("session", id).Str("notice", rep.Notice).Msg("part of the model output was ignored")
+		log.Warn().Str("session", id).Str("notice", redact.Excerpt(rep.Notice, maxNoticeExcerpt)).
+			Msg("part of the model output was ignored")
 	}
 	if rep.Err != nil && rep.Outcome != "cancelled" {
-		ev = log.Warn().Err(rep.Err)
+		ev = log.Warn().Str(zerolog.ErrorFieldName, redact.Excerpt(rep.Err.Error(), maxErrorExcerpt))
 	}
 	ev.Str("session", id).Str("turn", turnID).Str("contract", rep.Contract).Str("outcome", rep.Outcome).
 		Dur("first_delta", rep.FirstDelta).Dur("duration", rep.Duration).Int("deltas", rep.Deltas).
@@ -118,6 +126,17 @@ func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open ope
 		Int("resets", rep.Resets).Strs("rules", rep.Rules).Msg("turn")
 	return nil
 }
+
+// Bounds, in bytes, of what a turn's log lines quote (see docs/security.md): the error line of an
+// unusable answer keeps maxResponseExcerpt of it (some 200 characters with the note of what was
+// cut), the debug line maxResponseDebug; a notice and the turn's error are cut too. The log
+// writer (internal/logcap) caps whole lines at 16 KiB besides.
+const (
+	maxResponseExcerpt = 160
+	maxResponseDebug   = 4 << 10
+	maxNoticeExcerpt   = 1 << 10
+	maxErrorExcerpt    = 2 << 10
+)
 
 // attemptLog renders a turn's attempt log as the turn line's attempt_log array: per model call
 // the endpoint, why the call ended (end, detail, the endpoint's finish reason), the bytes of
