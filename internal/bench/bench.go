@@ -74,6 +74,11 @@ type Config struct {
 	// RedisRelay also routes the gateway's Redis connections through a counting relay, a
 	// cross-check of the gateway's own count that costs a loopback hop per round trip.
 	RedisRelay bool
+	// TurnLog keeps the gateway's resumable-turn line log on (COACH_RESUME_TTL of 5m, the
+	// gateway's default). Off, the gateway's Redis round trips per turn are the turn's own two
+	// (claim and commit); on, they include the log's batched appends, which run beside the
+	// turn, never in its path: comparing the two runs shows what resumable turns cost.
+	TurnLog bool
 	// Upstreams, when positive, configures the gateway with COACH_UPSTREAMS of that many
 	// endpoints instead of OPENAI_BASE_URL: fakellm first, then fallback endpoints on loopback
 	// ports where nothing listens. With a healthy first endpoint the others are never asked, so
@@ -347,6 +352,7 @@ func (r *runner) gatewayEnv() ([]string, error) {
 		"COACH_MAX_CONNS", "0",
 		"COACH_API_KEYS", "",
 		"COACH_API_KEYS_FILE", "",
+		"COACH_RESUME_TTL", map[bool]string{true: "5m", false: "0"}[r.cfg.TurnLog],
 	), nil
 }
 

@@ -43,6 +43,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	in := fs.String("in", "", "render the report from these JSON results (comma-separated) instead of running")
 	micro := fs.String("micro", "", "include the microbenchmarks from this `go test -bench -benchmem` output")
 	notes := fs.String("notes", "", "append this markdown file as the report's closing notes")
+	turnLog := fs.Bool("turn-log", false, "keep the gateway's resumable-turn line log on (COACH_RESUME_TTL=5m); off, Redis round trips per turn are the turn's own")
 	quick := fs.Bool("quick", false, "a small, fast run for a smoke test (writes no files unless asked)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -83,7 +84,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		cfg := Config{
 			Levels: lv, Turns: *turns, Rounds: *rounds, Seed: *seed, Hold: *hold,
 			Shape:    Shape{Chunks: *chunks, ChunkMin: *chunkMin, ChunkMax: *chunkMax, DelayMin: *delayMin, DelayMax: *delayMax},
-			RedisURL: getenv("REDIS_URL"), RedisRelay: *relay, ProfileDir: *profileDir, Upstreams: *upstreams,
+			RedisURL: getenv("REDIS_URL"), RedisRelay: *relay, ProfileDir: *profileDir, Upstreams: *upstreams, TurnLog: *turnLog,
 			Progress: stderr, Stderr: stderr, Command: commandLine(args, getenv("REDIS_URL")),
 		}
 		if err := cfg.Shape.validate(); err != nil {

@@ -12,8 +12,10 @@ import (
 // cost is one extra loopback hop each way on every Redis round trip of a coachgw turn (the
 // bench measures and reports that hop).
 //
-// It counts commands, not round trips: a pipeline of n commands would count n. The store sends
-// none, so for it the two are the same, and a count of 2 per turn proves at most 2 round trips.
+// It counts commands, not round trips: a pipeline of n commands counts n. A turn's commit
+// pipelines its usage settlement with it, so a turn is 3 commands in 2 round trips; the round
+// trips themselves are the gateway's own count (its Redis hook), which the relay cross-checks
+// from below: no more commands than the store means to send.
 // The commands a client sends to set up a new connection are not round trips of a turn (see
 // notRoundTrips).
 type relay struct {

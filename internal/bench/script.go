@@ -63,8 +63,12 @@ type script struct {
 // false) so that a session can take any number of turns, and still makes the guards work: the
 // result has every member, and question_appending fires.
 const (
-	scriptHead = `{"assistantText":"`
-	scriptTail = `","step":"claim","confidence":0.55,"nextQuestion":"Which single fact would most convince a skeptic?","shouldAdvance":false}`
+	scriptHead     = `{"assistantText":"`
+	scriptQuestion = "Which single fact would most convince a skeptic?"
+	scriptTail     = `","step":"claim","confidence":0.55,"nextQuestion":"` + scriptQuestion + `","shouldAdvance":false}`
+	// questionDelta is the last delta of a gateway turn (wire contract v1.2): the question the
+	// guards append to assistantText, streamed after the model's text.
+	questionDelta = "\n\n" + scriptQuestion
 )
 
 // prose is the text assistantText is made of: mostly ASCII, with the newlines and quotes that a

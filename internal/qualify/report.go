@@ -215,7 +215,11 @@ func (t *tally) TurnEnded(r coach.Report) {
 			c.guards++
 		}
 		for _, s := range r.Spent {
-			c.tokens = c.tokens.Add(s.Usage)
+			// An estimate from bytes is the gateway's guess for the budget, not what the
+			// endpoint said: the report shows only reported tokens.
+			if !s.Estimated {
+				c.tokens = c.tokens.Add(s.Usage)
+			}
 		}
 	})
 }

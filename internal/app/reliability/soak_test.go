@@ -224,6 +224,10 @@ func TestSoak(t *testing.T) {
 			c.RetryAfterCap, c.MaxAttempts = 200*time.Millisecond, 3
 			// Its sessions are all created at once, from one address.
 			c.SessionRateLimit = 0
+			// 200 sessions at once on a loaded machine can keep a Redis reply waiting for
+			// its goroutine past the 1 s default: a bound for a Redis that stopped answering
+			// (tested in TestPausedRedisAnswered), not for a busy test.
+			c.RedisTimeout = 10 * time.Second
 		},
 	})
 	prefix := g.Config.RedisPrefix
