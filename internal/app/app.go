@@ -74,7 +74,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 		}
 	}()
 
-	m := metrics.New()
+	m := metrics.New(metrics.WithTenantLabel(cfg.MetricsTenantLabel))
 	client, err := a.redis()
 	if err != nil {
 		return nil, err

@@ -141,6 +141,9 @@ type Config struct {
 	// (COACH_MAX_CONNS) the connections served at once (0: no cap).
 	MaxHeaderBytes int
 	MaxConns       int
+	// MetricsTenantLabel is COACH_METRICS_TENANT_LABEL: what the tenant label of /metrics holds,
+	// "name", "hash" (the default) or "none".
+	MetricsTenantLabel string
 }
 
 // APIKey is a client's key as configured: the tenant it acts for and the SHA-256 of the key.
@@ -205,6 +208,7 @@ func Default() Config {
 		SessionRateLimit:     120,
 		MaxHeaderBytes:       64 << 10,
 		MaxConns:             2048,
+		MetricsTenantLabel:   "hash",
 	}
 }
 
@@ -328,6 +332,8 @@ func Load(getenv func(string) string) (Config, error) {
 	num("COACH_SESSION_RATE_LIMIT", &c.SessionRateLimit)
 	num("COACH_MAX_HEADER_BYTES", &c.MaxHeaderBytes)
 	num("COACH_MAX_CONNS", &c.MaxConns)
+	str("COACH_METRICS_TENANT_LABEL", &c.MetricsTenantLabel)
+	c.MetricsTenantLabel = strings.ToLower(c.MetricsTenantLabel)
 
 	switch c.ResponseFormat {
 	case "json_schema", "json_object", "prompt":
@@ -368,6 +374,11 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.MaxHeaderBytes < 4<<10 {
 		errs = append(errs, fmt.Errorf("COACH_MAX_HEADER_BYTES=%d: want at least 4096", c.MaxHeaderBytes))
+	}
+	switch c.MetricsTenantLabel {
+	case "name", "hash", "none":
+	default:
+		errs = append(errs, fmt.Errorf("COACH_METRICS_TENANT_LABEL=%q: want name, hash or none", c.MetricsTenantLabel))
 	}
 	if c.CardsMaxLevel < 1 {
 		errs = append(errs, fmt.Errorf("COACH_CARDS_MAX_LEVEL must be at least 1"))
@@ -423,6 +434,7 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 		Int("sessionRateLimit", c.SessionRateLimit).
 		Int("maxHeaderBytes", c.MaxHeaderBytes).
 		Int("maxConns", c.MaxConns).
+		Str("metricsTenantLabel", c.MetricsTenantLabel).
 		Strs("corsOrigins", c.CORSOrigins)
 }
 

@@ -10,6 +10,8 @@
 package metrics
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"strconv"
 	"time"
@@ -68,13 +70,56 @@ type Metrics struct {
 
 	httpRequests *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
+
+	// tenant turns a tenant's name into the value of the tenant label (see WithTenantLabel).
+	tenant func(string) string
+}
+
+// Option configures New.
+type Option func(*Metrics)
+
+// Tenant label modes (COACH_METRICS_TENANT_LABEL).
+const (
+	// TenantName labels by the tenant's name as configured with its API keys.
+	TenantName = "name"
+	// TenantHash labels by the first 12 hex digits of the SHA-256 of the name: tenants stay
+	// apart on a dashboard, and an operator who knows a name can find its series, but the
+	// names are not shown to whoever can read /metrics, which needs no key.
+	TenantHash = "hash"
+	// TenantNone leaves the label empty: one series for all tenants.
+	TenantNone = "none"
+)
+
+// WithTenantLabel sets what the tenant label holds: TenantName, TenantHash (what New uses
+// without this option) or TenantNone.
+func WithTenantLabel(mode string) Option {
+	return func(m *Metrics) {
+		switch mode {
+		case TenantName:
+			m.tenant = func(t string) string { return t }
+		case TenantNone:
+			m.tenant = func(string) string { return "" }
+		default:
+			m.tenant = hashTenant
+		}
+	}
+}
+
+// hashTenant returns the label value of tenant in TenantHash mode; the tenant of a gateway
+// with no API keys, the empty name, stays empty.
+func hashTenant(tenant string) string {
+	if tenant == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(tenant))
+	return hex.EncodeToString(sum[:6])
 }
 
 var _ coach.Observer = (*Metrics)(nil)
 
 // New returns Metrics registered on a registry of their own, together with the Go runtime and
-// process collectors.
-func New() *Metrics {
+// process collectors. Tenant labels are hashed unless an option says otherwise.
+func New(opts ...Option) *Metrics {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
@@ -184,6 +229,10 @@ func New() *Metrics {
 		// the gateway's own metrics.
 		ErrorHandling: promhttp.ContinueOnError,
 	})
+	WithTenantLabel(TenantHash)(m)
+	for _, o := range opts {
+		o(m)
+	}
 	return m
 }
 
@@ -204,8 +253,9 @@ func (m *Metrics) TurnEnded(r coach.Report) {
 	}
 	m.deltas.WithLabelValues(r.Contract).Add(float64(r.Deltas))
 	for _, s := range r.Spent {
-		m.promptTokens.WithLabelValues(r.Tenant, r.Contract, s.Upstream, s.Model).Add(float64(s.Usage.PromptTokens))
-		m.completionTokens.WithLabelValues(r.Tenant, r.Contract, s.Upstream, s.Model).Add(float64(s.Usage.CompletionTokens))
+		tenant := m.tenant(r.Tenant)
+		m.promptTokens.WithLabelValues(tenant, r.Contract, s.Upstream, s.Model).Add(float64(s.Usage.PromptTokens))
+		m.completionTokens.WithLabelValues(tenant, r.Contract, s.Upstream, s.Model).Add(float64(s.Usage.CompletionTokens))
 		if s.Ignored {
 			m.usageIgnored.WithLabelValues(s.Upstream).Inc()
 		}

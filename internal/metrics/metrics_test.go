@@ -169,11 +169,11 @@ func TestObserver(t *testing.T) {
 					}})
 			},
 			want: []want{
-				{"coachgw_prompt_tokens_total", []string{"tenant", "acme", "contract", "cards", "upstream", "primary", "model", "gpt-4o-mini"}, 250},
-				{"coachgw_completion_tokens_total", []string{"tenant", "acme", "contract", "cards", "upstream", "primary", "model", "gpt-4o-mini"}, 45},
-				{"coachgw_prompt_tokens_total", []string{"tenant", "acme", "contract", "cards", "upstream", "second", "model", "qwen"}, 7},
-				{"coachgw_completion_tokens_total", []string{"tenant", "acme", "contract", "cards", "upstream", "second", "model", "qwen"}, 3},
-				{"coachgw_prompt_tokens_total", []string{"tenant", "acme", "contract", "cards", "upstream", "local", "model", ""}, -1},
+				{"coachgw_prompt_tokens_total", []string{"tenant", hashTenant("acme"), "contract", "cards", "upstream", "primary", "model", "gpt-4o-mini"}, 250},
+				{"coachgw_completion_tokens_total", []string{"tenant", hashTenant("acme"), "contract", "cards", "upstream", "primary", "model", "gpt-4o-mini"}, 45},
+				{"coachgw_prompt_tokens_total", []string{"tenant", hashTenant("acme"), "contract", "cards", "upstream", "second", "model", "qwen"}, 7},
+				{"coachgw_completion_tokens_total", []string{"tenant", hashTenant("acme"), "contract", "cards", "upstream", "second", "model", "qwen"}, 3},
+				{"coachgw_prompt_tokens_total", []string{"tenant", hashTenant("acme"), "contract", "cards", "upstream", "local", "model", ""}, -1},
 			},
 		},
 		{
@@ -419,5 +419,40 @@ func TestConcurrentTurns(t *testing.T) {
 		if got := value(t, m, tt.name, tt.labels...); got != tt.want {
 			t.Errorf("%s%q = %v, want %v", tt.name, tt.labels, got, tt.want)
 		}
+	}
+}
+
+// TestTenantLabel reads /metrics in each COACH_METRICS_TENANT_LABEL mode: the unauthenticated
+// page shows a tenant's name only when the operator asked for names.
+func TestTenantLabel(t *testing.T) {
+	for _, tc := range []struct {
+		mode, want string
+	}{
+		{TenantName, `tenant="acme"`},
+		{TenantHash, `tenant="` + hashTenant("acme") + `"`},
+		{TenantNone, `tenant=""`},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			m := New(WithTenantLabel(tc.mode))
+			m.TurnStarted("cards")
+			m.TurnEnded(coach.Report{Contract: "cards", Outcome: "ok", Tenant: "acme",
+				Spent: []coach.Spent{{Upstream: "primary", Model: "m", Usage: coach.Usage{PromptTokens: 1, CompletionTokens: 1}}}})
+			rec := httptest.NewRecorder()
+			m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+			body := rec.Body.String()
+			found := false
+			for _, line := range strings.Split(body, "\n") {
+				found = found || strings.HasPrefix(line, "coachgw_prompt_tokens_total{") && strings.Contains(line, tc.want)
+			}
+			if !found {
+				t.Errorf("mode %s: /metrics has no prompt tokens series with %s", tc.mode, tc.want)
+			}
+			if tc.mode != TenantName && strings.Contains(body, "acme") {
+				t.Errorf("mode %s: /metrics shows the tenant's name", tc.mode)
+			}
+		})
+	}
+	if got := hashTenant("acme"); len(got) != 12 || got == hashTenant("acme2") {
+		t.Errorf("hashTenant(acme) = %q, want 12 hex digits distinct per tenant", got)
 	}
 }
