@@ -338,6 +338,9 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
       reveal(userMsg);
       if (!resumed) touched(/** @type {string} */ (message));
     }
+    // The proposal on screen, put back if a resumed turn turns out to be in the transcript
+    // already (discard).
+    const shown = proposal;
     showProposal(null);
     // The coach's bubble and its body, made by begin() before anything else uses them.
     let reply = /** @type {HTMLElement} */ (/** @type {unknown} */ (null));
@@ -404,6 +407,10 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
         live = false;
         reply?.remove();
         userMsg?.remove();
+        if (shown && !proposal) showProposal(shown);
+      },
+      accepted() {
+        if (!resumed) box.sent();
       },
     };
   }

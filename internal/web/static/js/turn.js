@@ -27,6 +27,7 @@ import { limitCounter } from './limits.js';
  * @typedef {object} TurnView
  * @property {(meta?: any) => void} [begin] before each attempt; a resumed turn's gets the meta sent with it
  * @property {() => void} [discard] a resumed turn is not to be shown after all (it is in the transcript already, or was never this tab's)
+ * @property {() => void} [accepted] the gateway took the turn (its id arrived): it runs to its end even if this page goes
  * @property {(line: any) => void} [delta]
  * @property {(line: any) => void} [card]
  * @property {(line: any) => void} [reset]
@@ -177,6 +178,7 @@ export class Turns {
         onTurn: (turn) => {
           opened = true;
           this.turnId = turn;
+          view.accepted?.();
           if (!record || record.turn !== turn) record = { turn, after: 0, events: [], meta };
           storeTurn(id, record);
           if (this.stopWanted) this.stop();
@@ -494,14 +496,19 @@ export function composer(t, onSend, { placeholder = '', limit = 8000, draftKey =
   const submit = async () => {
     const text = input.value.trim();
     if (!text || locked || count.over()) return;
-    // The box empties at once, but the kept copy goes only once the message was sent: a reload
-    // while the turn streams (which cancels it) finds the text again.
+    // The box empties at once, but the kept copy goes only once the gateway took the turn (see
+    // sent): a reload before that finds the text again.
     input.value = '';
     fit();
     count.update();
     const sent = await onSend(text);
     if (sent === false && input.value === '') setText(text);
     else if (input.value === '') saveDraft();
+  };
+  // sent drops the kept copy of a message the gateway took: the turn runs to its end on the
+  // gateway (v1.2), so a reload resumes it rather than finding the text in the box again.
+  const sent = () => {
+    if (input.value === '') saveDraft();
   };
   input.addEventListener('input', saveDraft);
   input.addEventListener('keydown', (e) => {
@@ -536,6 +543,8 @@ export function composer(t, onSend, { placeholder = '', limit = 8000, draftKey =
     setText,
     /** submit sends what is in the box, as the Send button does. */
     submit,
+    /** sent forgets the kept copy of the message just sent, once the gateway took its turn. */
+    sent,
     focus() {
       if (!input.disabled) input.focus({ preventScroll: true });
     },
