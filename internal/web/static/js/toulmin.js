@@ -323,6 +323,11 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
       discard() { v?.discard(); },
     };
     await turns.resume(view, { known: Number(session.version) || 0 });
+    // A message whose turn the gateway took just before the page went (its id had not arrived,
+    // so the box kept a copy) is in the transcript now: the copy is no unsent text any more.
+    const sent = [...transcript.querySelectorAll('[data-testid="msg-user"] .msg-body')].pop();
+    const kept = box.input.value.trim();
+    if (kept && sent && sent.textContent?.trim() === kept) box.setText('');
   }
 
   // turnView shows one turn of the coach: the learner's message (none for a continue turn), the
