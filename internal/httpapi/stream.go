@@ -198,7 +198,12 @@ func (l *lineWriter) Emit(e coach.Event) error {
 	if l.buf, err = ndjson.Append(l.buf[:0], e); err != nil {
 		return err
 	}
-	_, err = l.w.Write(l.buf)
+	return l.write(l.buf)
+}
+
+// write writes line, one encoded NDJSON line.
+func (l *lineWriter) write(line []byte) error {
+	_, err := l.w.Write(line)
 	return err
 }
 

@@ -84,18 +84,16 @@ func newLineLog(store TurnLog, session, turn string, live, ttl time.Duration, lo
 	return l
 }
 
-// add appends e as one line.
-func (l *lineLog) add(e coach.Event) error {
+// add appends line, one encoded NDJSON line.
+func (l *lineLog) add(line []byte) {
 	l.mu.Lock()
-	var err error
-	l.buf, err = ndjson.Append(l.buf, e)
+	l.buf = append(l.buf, line...)
 	l.lines++
 	l.mu.Unlock()
 	select {
 	case l.wake <- struct{}{}:
 	default:
 	}
-	return err
 }
 
 // close marks the turn's end: the writer appends what is left as the last batch and stops.
@@ -213,6 +211,9 @@ type turnSink struct {
 	client coach.Sink
 	log    *lineLog
 	turn   string
+	// line is the last line encoded for the log; an NDJSON client is written the same bytes,
+	// so a line is encoded once however many places it goes.
+	line []byte
 	// cancelOnError passes the client's write errors on to the engine.
 	cancelOnError bool
 	gone          bool
@@ -223,13 +224,22 @@ func (t *turnSink) Emit(e coach.Event) error {
 	if e.Type == coach.EventResult || e.Type == coach.EventError {
 		e.Turn = t.turn
 	}
-	if t.log != nil {
-		if err := t.log.add(e); err != nil {
-			return err
+	if t.log == nil {
+		if t.gone {
+			return nil
 		}
+		return t.clientErr(t.client.Emit(e))
 	}
+	var err error
+	if t.line, err = ndjson.Append(t.line[:0], e); err != nil {
+		return err
+	}
+	t.log.add(t.line)
 	if t.gone {
 		return nil
+	}
+	if raw, ok := t.client.(*lineWriter); ok {
+		return t.clientErr(raw.write(t.line))
 	}
 	return t.clientErr(t.client.Emit(e))
 }
