@@ -109,6 +109,18 @@ func (t *turn) Finish() (*coach.Outcome, error) {
 	}
 	doc["meta"].(map[string]any)["progress"] = progress
 
+	out, err := t.outcome(doc, st)
+	if err != nil {
+		return nil, err
+	}
+	out.Fallback = slices.Contains(rules, RuleFallback)
+	out.Rules, out.Diagnostic, out.Notice = rules, strings.Join(diag, "; "), notice
+	return out, nil
+}
+
+// outcome encodes doc, the response the learner gets, and st, the state after the turn, as the
+// turn's outcome, with the exchange as the model will see it in later turns.
+func (t *turn) outcome(doc map[string]any, st any) (*coach.Outcome, error) {
 	result, err := marshalOrdered(doc)
 	if err != nil {
 		return nil, coach.Wrap(err, coach.KindInternal, coach.CodeInternal, "encoding the module result")
@@ -124,10 +136,6 @@ func (t *turn) Finish() (*coach.Outcome, error) {
 			{Role: coach.RoleUser, Content: t.user},
 			{Role: coach.RoleAssistant, Content: string(result)},
 		},
-		Fallback:   slices.Contains(rules, RuleFallback),
-		Rules:      rules,
-		Diagnostic: strings.Join(diag, "; "),
-		Notice:     notice,
 	}, nil
 }
 
@@ -174,25 +182,13 @@ func (t *turn) Fallback(cause error) (*coach.Outcome, error) {
 		"newly_covered":    []string{},
 		"remaining_topics": len(t.before.covered) - t.before.n,
 	}
-	result, err := marshalOrdered(doc)
+	out, err := t.outcome(doc, t.st)
 	if err != nil {
-		return nil, coach.Wrap(err, coach.KindInternal, coach.CodeInternal, "encoding the module fallback")
+		return nil, err
 	}
-	state, err := json.Marshal(t.st)
-	if err != nil {
-		return nil, coach.Wrap(err, coach.KindInternal, coach.CodeInternal, "encoding module state")
-	}
-	return &coach.Outcome{
-		Result: result,
-		State:  state,
-		History: []coach.Message{
-			{Role: coach.RoleUser, Content: t.user},
-			{Role: coach.RoleAssistant, Content: string(result)},
-		},
-		Fallback:   true,
-		Rules:      []string{RuleFallback, RuleEmptyAnswer},
-		Diagnostic: "module: " + cause.Error() + "; a fallback was sent in place of: " + clip(t.stream.out, maxDiagnostic),
-	}, nil
+	out.Fallback, out.Rules = true, []string{RuleFallback, RuleEmptyAnswer}
+	out.Diagnostic = "module: " + cause.Error() + "; a fallback was sent in place of: " + clip(t.stream.out, maxDiagnostic)
+	return out, nil
 }
 
 // looksLikeJSON reports whether raw, without a fence, starts like a JSON object, or like a JSON
