@@ -516,8 +516,10 @@ func (s *SavedEmbedded) readBatch(ctx context.Context, snap *snapshot, keys []st
 		}
 		unsaved := 0
 		for i, r := range reads {
-			if r.typ == "none" {
-				continue // gone since it was listed
+			if r.typ == "none" || r.typ == "stream" {
+				// Gone since it was listed; or a turn's line log (see turnlog.go), kept only
+				// minutes for a resume, which a restart ends anyway.
+				continue
 			}
 			k := snapshotKey{Key: keys[i], Type: r.typ}
 			if pttl := r.pttl.Val(); pttl > 0 {
