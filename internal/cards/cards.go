@@ -162,7 +162,7 @@ func (c *Contract) Begin(s *coach.Session, in coach.TurnInput) (coach.Turn, erro
 	t.user = coach.Message{Role: coach.RoleUser, Content: user}
 	hist := boundHistory(s.History, c.cfg.HistoryMessages)
 	msgs := make([]coach.Message, 0, len(hist)+2)
-	msgs = append(msgs, coach.Message{Role: coach.RoleSystem, Content: c.systemPrompt(s.Locale, st, t.levelUp != nil)})
+	msgs = append(msgs, coach.Message{Role: coach.RoleSystem, Content: c.systemPrompt(s.Language(), st, t.levelUp != nil)})
 	msgs = append(msgs, hist...)
 	msgs = append(msgs, t.user)
 	t.req = coach.ModelRequest{Messages: msgs, Tool: c.tool, MaxTokens: MaxTokens}

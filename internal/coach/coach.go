@@ -7,7 +7,10 @@ package coach
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
+
+	"github.com/coachgw/coachgw/internal/safety"
 )
 
 // Session is one coaching conversation: which contract drives it, its contract-specific state and
@@ -21,6 +24,12 @@ type Session struct {
 	State     json.RawMessage `json:"state"`
 	CreatedAt time.Time       `json:"createdAt"`
 	UpdatedAt time.Time       `json:"updatedAt"`
+	// Safety, when set, is the session's safety hold: a crisis was detected in it, and until an
+	// operator clears the hold every turn gets the supportive answer instead of the lesson.
+	Safety *SafetyHold `json:"safety,omitempty"`
+	// Learner is the opaque learner reference the client gave when creating the session, by
+	// which an operator exports or erases everything of one learner.
+	Learner string `json:"learner,omitempty"`
 	// Limits, when set, are the longest texts the session accepts. They follow from the
 	// gateway's configuration and the contract, so the HTTP adapter fills them in on the way
 	// out and no store keeps them.
@@ -30,6 +39,29 @@ type Session struct {
 	Tenant string `json:"-"`
 	// History is the conversation as the model is shown it, oldest first.
 	History []Message `json:"-"`
+}
+
+// SafetyHold is the state of a session in which a crisis was detected (see the wire contract's
+// v1.3 additions).
+type SafetyHold struct {
+	Hold  bool      `json:"hold"`
+	Since time.Time `json:"since"`
+	// Episode identifies the crisis episode the hold belongs to: the escalation webhook is sent
+	// once per episode, and an operator's clear ends it.
+	Episode string `json:"episode,omitempty"`
+}
+
+// Held reports whether the session is on a safety hold.
+func (s *Session) Held() bool { return s.Safety != nil && s.Safety.Hold }
+
+// Language returns the language of the session's locale ("en" or "es"): a locale may name a
+// region too ("es-MX"), which chooses the crisis resources while the prompts follow the language.
+func (s *Session) Language() string { return Language(s.Locale) }
+
+// Language returns the language part of locale, lowercased ("es" for "es-MX").
+func Language(locale string) string {
+	lang, _, _ := strings.Cut(locale, "-")
+	return strings.ToLower(lang)
 }
 
 // Limits are the longest texts a session accepts, in characters (Unicode code points, as
@@ -73,7 +105,19 @@ const (
 	EventReset  = "reset"
 	EventResult = "result"
 	EventError  = "error"
+	// EventSafety is the safety line of a turn whose learner input showed a crisis.
+	EventSafety = "safety"
 )
+
+// SafetyNotice is the content of a safety line: the crisis resources for the session's locale.
+type SafetyNotice struct {
+	// Kind is "crisis".
+	Kind string `json:"kind"`
+	// Locale is the locale whose resources these are (the session's, or the fallback's).
+	Locale    string            `json:"locale"`
+	Message   string            `json:"message"`
+	Resources []safety.Resource `json:"resources"`
+}
 
 // Event is one line of a turn's stream.
 type Event struct {
@@ -93,6 +137,8 @@ type Event struct {
 	// for that answer, when it did.
 	Upstream string
 	Usage    *Usage
+	// Safety is the notice of a safety line.
+	Safety *SafetyNotice
 	// Reason explains a reset.
 	Reason string
 	// Code and Message describe an error.

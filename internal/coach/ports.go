@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/coachgw/coachgw/internal/safety"
 )
 
 // Store keeps sessions. A turn claims its session (one round trip: take the lock, read the
@@ -197,6 +199,8 @@ func (e *ModelError) Unwrap() error { return e.Err }
 // NewSession holds what a client may choose when creating a session.
 type NewSession struct {
 	Locale string
+	// Learner is an opaque learner reference (see Session.Learner); empty for none.
+	Learner string
 	// Module selects the learning module of a module session.
 	Module string
 }
@@ -280,4 +284,29 @@ type Outcome struct {
 	Diagnostic string
 	// Notice, when set, is worth a warning: something the model said was ignored.
 	Notice string
+}
+
+// SafeReplier is implemented by every contract's turn: it answers with text the gateway wrote
+// instead of the model's, in the contract's own result shape. The engine uses it for the
+// supportive answer of a crisis (and of every turn of a held session) and for the safe answer
+// that ends a turn whose model output failed the safety check twice.
+type SafeReplier interface {
+	// SafeReply returns the outcome to store and answer: a Result whose visible text is text
+	// and that continues no exercise, scores nothing and proposes nothing (no progress, no
+	// proposal, no step or level change, no form); State is the session's state unchanged;
+	// Tail is text (sent as the turn's one delta before the result); History is empty, so the
+	// model never sees the exchange.
+	SafeReply(text string) (*Outcome, error)
+}
+
+// SafetyAudit keeps the audit records of safety checks, readable later by the tenant's
+// operator keys. Audit is called once per turn with all of its records, off the client's path.
+type SafetyAudit interface {
+	Audit(ctx context.Context, records []safety.Record) error
+}
+
+// Escalator delivers the escalation of a crisis episode (the signed webhook). Escalate must
+// return at once: delivery, its retries and its idempotence are the adapter's business.
+type Escalator interface {
+	Escalate(ep safety.Episode)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -182,12 +183,13 @@ func (s *Service) CreateSession(ctx context.Context, tenant, contract string, op
 	if !ok {
 		return nil, Errorf(KindInvalid, CodeUnknownContract, "unknown contract %q", Clip(contract))
 	}
-	switch opts.Locale {
-	case "":
-		opts.Locale = "en"
-	case "en", "es":
-	default:
-		return nil, Errorf(KindInvalid, CodeInvalidRequest, "locale must be \"en\" or \"es\"")
+	locale, ok := normalLocale(opts.Locale)
+	if !ok {
+		return nil, Errorf(KindInvalid, CodeInvalidRequest, "locale must be \"en\" or \"es\", optionally with a region (\"es-MX\")")
+	}
+	opts.Locale = locale
+	if opts.Learner != "" && !ValidLearner(opts.Learner) {
+		return nil, Errorf(KindInvalid, CodeInvalidRequest, "learner must be 1 to 128 printable ASCII characters without spaces")
 	}
 	state, err := c.NewState(opts)
 	if err != nil {
@@ -196,7 +198,7 @@ func (s *Service) CreateSession(ctx context.Context, tenant, contract string, op
 	now := s.now().UTC()
 	sess := &Session{
 		ID: NewID(), Contract: contract, Locale: opts.Locale, Version: 1, State: state,
-		CreatedAt: now, UpdatedAt: now, Tenant: tenant,
+		CreatedAt: now, UpdatedAt: now, Tenant: tenant, Learner: opts.Learner,
 	}
 	if err := s.store.Create(ctx, sess); err != nil {
 		return nil, err
@@ -323,6 +325,44 @@ func ValidID(id string) bool {
 	for i := 0; i < len(id); i++ {
 		c := id[i]
 		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// normalLocale returns locale in its stored form: "en" when empty, the language lowercased and
+// the region uppercased ("es-mx" becomes "es-MX"). The language must be one the contracts speak;
+// the region, two letters, only chooses the crisis resources.
+func normalLocale(locale string) (string, bool) {
+	if locale == "" {
+		return "en", true
+	}
+	lang, region, hasRegion := strings.Cut(locale, "-")
+	lang = strings.ToLower(lang)
+	if lang != "en" && lang != "es" {
+		return "", false
+	}
+	if !hasRegion {
+		return lang, true
+	}
+	if len(region) != 2 || !isASCIILetter(region[0]) || !isASCIILetter(region[1]) {
+		return "", false
+	}
+	return lang + "-" + strings.ToUpper(region), true
+}
+
+func isASCIILetter(b byte) bool { return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' }
+
+// ValidLearner reports whether ref may be a learner reference: 1 to 128 printable ASCII
+// characters without spaces. It is opaque to the gateway (an id of the client's own), and an
+// operator names it in a route's path.
+func ValidLearner(ref string) bool {
+	if ref == "" || len(ref) > 128 {
+		return false
+	}
+	for i := 0; i < len(ref); i++ {
+		if ref[i] <= ' ' || ref[i] > '~' || ref[i] == '/' {
 			return false
 		}
 	}

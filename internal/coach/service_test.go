@@ -314,11 +314,41 @@ func TestCreateSessionErrors(t *testing.T) {
 	for _, tt := range []struct{ contract, locale, want string }{
 		{"nope", "", CodeUnknownContract},
 		{"echo", "fr", CodeInvalidRequest},
+		{"echo", "es-MEX", CodeInvalidRequest},
+		{"echo", "es-1x", CodeInvalidRequest},
 	} {
 		t.Run(tt.contract+"/"+tt.locale, func(t *testing.T) {
 			_, err := svc.CreateSession(context.Background(), "", tt.contract, NewSession{Locale: tt.locale})
 			if AsError(err).Code != tt.want {
 				t.Errorf("CreateSession error = %v, want %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestCreateSessionLocaleAndLearner(t *testing.T) {
+	svc, _, _ := newTestService(t, &fakeModel{}, testOptions(), nil)
+	for _, tt := range []struct{ locale, learner, wantLocale, wantLang, wantErr string }{
+		{"", "", "en", "en", ""},
+		{"es-mx", "stu-42", "es-MX", "es", ""},
+		{"EN-us", "", "en-US", "en", ""},
+		{"es", "a b", "", "", CodeInvalidRequest},
+		{"es", "x/y", "", "", CodeInvalidRequest},
+		{"es", strings.Repeat("x", 129), "", "", CodeInvalidRequest},
+	} {
+		t.Run(tt.locale+"/"+tt.learner, func(t *testing.T) {
+			s, err := svc.CreateSession(context.Background(), "", "echo", NewSession{Locale: tt.locale, Learner: tt.learner})
+			if tt.wantErr != "" {
+				if AsError(err).Code != tt.wantErr {
+					t.Fatalf("got error %v, want %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Locale != tt.wantLocale || s.Language() != tt.wantLang || s.Learner != tt.learner {
+				t.Errorf("got locale %q language %q learner %q, want %q %q %q", s.Locale, s.Language(), s.Learner, tt.wantLocale, tt.wantLang, tt.learner)
 			}
 		})
 	}

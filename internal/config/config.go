@@ -144,6 +144,47 @@ type Config struct {
 	// MetricsTenantLabel is COACH_METRICS_TENANT_LABEL: what the tenant label of /metrics holds,
 	// "name", "hash" (the default) or "none".
 	MetricsTenantLabel string
+
+	// Safety settings (wire contract v1.3). SafetyMode is COACH_SAFETY_MODE: "enforce" (the
+	// default), "observe" (check and audit, change nothing) or "off".
+	SafetyMode string
+	// SafetyHoldbackChars is COACH_SAFETY_HOLDBACK_CHARS: the most model text held back
+	// unchecked while the output check waits for a sentence end.
+	SafetyHoldbackChars int
+	// SafetyFailure is COACH_SAFETY_FAILURE: what a classifier that fails or exceeds
+	// SafetyTimeout (COACH_SAFETY_TIMEOUT) does, "closed" (a hit) or "open" (a pass, logged at
+	// error level). The built-in screen never fails.
+	SafetyFailure string
+	SafetyTimeout time.Duration
+	// ModerationURL and ModerationModel (COACH_MODERATION_URL, COACH_MODERATION_MODEL) name an
+	// OpenAI-compatible /v1/moderations endpoint used beside the built-in screen;
+	// ModerationAPIKey (COACH_MODERATION_API_KEY) is its key, when it needs one.
+	ModerationURL    string
+	ModerationModel  string
+	ModerationAPIKey string
+	// GuardURL, GuardModel and GuardFormat (COACH_GUARD_URL, COACH_GUARD_MODEL,
+	// COACH_GUARD_FORMAT) name a guard model served as a chat model, used beside the built-in
+	// screen; GuardAPIKey (COACH_GUARD_API_KEY) is its key, when it needs one.
+	GuardURL    string
+	GuardModel  string
+	GuardFormat string
+	GuardAPIKey string
+	// CrisisResourcesFile is COACH_CRISIS_RESOURCES_FILE: crisis resources per locale in place
+	// of the built-in ones; empty uses the built-in ones.
+	CrisisResourcesFile string
+	// EscalationURL and EscalationSecret (COACH_ESCALATION_URL, COACH_ESCALATION_SECRET): one
+	// POST per crisis episode, signed with HMAC-SHA256 of its body; EscalationIncludeText
+	// (COACH_ESCALATION_INCLUDE_TEXT) adds the learner's text to it.
+	EscalationURL         string
+	EscalationSecret      string
+	EscalationIncludeText bool
+	// PIIRedact is COACH_PII_REDACT: "mask" (the default) masks e-mail addresses, phone
+	// numbers, card numbers and national ids in learner text before a model endpoint sees it;
+	// "off" sends it as typed.
+	PIIRedact string
+	// TranscriptRetention is COACH_TRANSCRIPT_RETENTION: sessions, transcripts and safety
+	// records older than this are deleted (accepts days, "365d").
+	TranscriptRetention time.Duration
 }
 
 // APIKey is a client's key as configured: the tenant it acts for and the SHA-256 of the key.
@@ -151,6 +192,9 @@ type Config struct {
 type APIKey struct {
 	Tenant string
 	Hash   [sha256.Size]byte
+	// Operator is set for an entry ending in ":operator": the key may also clear safety holds,
+	// read the tenant's safety audit, and export or erase a learner's data (v1.3).
+	Operator bool
 }
 
 // DefaultDataDir returns the default of DataDir: "coachgw" in the user's cache directory
@@ -209,6 +253,13 @@ func Default() Config {
 		MaxHeaderBytes:       64 << 10,
 		MaxConns:             2048,
 		MetricsTenantLabel:   "hash",
+		SafetyMode:           "enforce",
+		SafetyHoldbackChars:  160,
+		SafetyFailure:        "closed",
+		SafetyTimeout:        2 * time.Second,
+		GuardFormat:          "llamaguard3",
+		PIIRedact:            "mask",
+		TranscriptRetention:  365 * 24 * time.Hour,
 	}
 }
 
@@ -334,6 +385,40 @@ func Load(getenv func(string) string) (Config, error) {
 	num("COACH_MAX_CONNS", &c.MaxConns)
 	str("COACH_METRICS_TENANT_LABEL", &c.MetricsTenantLabel)
 	c.MetricsTenantLabel = strings.ToLower(c.MetricsTenantLabel)
+	str("COACH_SAFETY_MODE", &c.SafetyMode)
+	c.SafetyMode = strings.ToLower(c.SafetyMode)
+	num("COACH_SAFETY_HOLDBACK_CHARS", &c.SafetyHoldbackChars)
+	str("COACH_SAFETY_FAILURE", &c.SafetyFailure)
+	c.SafetyFailure = strings.ToLower(c.SafetyFailure)
+	dur("COACH_SAFETY_TIMEOUT", &c.SafetyTimeout)
+	str("COACH_MODERATION_URL", &c.ModerationURL)
+	str("COACH_MODERATION_MODEL", &c.ModerationModel)
+	c.ModerationAPIKey = strings.TrimSpace(getenv("COACH_MODERATION_API_KEY"))
+	str("COACH_GUARD_URL", &c.GuardURL)
+	str("COACH_GUARD_MODEL", &c.GuardModel)
+	str("COACH_GUARD_FORMAT", &c.GuardFormat)
+	c.GuardFormat = strings.ToLower(c.GuardFormat)
+	c.GuardAPIKey = strings.TrimSpace(getenv("COACH_GUARD_API_KEY"))
+	str("COACH_CRISIS_RESOURCES_FILE", &c.CrisisResourcesFile)
+	str("COACH_ESCALATION_URL", &c.EscalationURL)
+	c.EscalationSecret = strings.TrimSpace(getenv("COACH_ESCALATION_SECRET"))
+	switch v := strings.ToLower(strings.TrimSpace(getenv("COACH_ESCALATION_INCLUDE_TEXT"))); v {
+	case "", "false", "0", "no":
+	case "true", "1", "yes":
+		c.EscalationIncludeText = true
+	default:
+		errs = append(errs, fmt.Errorf("COACH_ESCALATION_INCLUDE_TEXT=%q: want true or false", v))
+	}
+	str("COACH_PII_REDACT", &c.PIIRedact)
+	c.PIIRedact = strings.ToLower(c.PIIRedact)
+	if v := strings.TrimSpace(getenv("COACH_TRANSCRIPT_RETENTION")); v != "" {
+		d, err := parseDays(v)
+		if err != nil || d < time.Hour {
+			errs = append(errs, fmt.Errorf("COACH_TRANSCRIPT_RETENTION=%q: want a duration of at least 1h, like 365d or 720h", v))
+		} else {
+			c.TranscriptRetention = d
+		}
+	}
 
 	switch c.ResponseFormat {
 	case "json_schema", "json_object", "prompt":
@@ -380,6 +465,7 @@ func Load(getenv func(string) string) (Config, error) {
 	default:
 		errs = append(errs, fmt.Errorf("COACH_METRICS_TENANT_LABEL=%q: want name, hash or none", c.MetricsTenantLabel))
 	}
+	errs = c.checkSafety(errs)
 	if c.CardsMaxLevel < 1 {
 		errs = append(errs, fmt.Errorf("COACH_CARDS_MAX_LEVEL must be at least 1"))
 	}
@@ -435,14 +521,91 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 		Int("maxHeaderBytes", c.MaxHeaderBytes).
 		Int("maxConns", c.MaxConns).
 		Str("metricsTenantLabel", c.MetricsTenantLabel).
-		Strs("corsOrigins", c.CORSOrigins)
+		Strs("corsOrigins", c.CORSOrigins).
+		Str("safetyMode", c.SafetyMode).
+		Int("safetyHoldbackChars", c.SafetyHoldbackChars).
+		Str("safetyFailure", c.SafetyFailure).
+		Dur("safetyTimeout", c.SafetyTimeout).
+		Str("moderationURL", MaskURL(c.ModerationURL)).
+		Str("moderationModel", c.ModerationModel).
+		Str("moderationAPIKey", Mask(c.ModerationAPIKey)).
+		Str("guardURL", MaskURL(c.GuardURL)).
+		Str("guardModel", c.GuardModel).
+		Str("guardFormat", c.GuardFormat).
+		Str("guardAPIKey", Mask(c.GuardAPIKey)).
+		Str("crisisResourcesFile", c.CrisisResourcesFile).
+		Str("escalationURL", MaskURL(c.EscalationURL)).
+		Str("escalationSecret", Mask(c.EscalationSecret)).
+		Bool("escalationIncludeText", c.EscalationIncludeText).
+		Str("piiRedact", c.PIIRedact).
+		Dur("transcriptRetention", c.TranscriptRetention)
+}
+
+// checkSafety validates the safety settings (wire contract v1.3).
+func (c *Config) checkSafety(errs []error) []error {
+	switch c.SafetyMode {
+	case "off", "observe", "enforce":
+	default:
+		errs = append(errs, fmt.Errorf("COACH_SAFETY_MODE=%q: want off, observe or enforce", c.SafetyMode))
+	}
+	switch c.SafetyFailure {
+	case "closed", "open":
+	default:
+		errs = append(errs, fmt.Errorf("COACH_SAFETY_FAILURE=%q: want closed or open", c.SafetyFailure))
+	}
+	if c.SafetyTimeout < 10*time.Millisecond {
+		errs = append(errs, fmt.Errorf("COACH_SAFETY_TIMEOUT=%v: want at least 10ms", c.SafetyTimeout))
+	}
+	switch c.GuardFormat {
+	case "llamaguard3":
+	default:
+		errs = append(errs, fmt.Errorf("COACH_GUARD_FORMAT=%q: want llamaguard3", c.GuardFormat))
+	}
+	if (c.ModerationURL == "") != (c.ModerationModel == "") && c.ModerationURL == "" {
+		errs = append(errs, errors.New("COACH_MODERATION_MODEL is set without COACH_MODERATION_URL"))
+	}
+	if c.GuardURL != "" && c.GuardModel == "" {
+		errs = append(errs, errors.New("COACH_GUARD_URL needs COACH_GUARD_MODEL (the guard model's name)"))
+	}
+	for _, u := range []struct{ name, url string }{
+		{"COACH_MODERATION_URL", c.ModerationURL}, {"COACH_GUARD_URL", c.GuardURL}, {"COACH_ESCALATION_URL", c.EscalationURL},
+	} {
+		if u.url == "" {
+			continue
+		}
+		if p, err := url.Parse(u.url); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			errs = append(errs, fmt.Errorf("%s: want an http or https URL", u.name))
+		}
+	}
+	if c.EscalationURL != "" && len(c.EscalationSecret) < 16 {
+		errs = append(errs, errors.New("COACH_ESCALATION_URL needs COACH_ESCALATION_SECRET of at least 16 characters to sign its requests"))
+	}
+	switch c.PIIRedact {
+	case "off", "mask":
+	default:
+		errs = append(errs, fmt.Errorf("COACH_PII_REDACT=%q: want off or mask", c.PIIRedact))
+	}
+	return errs
+}
+
+// parseDays reads a Go duration that may also be a whole number of days ("365d").
+func parseDays(v string) (time.Duration, error) {
+	if n, ok := strings.CutSuffix(v, "d"); ok {
+		days, err := strconv.Atoi(n)
+		if err != nil || days < 0 || days > 100*365 {
+			return 0, fmt.Errorf("want whole days")
+		}
+		return time.Duration(days) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(v)
 }
 
 // tenantPattern is what a tenant name may look like: it ends up in Redis keys and logs.
 var tenantPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // loadAPIKeys reads COACH_API_KEYS (comma-separated) and the file named by COACH_API_KEYS_FILE
-// (one entry a line, # comments), both made of tenant:sha256hex entries. Errors name the source
+// (one entry a line, # comments), both made of tenant:sha256hex entries, each optionally ending
+// in ":operator" for an operator key. Errors name the source
 // and the entry's position but never repeat the entry: a key pasted by mistake instead of its
 // hash must not end up in a log.
 func loadAPIKeys(getenv func(string) string, errs []error) ([]APIKey, []error) {
@@ -484,6 +647,7 @@ func loadAPIKeys(getenv func(string) string, errs []error) ([]APIKey, []error) {
 }
 
 func parseAPIKey(entry string) (APIKey, error) {
+	entry, operator := strings.CutSuffix(entry, ":operator")
 	tenant, digest, ok := strings.Cut(entry, ":")
 	tenant, digest = strings.TrimSpace(tenant), strings.TrimSpace(digest)
 	if !ok || !tenantPattern.MatchString(tenant) {
@@ -493,7 +657,7 @@ func parseAPIKey(entry string) (APIKey, error) {
 	if n, err := hex.Decode(k.Hash[:], []byte(digest)); err != nil || n != sha256.Size || len(digest) != 2*sha256.Size {
 		return APIKey{}, errors.New("the part after the tenant must be the SHA-256 of the key in hex (64 characters), not the key itself")
 	}
-	k.Tenant = tenant
+	k.Tenant, k.Operator = tenant, operator
 	return k, nil
 }
 

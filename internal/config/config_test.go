@@ -126,3 +126,59 @@ func TestLoadOutputBytes(t *testing.T) {
 		})
 	}
 }
+
+func TestSafetySettings(t *testing.T) {
+	hash := strings.Repeat("ab", 32)
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantErr string
+		check   func(t *testing.T, c Config)
+	}{
+		{name: "defaults", check: func(t *testing.T, c Config) {
+			if c.SafetyMode != "enforce" || c.SafetyFailure != "closed" || c.PIIRedact != "mask" || c.SafetyHoldbackChars != 160 {
+				t.Errorf("got mode %q failure %q pii %q holdback %d, want enforce closed mask 160", c.SafetyMode, c.SafetyFailure, c.PIIRedact, c.SafetyHoldbackChars)
+			}
+			if c.TranscriptRetention != 365*24*time.Hour {
+				t.Errorf("got retention %v, want 365 days", c.TranscriptRetention)
+			}
+		}},
+		{name: "days", env: map[string]string{"COACH_TRANSCRIPT_RETENTION": "30d"}, check: func(t *testing.T, c Config) {
+			if c.TranscriptRetention != 30*24*time.Hour {
+				t.Errorf("got %v, want 720h", c.TranscriptRetention)
+			}
+		}},
+		{name: "observe", env: map[string]string{"COACH_SAFETY_MODE": "Observe"}, check: func(t *testing.T, c Config) {
+			if c.SafetyMode != "observe" {
+				t.Errorf("got %q, want observe", c.SafetyMode)
+			}
+		}},
+		{name: "operator key", env: map[string]string{"COACH_API_KEYS": "school:" + hash + ":operator,app:" + strings.Repeat("cd", 32)}, check: func(t *testing.T, c Config) {
+			if len(c.APIKeys) != 2 || !c.APIKeys[0].Operator || c.APIKeys[0].Tenant != "school" || c.APIKeys[1].Operator {
+				t.Errorf("got %+v, want school as operator and app not", c.APIKeys)
+			}
+		}},
+		{name: "bad mode", env: map[string]string{"COACH_SAFETY_MODE": "strict"}, wantErr: "COACH_SAFETY_MODE"},
+		{name: "bad failure", env: map[string]string{"COACH_SAFETY_FAILURE": "ajar"}, wantErr: "COACH_SAFETY_FAILURE"},
+		{name: "bad pii", env: map[string]string{"COACH_PII_REDACT": "hash"}, wantErr: "COACH_PII_REDACT"},
+		{name: "short retention", env: map[string]string{"COACH_TRANSCRIPT_RETENTION": "10m"}, wantErr: "COACH_TRANSCRIPT_RETENTION"},
+		{name: "unsigned webhook", env: map[string]string{"COACH_ESCALATION_URL": "https://hooks.example/x"}, wantErr: "COACH_ESCALATION_SECRET"},
+		{name: "guard without model", env: map[string]string{"COACH_GUARD_URL": "http://127.0.0.1:1/v1"}, wantErr: "COACH_GUARD_MODEL"},
+		{name: "bad guard format", env: map[string]string{"COACH_GUARD_FORMAT": "shieldgemma"}, wantErr: "COACH_GUARD_FORMAT"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load(func(k string) string { return tt.env[k] })
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got error %v, want one naming %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("got error %v", err)
+			}
+			tt.check(t, c)
+		})
+	}
+}

@@ -16,6 +16,8 @@ const codeUnauthorized = "unauthorized"
 type APIKey struct {
 	Tenant string
 	Hash   [sha256.Size]byte
+	// Operator marks an operator key of the tenant (wire contract v1.3).
+	Operator bool
 }
 
 // HashKey returns the SHA-256 of a key, the form in which keys are configured.

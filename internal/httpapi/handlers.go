@@ -45,6 +45,7 @@ type createSessionRequest struct {
 	Contract string `json:"contract"`
 	Module   string `json:"module"`
 	Locale   string `json:"locale"`
+	Learner  string `json:"learner"`
 }
 
 func (s *Server) createSession(c echo.Context) error {
@@ -52,7 +53,7 @@ func (s *Server) createSession(c echo.Context) error {
 	if err := s.decode(c, &in); err != nil {
 		return err
 	}
-	sess, err := s.deps.Service.CreateSession(c.Request().Context(), tenant(c), in.Contract, coach.NewSession{Locale: in.Locale, Module: in.Module})
+	sess, err := s.deps.Service.CreateSession(c.Request().Context(), tenant(c), in.Contract, coach.NewSession{Locale: in.Locale, Module: in.Module, Learner: in.Learner})
 	if err != nil {
 		return err
 	}

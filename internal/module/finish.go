@@ -52,7 +52,7 @@ func (t *turn) Finish() (*coach.Outcome, error) {
 	} else {
 		decoded = schema.StripNulls(decoded)
 		if legacy, ok := legacyForm(decoded); ok {
-			decoded = migrateLegacy(legacy, t.sess.Locale)
+			decoded = migrateLegacy(legacy, t.sess.Language())
 			rules = append(rules, RuleLegacyForm)
 		}
 		reported = takeProgress(decoded)
@@ -171,7 +171,7 @@ func (t *turn) Fallback(cause error) (*coach.Outcome, error) {
 	if !errors.As(cause, &e) || e.Code != coach.CodeEmptyResponse {
 		return nil, cause
 	}
-	text, ok := emptyFallbackText[t.sess.Locale]
+	text, ok := emptyFallbackText[t.sess.Language()]
 	if !ok {
 		text = emptyFallbackText["en"]
 	}

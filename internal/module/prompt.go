@@ -43,7 +43,7 @@ type promptSection struct {
 // systemPrompt returns the turn's one system message: the output rule, the schema, the module
 // outline and instructions, and the session facts the turn's progress implies.
 func (t *turn) systemPrompt() string {
-	locale := t.sess.Locale
+	locale := t.sess.Language()
 	language := "English"
 	if locale == "es" {
 		language = "Spanish (español)"

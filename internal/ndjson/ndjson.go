@@ -5,6 +5,7 @@ package ndjson
 
 import (
 	"encoding/json"
+	"errors"
 	"math/bits"
 	"strconv"
 	"unicode/utf8"
@@ -33,6 +34,17 @@ func Append(buf []byte, e coach.Event) ([]byte, error) {
 		buf = append(buf, `,"message":`...)
 		buf = AppendString(buf, e.Message)
 		buf = appendTurn(buf, e.Turn)
+	case coach.EventSafety:
+		// A safety line is rare (a crisis turn), so it is encoded with encoding/json.
+		if e.Safety == nil {
+			return buf, errors.New("a safety line needs its notice")
+		}
+		notice, err := json.Marshal(e.Safety)
+		if err != nil {
+			return buf, err
+		}
+		buf = append(buf, `{"type":"safety",`...)
+		buf = append(buf, notice[1:len(notice)-1]...)
 	case coach.EventCard:
 		buf = append(buf, `{"type":"card","card":`...)
 		buf = append(buf, e.Card...)

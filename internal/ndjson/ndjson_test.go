@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/safety"
 )
 
 func TestAppend(t *testing.T) {
@@ -22,6 +23,8 @@ func TestAppend(t *testing.T) {
 		{"card", coach.Event{Type: coach.EventCard, Card: json.RawMessage(`{"type":"level_up"}`)}, `{"type":"card","card":{"type":"level_up"}}`},
 		{"result", coach.Event{Type: coach.EventResult, Result: json.RawMessage(`{"a":1}`), Fallback: true}, `{"type":"result","result":{"a":1},"fallback":true}`},
 		{"result with upstream", coach.Event{Type: coach.EventResult, Result: json.RawMessage(`{"a":1}`), Upstream: "local"}, `{"type":"result","result":{"a":1},"upstream":"local"}`},
+		{"safety", coach.Event{Type: coach.EventSafety, Safety: &coach.SafetyNotice{Kind: "crisis", Locale: "en-US", Message: "m", Resources: []safety.Resource{{Name: "988", Phone: "988"}}}},
+			`{"type":"safety","kind":"crisis","locale":"en-US","message":"m","resources":[{"name":"988","phone":"988"}]}`},
 		{"result with usage", coach.Event{Type: coach.EventResult, Result: json.RawMessage(`{"a":1}`), Upstream: "p", Usage: &coach.Usage{PromptTokens: 812, CompletionTokens: 64}},
 			`{"type":"result","result":{"a":1},"upstream":"p","usage":{"promptTokens":812,"completionTokens":64}}`},
 	}

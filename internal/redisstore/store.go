@@ -610,21 +610,23 @@ type record struct {
 	Tenant  string `json:"tenant"`
 	Version int64  `json:"version"`
 	// Commit is the token of the claim whose commit wrote this version, empty after Create.
-	Commit    string          `json:"commit"`
-	ID        string          `json:"id"`
-	Contract  string          `json:"contract"`
-	Locale    string          `json:"locale"`
-	State     json.RawMessage `json:"state"`
-	History   []coach.Message `json:"history"`
-	CreatedAt time.Time       `json:"createdAt"`
-	UpdatedAt time.Time       `json:"updatedAt"`
+	Commit    string            `json:"commit"`
+	ID        string            `json:"id"`
+	Contract  string            `json:"contract"`
+	Locale    string            `json:"locale"`
+	State     json.RawMessage   `json:"state"`
+	History   []coach.Message   `json:"history"`
+	CreatedAt time.Time         `json:"createdAt"`
+	UpdatedAt time.Time         `json:"updatedAt"`
+	Learner   string            `json:"learner,omitempty"`
+	Safety    *coach.SafetyHold `json:"safety,omitempty"`
 }
 
 func encode(s *coach.Session, token string) ([]byte, error) {
 	b, err := json.Marshal(record{
 		Tenant: s.Tenant, Version: s.Version, Commit: token,
 		ID: s.ID, Contract: s.Contract, Locale: s.Locale, State: s.State, History: s.History,
-		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
+		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, Learner: s.Learner, Safety: s.Safety,
 	})
 	if err != nil {
 		return nil, coach.Wrap(err, coach.KindInternal, coach.CodeInternal, "cannot encode session")
@@ -640,6 +642,7 @@ func decode(doc string) (*coach.Session, error) {
 	return &coach.Session{
 		ID: r.ID, Contract: r.Contract, Locale: r.Locale, Version: r.Version, State: r.State,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Tenant: r.Tenant, History: r.History,
+		Learner: r.Learner, Safety: r.Safety,
 	}, nil
 }
 

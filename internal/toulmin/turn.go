@@ -78,7 +78,7 @@ func (t *turn) Prelude() []coach.Event { return nil }
 func (t *turn) Request() coach.ModelRequest {
 	hist := window(t.sess.History)
 	msgs := make([]coach.Message, 0, len(hist)+2)
-	msgs = append(msgs, coach.Message{Role: coach.RoleSystem, Content: systemPrompt(t.sess.Locale, t.state, t.cues)})
+	msgs = append(msgs, coach.Message{Role: coach.RoleSystem, Content: systemPrompt(t.sess.Language(), t.state, t.cues)})
 	msgs = append(msgs, hist...)
 	msgs = append(msgs, coach.Message{Role: coach.RoleUser, Content: t.message})
 	return coach.ModelRequest{Messages: msgs, Schema: outputSchema, MaxTokens: MaxTokens}

@@ -1,0 +1,264 @@
+package safety
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Mode is COACH_SAFETY_MODE: whether checks run, and whether their hits change a turn.
+type Mode string
+
+const (
+	// ModeOff runs no check.
+	ModeOff Mode = "off"
+	// ModeObserve runs every check and audits it, and changes nothing: an operator measures
+	// false positives on real traffic before enforcing.
+	ModeObserve Mode = "observe"
+	// ModeEnforce acts on hits: the crisis protocol for input, the retraction for output.
+	ModeEnforce Mode = "enforce"
+)
+
+// Failure is COACH_SAFETY_FAILURE: what a classifier that fails or times out counts as.
+type Failure string
+
+const (
+	// FailClosed treats a failed check as a hit.
+	FailClosed Failure = "closed"
+	// FailOpen treats a failed check as a pass; the failure is reported (logged at error level).
+	FailOpen Failure = "open"
+)
+
+// CategoryUnchecked is the category of a hit that is no finding but a failed check under
+// FailClosed: the text was not checked, so it is not let through. It is never a crisis
+// detected: it starts no hold and no escalation.
+const CategoryUnchecked Category = "unchecked"
+
+// NamedClassifier is a classifier beside the built-in screen, with the name its audit records
+// carry ("moderation", "llamaguard3").
+type NamedClassifier struct {
+	Name       string
+	Classifier Classifier
+}
+
+// BuiltinName is the name of the built-in screen in audit records.
+const BuiltinName = "builtin"
+
+// Guard runs the checks of one gateway: the built-in screen, which is always there and never
+// fails, and the classifiers configured beside it, each bounded by Timeout. It is safe for
+// concurrent use.
+type Guard struct {
+	Mode   Mode
+	Screen *Screen
+	// Classifiers run beside the screen, concurrently with it and with each other.
+	Classifiers []NamedClassifier
+	Failure     Failure
+	// Timeout bounds each classifier's check; 0 leaves it to the caller's context.
+	Timeout time.Duration
+	// Holdback is COACH_SAFETY_HOLDBACK_CHARS, for the output windows.
+	Holdback int
+	// Resources are the crisis resources shown to a learner.
+	Resources *Resources
+	// FailedOpen, when set, is told of each check that failed and was let pass under FailOpen,
+	// so the wiring logs it at error level.
+	FailedOpen func(classifier string, stage Stage, err error)
+}
+
+// Check is what one classifier found on one text: the stuff of one audit record.
+type Check struct {
+	Classifier string
+	// NotRun is empty when the classifier checked the text, and otherwise says why it did not
+	// ("timeout", "error", "unavailable"): an audit never says a text was checked when it was not.
+	NotRun  string
+	Verdict Verdict
+	Latency time.Duration
+	// Err is the failure behind NotRun, for logs; it never holds the checked text.
+	Err error
+}
+
+// Enabled reports whether the guard runs checks at all.
+func (g *Guard) Enabled() bool { return g != nil && g.Mode != ModeOff && g.Mode != "" }
+
+// Enforcing reports whether hits change turns.
+func (g *Guard) Enforcing() bool { return g != nil && g.Mode == ModeEnforce }
+
+// Check runs the screen and every classifier on t at once and returns their merged verdict
+// and one Check per classifier, the screen's first. A classifier that fails or times out
+// counts as FailClosed or FailOpen says; either way its Check says it did not run.
+func (g *Guard) Check(ctx context.Context, t Text) (Verdict, []Check) {
+	checks := make([]Check, 1+len(g.Classifiers))
+	var wg sync.WaitGroup
+	for i, c := range g.Classifiers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			checks[i+1] = g.run(ctx, c, t)
+		}()
+	}
+	start := time.Now()
+	v := g.Screen.check(t.Stage, t.Content)
+	checks[0] = Check{Classifier: BuiltinName, Verdict: v, Latency: time.Since(start)}
+	wg.Wait()
+	for _, c := range checks[1:] {
+		v = v.Merge(c.Verdict)
+	}
+	return v, checks
+}
+
+// CheckRemote runs only the classifiers beside the screen (the output windows are checked by
+// the screen as they stream; the whole answer then goes to the classifiers once). With none
+// configured it returns a clean verdict and no Check.
+func (g *Guard) CheckRemote(ctx context.Context, t Text) (Verdict, []Check) {
+	if len(g.Classifiers) == 0 {
+		return Verdict{}, nil
+	}
+	checks := make([]Check, len(g.Classifiers))
+	var wg sync.WaitGroup
+	for i, c := range g.Classifiers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			checks[i] = g.run(ctx, c, t)
+		}()
+	}
+	wg.Wait()
+	var v Verdict
+	for _, c := range checks {
+		v = v.Merge(c.Verdict)
+	}
+	return v, checks
+}
+
+// run runs one classifier with the guard's timeout and applies the failure mode.
+func (g *Guard) run(ctx context.Context, c NamedClassifier, t Text) Check {
+	start := time.Now()
+	if g.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, g.Timeout)
+		defer cancel()
+	}
+	v, err := c.Classifier.Check(ctx, t)
+	ch := Check{Classifier: c.Name, Latency: time.Since(start)}
+	if err == nil {
+		ch.Verdict = v
+		return ch
+	}
+	ch.Err = err
+	ch.NotRun = "error"
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		ch.NotRun = "timeout"
+	} else if errors.Is(err, ErrUnavailable) {
+		ch.NotRun = "unavailable"
+	}
+	if g.Failure == FailOpen {
+		if g.FailedOpen != nil {
+			g.FailedOpen(c.Name, t.Stage, err)
+		}
+		return ch
+	}
+	ch.Verdict = Verdict{Crisis: true, Categories: []Category{CategoryUnchecked}, Severity: SeverityHigh}
+	return ch
+}
+
+// ErrUnavailable is returned (wrapped) by a classifier that did not try, because its endpoint's
+// circuit is open.
+var ErrUnavailable = errors.New("classifier unavailable")
+
+// NewWindow returns an output window over the guard's screen with its holdback.
+func (g *Guard) NewWindow() *Window { return NewWindow(g.Screen, g.Holdback) }
+
+// Detected reports whether v is a crisis found in the text rather than only a failed check
+// counted as a hit: only a detected crisis starts a hold and an escalation.
+func Detected(v Verdict) bool {
+	for _, c := range v.Categories {
+		if c != CategoryUnchecked {
+			return v.Crisis
+		}
+	}
+	return false
+}
+
+// Action is what a check led to, as its audit record says.
+type Action string
+
+const (
+	// ActionNone is a clean check.
+	ActionNone Action = "none"
+	// ActionObserved is a hit in observe mode: audited, nothing changed.
+	ActionObserved Action = "observed"
+	// ActionCrisis is a learner input hit: safety line, supportive answer, hold.
+	ActionCrisis Action = "crisis"
+	// ActionHeld is a turn of a held session, answered supportively without a check.
+	ActionHeld Action = "held"
+	// ActionRetracted is an output hit: the text was withheld (and reset where some had gone out).
+	ActionRetracted Action = "retracted"
+	// ActionFailedOpen is a check that failed and was let pass.
+	ActionFailedOpen Action = "failed_open"
+)
+
+// Ran is the "ran" member of an audit record: true, or why the check did not run.
+type Ran struct{ NotRun string }
+
+// MarshalJSON writes true, or the reason as a string.
+func (r Ran) MarshalJSON() ([]byte, error) {
+	if r.NotRun == "" {
+		return []byte("true"), nil
+	}
+	return json.Marshal(r.NotRun)
+}
+
+// UnmarshalJSON reads true or a reason.
+func (r *Ran) UnmarshalJSON(b []byte) error {
+	if string(b) == "true" {
+		r.NotRun = ""
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil || s == "" {
+		return fmt.Errorf("ran: want true or a reason, got %s", b)
+	}
+	r.NotRun = s
+	return nil
+}
+
+// Record is one audit record: one check of one text by one classifier. It never holds the text.
+type Record struct {
+	// ID is the record's place in its tenant's audit, set by the store (the cursor of ?after=).
+	ID      string    `json:"id,omitempty"`
+	Time    time.Time `json:"time"`
+	Tenant  string    `json:"-"`
+	Session string    `json:"session"`
+	Learner string    `json:"learner,omitempty"`
+	Turn    string    `json:"turn,omitempty"`
+	Stage   Stage     `json:"stage"`
+	// Classifier is BuiltinName or a NamedClassifier's name.
+	Classifier string     `json:"classifier"`
+	Ran        Ran        `json:"ran"`
+	Categories []Category `json:"categories,omitempty"`
+	Severity   Severity   `json:"severity"`
+	Rules      []string   `json:"rules,omitempty"`
+	Action     Action     `json:"action"`
+	Mode       Mode       `json:"mode"`
+	LatencyMS  float64    `json:"latencyMs"`
+}
+
+// Episode is what the escalation webhook says of one crisis episode: everything an operator
+// needs to route it, and the learner's text only when the operator asked for it.
+type Episode struct {
+	// ID identifies the episode: the webhook is idempotent on it.
+	ID         string     `json:"episode"`
+	Time       time.Time  `json:"time"`
+	Tenant     string     `json:"tenant"`
+	Session    string     `json:"session"`
+	Learner    string     `json:"learner,omitempty"`
+	Contract   string     `json:"contract"`
+	Module     string     `json:"module,omitempty"`
+	Locale     string     `json:"locale"`
+	Severity   Severity   `json:"severity"`
+	Categories []Category `json:"categories"`
+	// Text is the learner's text, only with COACH_ESCALATION_INCLUDE_TEXT=true.
+	Text string `json:"text,omitempty"`
+}
