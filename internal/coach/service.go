@@ -260,6 +260,35 @@ func (s *Service) Update(ctx context.Context, tenant, id, contract string, input
 	return &next, nil
 }
 
+// ClearSafetyHold ends the safety hold of session id of tenant (an operator's decision) and
+// returns the session. It claims the session like a turn does, so it never races one: while a
+// turn holds the session it is ErrBusy, and a turn that claimed the session before it cannot
+// commit afterwards over the cleared hold (its version no longer matches). The cleared session
+// is a new version without Safety. A session without a hold is returned as it is, unchanged:
+// clearing is idempotent.
+func (s *Service) ClearSafetyHold(ctx context.Context, tenant, id string) (*Session, error) {
+	if !ValidID(id) {
+		return nil, ErrNotFound
+	}
+	sess, token, err := s.store.Claim(ctx, tenant, id, s.opts.LockTTL)
+	if err != nil {
+		return nil, err
+	}
+	if sess.Safety == nil {
+		s.release(sess.ID, token)
+		return sess, nil
+	}
+	next := *sess
+	next.Safety = nil
+	next.Version++
+	next.UpdatedAt = s.now().UTC()
+	if err := s.store.Commit(ctx, &next, token, CommitExtra{}); err != nil {
+		s.release(sess.ID, token)
+		return nil, err
+	}
+	return &next, nil
+}
+
 // Transcript returns a page of the transcript of session id of tenant: up to limit entries
 // (0: DefaultTranscriptPage) whose Seq is below before (0: the newest), oldest first.
 func (s *Service) Transcript(ctx context.Context, tenant, id string, before int64, limit int) (TranscriptPage, error) {

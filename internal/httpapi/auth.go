@@ -10,7 +10,12 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-const codeUnauthorized = "unauthorized"
+const (
+	codeUnauthorized = "unauthorized"
+	// codeForbidden answers a valid key that may not use a route: an operator route asked for
+	// with a key that is not an operator key of its tenant.
+	codeForbidden = "forbidden"
+)
 
 // APIKey is a client's key as configured: the tenant it acts for and the SHA-256 of the key.
 type APIKey struct {
@@ -38,8 +43,10 @@ func protected(c echo.Context) bool {
 }
 
 // authenticate lets a request to the API through only with a configured key, sent as
-// "Authorization: Bearer <key>", and makes the key's tenant the request's. Without configured
-// keys the gateway is open and every request acts for tenant "".
+// "Authorization: Bearer <key>", and makes the key's tenant the request's, and whether it is an
+// operator key of that tenant. Without configured keys the gateway is open and every request acts
+// for tenant "", and nobody is an operator: an open gateway cannot tell a learner's browser from
+// an operator, so its operator routes answer 403 to everyone.
 //
 // The key is hashed and compared with every configured hash in constant time, without stopping
 // at a match, so the time taken says nothing about which or how many keys exist. Neither the key
@@ -50,13 +57,14 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		req := c.Request()
-		t, ok := s.lookupKey(bearer(req))
+		k, ok := s.lookupKey(bearer(req))
 		if !ok {
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="coachgw"`)
 			return newHTTPError(http.StatusUnauthorized, codeUnauthorized, "send a valid API key as Authorization: Bearer <key>")
 		}
-		ctx := context.WithValue(req.Context(), tenantKey, t)
-		ctx = logger(c).With().Str("tenant", t).Logger().WithContext(ctx)
+		ctx := context.WithValue(req.Context(), tenantKey, k.Tenant)
+		ctx = context.WithValue(ctx, operatorKey, k.Operator)
+		ctx = logger(c).With().Str("tenant", k.Tenant).Logger().WithContext(ctx)
 		c.SetRequest(req.WithContext(ctx))
 		return next(c)
 	}
@@ -71,10 +79,10 @@ func bearer(req *http.Request) string {
 	return strings.TrimSpace(token)
 }
 
-// lookupKey returns the tenant of key. It visits every configured key whatever matches.
-func (s *Server) lookupKey(key string) (string, bool) {
+// lookupKey returns the configured entry of key. It visits every configured key whatever matches.
+func (s *Server) lookupKey(key string) (APIKey, bool) {
 	if key == "" {
-		return "", false
+		return APIKey{}, false
 	}
 	h := HashKey(key)
 	found := -1
@@ -82,7 +90,27 @@ func (s *Server) lookupKey(key string) (string, bool) {
 		found = subtle.ConstantTimeSelect(subtle.ConstantTimeCompare(h[:], k.Hash[:]), i, found)
 	}
 	if found < 0 {
-		return "", false
+		return APIKey{}, false
 	}
-	return s.deps.APIKeys[found].Tenant, true
+	return s.deps.APIKeys[found], true
+}
+
+// operator reports whether the request was made with an operator key of its tenant. It is false
+// on an open gateway (no keys configured): there is no operator then.
+func operator(c echo.Context) bool {
+	op, _ := c.Request().Context().Value(operatorKey).(bool)
+	return op
+}
+
+// operatorOnly lets a request through only when it was made with an operator key of its tenant
+// (a key entry ending in ":operator"); any other key, and any request to an open gateway, gets
+// 403 forbidden. A learner's key, which the front end holds, thus never reaches an operator
+// route, and the routes act on the key's own tenant only, like every other route.
+func operatorOnly(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if !operator(c) {
+			return newHTTPError(http.StatusForbidden, codeForbidden, "this route needs an operator key of the tenant")
+		}
+		return next(c)
+	}
 }

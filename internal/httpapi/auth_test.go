@@ -142,8 +142,8 @@ func TestLookupKey(t *testing.T) {
 		{keyBeta[:len(keyBeta)-1], "", false},
 	}
 	for _, tt := range tests {
-		if got, ok := s.lookupKey(tt.key); got != tt.wantTenant || ok != tt.wantOK {
-			t.Errorf("lookupKey(%q) = %q, %v; want %q, %v", tt.key, got, ok, tt.wantTenant, tt.wantOK)
+		if got, ok := s.lookupKey(tt.key); got.Tenant != tt.wantTenant || ok != tt.wantOK {
+			t.Errorf("lookupKey(%q) = %q, %v; want %q, %v", tt.key, got.Tenant, ok, tt.wantTenant, tt.wantOK)
 		}
 	}
 }

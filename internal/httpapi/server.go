@@ -142,6 +142,7 @@ func New(d Deps) *Server {
 	v1.DELETE("/sessions/:id/turns/current", s.deleteCurrentTurn)
 	v1.GET("/sessions/:id/chat/stream", s.getChatStream)
 	v1.GET("/sessions/:id/chat/messages", s.getChatMessages)
+	v1.POST("/sessions/:id/safety", s.postSafety, operatorOnly)
 	v1.GET("/modules", s.listModules)
 	v1.GET("/modules/:id", s.getModule)
 	e.POST("/api/coach", s.postCoach)
@@ -180,7 +181,11 @@ func (s *Server) EndStreams(ctx context.Context) {
 
 type ctxKey int
 
-const tenantKey ctxKey = iota
+const (
+	tenantKey ctxKey = iota
+	// operatorKey holds whether the request's key is an operator key of its tenant (a bool).
+	operatorKey
+)
 
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 

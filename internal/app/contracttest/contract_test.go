@@ -25,6 +25,8 @@ import (
 type harness struct {
 	g *apptest.Gateway
 	v *openapitest.Validator
+	// auth, when set, is sent as every request's Authorization header.
+	auth string
 }
 
 // answer is one checked exchange.
@@ -50,6 +52,9 @@ func (h *harness) send(t *testing.T, method, path, contentType string, body []by
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
+	}
+	if h.auth != "" {
+		req.Header.Set("Authorization", h.auth)
 	}
 	resp, err := h.v.Client(t).Do(req)
 	if err != nil {
@@ -670,6 +675,29 @@ var cases = []struct {
 			t.Errorf("GET /v1/modules/%s: status %d, want 200", moduleID, a.status)
 		}
 		wantError(t, "unknown module", h.call(t, "GET", "/v1/modules/no-such-module", nil), 404, "module_not_found", "")
+	}},
+	{"operator routes", func(t *testing.T, h *harness) {
+		// The shared gateway has no API keys, so nobody is an operator there.
+		id := h.create(t, `{"contract":"toulmin"}`)
+		wantError(t, "clear on a gateway without keys", h.call(t, "POST", "/v1/sessions/"+id+"/safety", map[string]string{"action": "clear"}), 403, "forbidden", "")
+
+		const learnerKey, operatorKey = "contract-learner-key", "contract-operator-key"
+		g := apptest.Start(t, func(c *config.Config) {
+			c.APIKeys = []config.APIKey{
+				{Tenant: "acme", Hash: sha256.Sum256([]byte(learnerKey))},
+				{Tenant: "acme", Hash: sha256.Sum256([]byte(operatorKey)), Operator: true},
+			}
+		})
+		learner := &harness{g: g, v: h.v, auth: "Bearer " + learnerKey}
+		op := &harness{g: g, v: h.v, auth: "Bearer " + operatorKey}
+		id = learner.create(t, `{"contract":"toulmin","learner":"learner-1"}`)
+		clear := map[string]string{"action": "clear"}
+		wantError(t, "clear with a learner key", learner.call(t, "POST", "/v1/sessions/"+id+"/safety", clear), 403, "forbidden", "")
+		if a := op.call(t, "POST", "/v1/sessions/"+id+"/safety", clear); a.status != http.StatusOK || bytes.Contains(a.body, []byte(`"safety"`)) {
+			t.Errorf("clear with the operator key: status %d body %s, want 200 and the session without safety", a.status, a.body)
+		}
+		wantError(t, "unknown action", op.call(t, "POST", "/v1/sessions/"+id+"/safety", map[string]string{"action": "lift"}), 422, "invalid_input", "action")
+		wantError(t, "clear of an unknown session", op.call(t, "POST", "/v1/sessions/"+strings.Repeat("0", 32)+"/safety", clear), 404, "session_not_found", "")
 	}},
 	{"operations", func(t *testing.T, h *harness) {
 		for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
