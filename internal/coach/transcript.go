@@ -20,6 +20,10 @@ const (
 // {"selected":…}, {"form":…}, {"continue":true}) or a proposal decision ({"action":…}). A coach
 // entry carries either Result, the result line's result, with Fallback set, or Card, a card sent
 // before the result (an injected level_up card).
+//
+// A coach entry of a turn that sent a safety line also carries Safety, that line's notice (the
+// crisis resources as the learner was shown them), so that a client restoring the conversation
+// shows them again without asking anything else; it goes on the entry of the turn's result.
 type TranscriptEntry struct {
 	// Seq numbers the session's entries from 1 up, without gaps; the store assigns it when the
 	// entry is committed, so a writer leaves it zero.
@@ -30,6 +34,7 @@ type TranscriptEntry struct {
 	Result   json.RawMessage `json:"result,omitempty"`
 	Fallback *bool           `json:"fallback,omitempty"`
 	Card     json.RawMessage `json:"card,omitempty"`
+	Safety   *SafetyNotice   `json:"safety,omitempty"`
 }
 
 // CommitExtra is what a Commit writes besides the session, in the same atomic step.

@@ -62,6 +62,10 @@ const (
 	sessionPath = "/v1/sessions/0123456789abcdef0123456789abcdef"
 	session     = `{"id":"0123456789abcdef0123456789abcdef","contract":"toulmin","locale":"en","version":2,"state":{"step":"claim"},"createdAt":"2026-01-02T03:04:05Z","updatedAt":"2026-01-02T03:04:06Z"}`
 	result      = `{"type":"result","result":{"assistantText":"Hi.","step":"claim"},"session":` + session + `}`
+	safetyLine  = `{"type":"safety","kind":"crisis","locale":"es-US","message":"No estás solo.","resources":[` +
+		`{"name":"988","phone":"988","text":"Envía AYUDA al 988","url":"https://988lineadevida.org"},{"name":"Emergencias","phone":"911"}]}`
+	heldResult = `{"type":"result","result":{"assistantText":"I'm here."},"session":{"id":"0123456789abcdef0123456789abcdef","contract":"toulmin","locale":"es-US",` +
+		`"version":3,"state":{"step":"claim"},"createdAt":"2026-01-02T03:04:05Z","updatedAt":"2026-01-02T03:04:06Z","safety":{"hold":true,"since":"2026-01-02T03:04:06Z","episode":"e1"}}}`
 )
 
 func TestExchange(t *testing.T) {
@@ -99,6 +103,14 @@ func TestExchange(t *testing.T) {
 		{name: "stream", method: "POST", path: sessionPath + "/turns", reqBody: `{"message":"hi"}`, status: 200, header: streamHeader,
 			body: `{"type":"delta","text":"Hi"}` + "\n" + `{"type":"reset","reason":"stalled"}` + "\n" +
 				`{"type":"delta","text":"Hi","block":0,"blockType":"paragraph"}` + "\n" + result + "\n"},
+		{name: "crisis stream: a safety line, the supportive text and result", method: "POST", path: sessionPath + "/turns", reqBody: `{"message":"hi"}`, status: 200, header: streamHeader,
+			body: safetyLine + "\n" + `{"type":"delta","text":"I'm here."}` + "\n" + heldResult + "\n"},
+		{name: "output retracted as unsafe", method: "POST", path: sessionPath + "/turns", reqBody: `{"message":"hi"}`, status: 200, header: streamHeader,
+			body: `{"type":"delta","text":"Bad"}` + "\n" + `{"type":"reset","reason":"unsafe_output"}` + "\n" + result + "\n"},
+		{name: "safety line with an undocumented member", method: "POST", path: sessionPath + "/turns", reqBody: `{"message":"hi"}`, status: 200, header: streamHeader,
+			body: strings.Replace(safetyLine, `"kind"`, `"score":0.9,"kind"`, 1) + "\n" + heldResult + "\n", want: "member line.score is not documented"},
+		{name: "safety resource with an undocumented member", method: "POST", path: sessionPath + "/turns", reqBody: `{"message":"hi"}`, status: 200, header: streamHeader,
+			body: strings.Replace(safetyLine, `"phone"`, `"email":"x@y","phone"`, 1) + "\n" + heldResult + "\n", want: "does not match the Line schema"},
 		{name: "stream ending in an error line", method: "POST", path: sessionPath + "/turns", reqBody: `{"message":"hi"}`, status: 200, header: streamHeader,
 			body: `{"type":"error","error":"coach_step_mismatch","message":"wrong step"}` + "\n"},
 		{name: "line of an unknown type", method: "POST", path: sessionPath + "/turns", reqBody: `{"message":"hi"}`, status: 200, header: streamHeader,
@@ -118,6 +130,10 @@ func TestExchange(t *testing.T) {
 				`{"type":"text-delta","id":"text-1","delta":"Hi"}`, `{"type":"text-end","id":"text-1"}`,
 				`{"type":"data-coach-reset","transient":true,"data":{"reason":"stalled"}}`,
 				`{"type":"data-coach-result","data":{`+strings.TrimPrefix(result, `{"type":"result",`)+`}`, `{"type":"finish","finishReason":"stop"}`)},
+		{name: "event stream of a crisis turn", method: "POST", path: sessionPath + "/chat", reqBody: chatReq, status: 200, header: sseHeader,
+			body: sse(`{"type":"start","messageId":"m"}`, `{"type":"data-coach-safety","data":{`+strings.TrimPrefix(safetyLine, `{"type":"safety",`)+`}`,
+				`{"type":"text-start","id":"text-1"}`, `{"type":"text-delta","id":"text-1","delta":"I'm here."}`, `{"type":"text-end","id":"text-1"}`,
+				`{"type":"data-coach-result","data":{`+strings.TrimPrefix(heldResult, `{"type":"result",`)+`}`, `{"type":"finish","finishReason":"stop"}`)},
 		{name: "event stream ending in an error", method: "POST", path: sessionPath + "/chat", reqBody: chatReq, status: 200, header: sseHeader,
 			body: sse(`{"type":"start","messageId":"m"}`, `{"type":"data-coach-error","data":{"error":"coach_stream_failed","message":"m"}}`,
 				`{"type":"error","errorText":"m"}`, `{"type":"finish","finishReason":"error"}`)},

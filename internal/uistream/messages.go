@@ -29,6 +29,10 @@ type UIPart struct {
 // …/proposal rather than the chat route) when a transcript is read back as UI messages.
 const PartDecision = "data-coach-decision"
 
+// PartSafety is the data part of a safety line (a crisis turn's crisis resources), streamed and
+// restored alike: its data is the line without its "type".
+const PartSafety = "data-coach-" + coach.EventSafety
+
 // Messages shapes transcript entries (oldest first) as the UI messages the chat route streamed
 // for them, so that a client restores a conversation as it saw it:
 //
@@ -41,7 +45,9 @@ const PartDecision = "data-coach-decision"
 //     {result, fallback}; the session object the result line carried is not part of the
 //     transcript;
 //   - a card sent before a result (an injected level_up) is a data-coach-card {card} part of
-//     the result's message, before its text, as it was streamed.
+//     the result's message, before its text, as it was streamed;
+//   - the safety notice a coach entry carries (a crisis turn's) is the data-coach-safety part
+//     {kind, locale, message, resources} of its message, first, as it was streamed.
 //
 // Message ids are "msg-" and the seq of the message's first entry, stable across reads.
 func Messages(entries []coach.TranscriptEntry) []UIMessage {
@@ -58,6 +64,13 @@ func Messages(entries []coach.TranscriptEntry) []UIMessage {
 		}
 		if pending == nil {
 			pending = &UIMessage{ID: messageID(e.Seq), Role: "assistant", Parts: []UIPart{}}
+		}
+		if e.Safety != nil {
+			// The safety line came before the turn's text, and so does its part.
+			pending.Parts = append(pending.Parts, UIPart{Type: PartSafety, Data: mustJSON(e.Safety)})
+		}
+		if len(e.Result) == 0 && len(e.Card) == 0 {
+			continue
 		}
 		if len(e.Card) > 0 {
 			pending.Parts = append(pending.Parts, dataPart("card", map[string]json.RawMessage{"card": e.Card}))

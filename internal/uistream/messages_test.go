@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/safety"
 )
 
 func TestMessages(t *testing.T) {
@@ -18,7 +19,16 @@ func TestMessages(t *testing.T) {
 	card := func(seq int64, c string) coach.TranscriptEntry {
 		return coach.TranscriptEntry{Seq: seq, Role: coach.TranscriptCoach, Card: json.RawMessage(c)}
 	}
+	crisisNotice := &coach.SafetyNotice{Kind: "crisis", Locale: "en-US", Message: "You don't have to go through this alone.",
+		Resources: []safety.Resource{{Name: "988 Suicide & Crisis Lifeline", Phone: "988", Text: "988", URL: "https://988lineadevida.org"}}}
+	crisis := func(seq int64, r string) coach.TranscriptEntry {
+		e := result(seq, r)
+		e.Safety = crisisNotice
+		return e
+	}
 	const (
+		notice        = `{"kind":"crisis","locale":"en-US","message":"You don't have to go through this alone.","resources":[{"name":"988 Suicide \u0026 Crisis Lifeline","phone":"988","text":"988","url":"https://988lineadevida.org"}]}`
+		supportive    = `{"assistantText":"I'm here with you."}`
 		toulminResult = `{"assistantText":"Tell me more.\n\nWhat is your claim?","step":"claim"}`
 		cardResult    = `{"card_type":"multiple_choice","content":"Pick one.","options":[{"id":"a","label":"Call"}]}`
 		levelUp       = `{"card_type":"level_up","content":"Level 2!"}`
@@ -49,6 +59,18 @@ func TestMessages(t *testing.T) {
 				`{"type":"text","text":"Hello.","state":"done","providerMetadata":{"coachgw":{"block":0,"blockType":"paragraph"}}},` +
 				`{"type":"text","text":"Breathe.","state":"done","providerMetadata":{"coachgw":{"block":1,"blockType":"tip"}}},` +
 				`{"type":"data-coach-result","data":{"fallback":false,"result":` + moduleResult + `}}]}]`},
+		{"a crisis turn: its notice first, then the supportive text and result", []coach.TranscriptEntry{learner(10, `{"message":"…"}`), crisis(11, supportive)},
+			`[{"id":"msg-10","role":"user","parts":[{"type":"text","text":"…","state":"done"}]},` +
+				`{"id":"msg-11","role":"assistant","parts":[` +
+				`{"type":"data-coach-safety","data":` + notice + `},` +
+				`{"type":"text","text":"I'm here with you.","state":"done"},` +
+				`{"type":"data-coach-result","data":{"fallback":false,"result":` + supportive + `}}]}]`},
+		{"a notice on an entry of its own, before the result", []coach.TranscriptEntry{learner(12, `{"continue":true}`), {Seq: 13, Role: coach.TranscriptCoach, Safety: crisisNotice}, result(14, supportive)},
+			`[{"id":"msg-12","role":"user","parts":[{"type":"data-coach-continue","data":{}}]},` +
+				`{"id":"msg-13","role":"assistant","parts":[` +
+				`{"type":"data-coach-safety","data":` + notice + `},` +
+				`{"type":"text","text":"I'm here with you.","state":"done"},` +
+				`{"type":"data-coach-result","data":{"fallback":false,"result":` + supportive + `}}]}]`},
 		{"no entries", nil, `[]`},
 	}
 	for _, tt := range tests {

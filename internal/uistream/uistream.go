@@ -14,7 +14,9 @@
 //   - every other NDJSON line becomes a data part named data-coach-<line type> whose data is that
 //     line's object without its "type": data-coach-card {card}, data-coach-result {result,
 //     session, fallback?…}, data-coach-reset {reason} (transient), data-coach-error {error,
-//     message};
+//     message}, data-coach-safety {kind, locale, message, resources} (a crisis turn's
+//     resources, before its text; kept in the message, so that a client shows them for as long
+//     as it shows the turn);
 //   - a reset first ends the open text parts with "discarded":true in their coachgw provider
 //     metadata; the text that follows is a new part with a new id;
 //   - an error line is data-coach-error followed by the SDK's own {"type":"error","errorText"};

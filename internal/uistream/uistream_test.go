@@ -6,8 +6,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/safety"
 )
 
 func blockDelta(block int, typ, text string) coach.Event {
@@ -16,6 +18,8 @@ func blockDelta(block int, typ, text string) coach.Event {
 
 func TestWriter(t *testing.T) {
 	session := &coach.Session{ID: "s1", Contract: "toulmin", Locale: "en", Version: 2, State: json.RawMessage(`{}`)}
+	held := &coach.Session{ID: "s1", Contract: "toulmin", Locale: "es-US", Version: 3, State: json.RawMessage(`{}`),
+		Safety: &coach.SafetyHold{Hold: true, Since: time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC), Episode: "ep1"}}
 	const start = `data: {"type":"start","messageId":"m1"}` + "\n\n"
 	tests := []struct {
 		name   string
@@ -91,6 +95,37 @@ func TestWriter(t *testing.T) {
 				`{"type":"text-delta","id":"text-2","delta":"Right"}`,
 				`{"type":"text-end","id":"text-2"}`,
 				`{"type":"data-coach-result","data":{"result":{}}}`,
+				`{"type":"finish","finishReason":"stop"}`,
+				`[DONE]`,
+			}},
+		{"a crisis turn: the safety part first and kept, then the supportive text and result",
+			[]coach.Event{{Type: coach.EventSafety, Safety: &coach.SafetyNotice{Kind: "crisis", Locale: "es-US", Message: "No estás solo.",
+				Resources: []safety.Resource{{Name: "988 Línea", Phone: "988", Text: "Envía AYUDA al 988", URL: "https://988lineadevida.org"}, {Name: "Emergencias", Phone: "911"}}}},
+				coach.Delta("Estoy aquí."),
+				{Type: coach.EventResult, Result: json.RawMessage(`{"assistantText":"Estoy aquí."}`), Session: held}},
+			[]string{
+				`{"type":"data-coach-safety","data":{"kind":"crisis","locale":"es-US","message":"No estás solo.","resources":[` +
+					`{"name":"988 Línea","phone":"988","text":"Envía AYUDA al 988","url":"https://988lineadevida.org"},{"name":"Emergencias","phone":"911"}]}}`,
+				`{"type":"text-start","id":"text-1"}`,
+				`{"type":"text-delta","id":"text-1","delta":"Estoy aquí."}`,
+				`{"type":"text-end","id":"text-1"}`,
+				`{"type":"data-coach-result","data":{"result":{"assistantText":"Estoy aquí."},"session":{"id":"s1","contract":"toulmin","locale":"es-US","version":3,"state":{},` +
+					`"createdAt":"0001-01-01T00:00:00Z","updatedAt":"0001-01-01T00:00:00Z","safety":{"hold":true,"since":"2026-11-26T10:00:00Z","episode":"ep1"}}}}`,
+				`{"type":"finish","finishReason":"stop"}`,
+				`[DONE]`,
+			}},
+		{"unsafe output retracted: the text ends discarded, the reset is transient",
+			[]coach.Event{coach.Delta("Bad"), {Type: coach.EventReset, Reason: "unsafe_output"}, coach.Delta("Safe."),
+				{Type: coach.EventResult, Result: json.RawMessage(`{}`), Fallback: true}},
+			[]string{
+				`{"type":"text-start","id":"text-1"}`,
+				`{"type":"text-delta","id":"text-1","delta":"Bad"}`,
+				`{"type":"text-end","id":"text-1","providerMetadata":{"coachgw":{"discarded":true}}}`,
+				`{"type":"data-coach-reset","transient":true,"data":{"reason":"unsafe_output"}}`,
+				`{"type":"text-start","id":"text-2"}`,
+				`{"type":"text-delta","id":"text-2","delta":"Safe."}`,
+				`{"type":"text-end","id":"text-2"}`,
+				`{"type":"data-coach-result","data":{"result":{},"fallback":true}}`,
 				`{"type":"finish","finishReason":"stop"}`,
 				`[DONE]`,
 			}},
