@@ -271,6 +271,12 @@ type Outcome struct {
 	// question); it is sent as one last delta before the result, so that the deltas of the
 	// last attempt always add up to the result's visible text.
 	Tail string
+	// TailBlock and TailBlockType place Tail in a text block of a module result, as every
+	// module delta is placed (Event.Block, Event.BlockType): a module client shows text only
+	// in its blocks. An empty TailBlockType sends Tail outside any block (Block -1), as the
+	// visible text of every other contract is sent.
+	TailBlock     int
+	TailBlockType string
 	// State is the session's new state.
 	State json.RawMessage
 	// History is appended to the session's history.
@@ -286,6 +292,14 @@ type Outcome struct {
 	Notice string
 }
 
+// TailDelta returns the delta line that sends o.Tail, in its text block when it has one.
+func (o *Outcome) TailDelta() Event {
+	if o.TailBlockType == "" {
+		return Delta(o.Tail)
+	}
+	return Event{Type: EventDelta, Text: o.Tail, Block: o.TailBlock, BlockType: o.TailBlockType}
+}
+
 // SafeReplier is implemented by every contract's turn: it answers with text the gateway wrote
 // instead of the model's, in the contract's own result shape. The engine uses it for the
 // supportive answer of a crisis (and of every turn of a held session) and for the safe answer
@@ -294,8 +308,9 @@ type SafeReplier interface {
 	// SafeReply returns the outcome to store and answer: a Result whose visible text is text
 	// and that continues no exercise, scores nothing and proposes nothing (no progress, no
 	// proposal, no step or level change, no form); State is the session's state unchanged;
-	// Tail is text (sent as the turn's one delta before the result); History is empty, so the
-	// model never sees the exchange.
+	// Tail is text (sent as the turn's one delta before the result, in the text block that
+	// TailBlock and TailBlockType name for a module); History is empty, so the model never
+	// sees the exchange.
 	SafeReply(text string) (*Outcome, error)
 }
 

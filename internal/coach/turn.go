@@ -232,7 +232,7 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 	committed = true
 	rep.Rules, rep.Diagnostic, rep.Notice = res.Rules, res.Diagnostic, res.Notice
 	if res.Tail != "" {
-		send(Delta(res.Tail))
+		send(res.TailDelta())
 	}
 	send(Event{Type: EventResult, Result: res.Result, Session: &next, Fallback: res.Fallback, Upstream: rep.Upstream, Usage: rep.Usage})
 	if res.Fallback {
