@@ -126,6 +126,11 @@ func (*Contract) NewState(coach.NewSession) (json.RawMessage, error) {
 // continue (an opening turn: the coach opens the current step without a learner message); a
 // step the client names must be the session's (otherwise the client is out of date and the
 // turn fails with coach_step_mismatch as its stream's only line).
+//
+// A session on safety hold takes the same turns: a message or continue, each answered by the
+// engine with SafeReply. Since SafeReply leaves the state as it was, the step a client names
+// stays the session's. A complete session takes no turn, held or not (session_complete): its
+// clients offer no input then.
 func (*Contract) Begin(s *coach.Session, in coach.TurnInput) (coach.Turn, error) {
 	st, err := DecodeState(s.State)
 	if err != nil {

@@ -232,3 +232,26 @@ func (s *streamer) Text(_ int, _ extract.Path, text []byte) {
 
 // End notes that assistantText is complete.
 func (s *streamer) End(int, extract.Path, []byte) { s.done = true }
+
+// The engine finds SafeReply by a type assertion; this keeps the method from drifting off it.
+var _ coach.SafeReplier = (*turn)(nil)
+
+// SafeReply answers with text the gateway wrote (a crisis's supportive answer, or the safe
+// answer in place of model output that failed the safety check): a CoachAIResult with text as
+// its assistantText at the session's step and nothing else, so it proposes nothing, advances
+// nothing and completes nothing. The state is the session's, byte for byte: the step's turn
+// counter does not count the turn (the learner's next message for the step is still its first
+// turn, as it was), and a proposal pending from an earlier turn stays pending. History is
+// empty, so the model never sees the exchange. Tail is text, the result's whole visible text.
+// It implements coach.SafeReplier; text that no CoachAIResult can carry (blank, or longer than
+// its schema's maxLength) is an internal error, since the gateway wrote it.
+func (t *turn) SafeReply(text string) (*coach.Outcome, error) {
+	if strings.TrimSpace(text) == "" {
+		return nil, coach.Errorf(coach.KindInternal, coach.CodeInternal, "toulmin: the safe reply is blank")
+	}
+	r := Result{AssistantText: text, Step: t.state.Step}
+	if _, err := schemaValidation(&r, nil); err != nil {
+		return nil, coach.Wrap(err, coach.KindInternal, coach.CodeInternal, "toulmin: the safe reply is no CoachAIResult")
+	}
+	return &coach.Outcome{Result: r.encode(), Tail: text, State: bytes.Clone(t.sess.State)}, nil
+}
