@@ -97,6 +97,9 @@ type inputConfig struct {
 
 var displayCard = schema.Load(SchemaFile)
 
+// frontendCard is api/schemas/card.json, the published shape of every card the gateway sends.
+var frontendCard = schema.Load("card.json")
+
 // MaxTokens is the completion cap of cards requests: the longest display_card call its schema
 // allows, in tokens (see schema.CompletionCap), with 4 options, the most the system prompt
 // asks for (the schema bounds every option's text but not their number). COACH_MAX_COMPLETION_TOKENS

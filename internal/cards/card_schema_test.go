@@ -6,9 +6,6 @@ import (
 	"github.com/coachgw/coachgw/internal/schema"
 )
 
-// frontendCard is api/schemas/card.json, the published shape of every card the gateway sends.
-var frontendCard = schema.Load("card.json")
-
 // wantFrontendCard fails t unless raw follows api/schemas/card.json. The tests that make cards
 // (normalized model output, the level_up prelude, the fallback) call it on each of them.
 func wantFrontendCard(t *testing.T, raw []byte) {

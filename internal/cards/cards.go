@@ -143,17 +143,26 @@ func (c *Contract) levelText(n int) string {
 
 // Begin checks the input against the last card, decides whether the turn levels up and builds
 // the model request. Nothing has been sent when it fails.
+//
+// A session on safety hold is answered by the engine with SafeReply, which leaves lastCard as
+// it was while the learner sees the safe insight card: its input is therefore not checked
+// against lastCard (see checkHeldInput), and the turn does not level up, so that its Prelude
+// sends no level_up card.
 func (c *Contract) Begin(s *coach.Session, in coach.TurnInput) (coach.Turn, error) {
 	st, err := decodeState(s.State)
 	if err != nil {
 		return nil, err
 	}
-	user, err := checkInput(st.LastCard, in)
+	check := checkInput
+	if s.Held() {
+		check = checkHeldInput
+	}
+	user, err := check(st.LastCard, in)
 	if err != nil {
 		return nil, err
 	}
-	t := &Turn{prev: st.LastCard}
-	if st.Cycles >= c.cfg.CyclesPerLevel && st.Level < c.cfg.MaxLevel {
+	t := &Turn{prev: st.LastCard, stored: s.State}
+	if !s.Held() && st.Cycles >= c.cfg.CyclesPerLevel && st.Level < c.cfg.MaxLevel {
 		st.Level++
 		st.Cycles = 0
 		t.levelUp = &Card{Type: TypeLevelUp, NewLevel: st.Level, Message: c.levelText(st.Level)}
@@ -178,6 +187,33 @@ func boundHistory(h []coach.Message, n int) []coach.Message {
 		cut++
 	}
 	return h[cut:]
+}
+
+// checkHeldInput checks the input of a turn of a session on safety hold and returns the user
+// message it stands for. The learner was last shown a safe insight card (a Continue button)
+// while lastCard still names the card before the hold, so whatever a cards client sends is
+// taken: any non-blank message ("[Continue]" or the learner's own words) or any non-empty
+// selected (a choice card the client still shows). Input no cards client sends (step, continue,
+// a form, nothing, or both a message and a selection) is refused as in any other turn.
+func checkHeldInput(_ *Card, in coach.TurnInput) (string, error) {
+	switch {
+	case in.Step != "":
+		return "", coach.FieldError("step", "cards sessions take no step")
+	case in.Continue:
+		return "", coach.FieldError("continue", "continue is for toulmin sessions; a cards session goes on with a message such as %q", ContinueMessage)
+	case in.Form != nil:
+		return "", coach.FieldError("form", "cards sessions take no form")
+	case in.Message != nil && in.Selected != nil:
+		return "", coach.FieldError("message", "send either a message or selected, not both")
+	case in.Selected != nil:
+		if *in.Selected == "" {
+			return "", coach.FieldError("selected", "selected is empty")
+		}
+		return `{"selected": ` + string(mustJSON(*in.Selected)) + `}`, nil
+	case in.Message == nil || strings.TrimSpace(*in.Message) == "":
+		return "", coach.FieldError("message", "send a message such as %q", ContinueMessage)
+	}
+	return *in.Message, nil
 }
 
 // checkInput checks that in answers last (nil before the first card) and returns the user

@@ -7,6 +7,7 @@ import (
 
 	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/extract"
+	"github.com/coachgw/coachgw/internal/schema"
 )
 
 // ToolAck is the tool message that answers every display_card call in the history.
@@ -15,8 +16,9 @@ const ToolAck = "displayed"
 // Turn is one cards turn; it implements coach.Turn and coach.Fallback. Besides those it offers
 // LastRaw, the model response the last Finish judged.
 type Turn struct {
-	st      state // the state the turn starts from, level-up applied
-	prev    *Card // the card the learner's input answers; nil on the first turn
+	stored  []byte // the session's state as stored, which SafeReply keeps
+	st      state  // the state the turn starts from, level-up applied
+	prev    *Card  // the card the learner's input answers; nil on the first turn
 	levelUp *Card
 	user    coach.Message
 	req     coach.ModelRequest
@@ -31,8 +33,12 @@ type Turn struct {
 	failed  *failure // why that response yielded no card; nil when it did
 }
 
-// The engine finds Fallback by a type assertion; this keeps the method from drifting off it.
-var _ coach.Fallback = (*Turn)(nil)
+// The engine finds Fallback and SafeReply by type assertions; this keeps the methods from
+// drifting off them.
+var (
+	_ coach.Fallback    = (*Turn)(nil)
+	_ coach.SafeReplier = (*Turn)(nil)
+)
 
 // toolCall is one tool call as the model streamed it.
 type toolCall struct {
@@ -175,6 +181,30 @@ func (t *Turn) Fallback(cause error) (*coach.Outcome, error) {
 	out.Fallback = true
 	out.Diagnostic = "cards: " + f.rule + ": " + why + "\n" + t.lastRaw
 	return out, nil
+}
+
+// SafeReply answers with text the gateway wrote (a crisis's supportive answer, or the safe
+// answer in place of model output that failed the safety check) as an insight card: the card
+// the seed's own fallback uses, text to read with a Continue button and no input, which every
+// cards client renders. The state is the session's, byte for byte: no level change (the turn's
+// level-up, if it had one, is not stored, and the next turn not on hold levels up again), no
+// cycle counted, and lastCard still the card before, which the learner's next input answers
+// once the hold ends. History is empty, so the model never sees the exchange. Tail is text,
+// the card's content. It implements coach.SafeReplier; blank text is an internal error, since
+// the gateway wrote it.
+func (t *Turn) SafeReply(text string) (*coach.Outcome, error) {
+	if strings.TrimSpace(text) == "" {
+		return nil, coach.Errorf(coach.KindInternal, coach.CodeInternal, "cards: the safe reply is blank")
+	}
+	result := mustJSON(Card{Type: TypeInsight, Content: text})
+	doc, err := schema.Decode(result)
+	if err == nil {
+		err = frontendCard.Validate(doc)
+	}
+	if err != nil {
+		return nil, coach.Wrap(err, coach.KindInternal, coach.CodeInternal, "cards: the safe reply is no valid card")
+	}
+	return &coach.Outcome{Result: result, Tail: text, State: bytes.Clone(t.stored)}, nil
 }
 
 // outcome stores card as the session's last card in state next and pairs it in the history
