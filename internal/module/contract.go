@@ -82,6 +82,12 @@ func (c *Contract) NewState(opts coach.NewSession) (json.RawMessage, error) {
 // Begin checks a turn's input: exactly one of a free-text message (always accepted unless
 // empty) or a form submission (checked against the form of that id the session last offered).
 // It detects the topics the input covers, which the prompt already reports to the model.
+//
+// A session on safety hold takes the same turns, each answered by the engine with SafeReply:
+// a message, or a form submission for a form the session last offered (a safe reply offers
+// none and keeps those offered before, so a form the client still shows can be sent). It
+// refuses what it refuses in any session, continue included: that is toulmin's input, which
+// no module client sends.
 func (c *Contract) Begin(s *coach.Session, in coach.TurnInput) (coach.Turn, error) {
 	var st State
 	if err := json.Unmarshal(s.State, &st); err != nil {

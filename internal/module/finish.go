@@ -176,12 +176,7 @@ func (t *turn) Fallback(cause error) (*coach.Outcome, error) {
 		text = emptyFallbackText["en"]
 	}
 	doc := fallbackResponse(text)
-	doc["meta"].(map[string]any)["progress"] = map[string]any{
-		"percentage":       t.st.Percentage,
-		"covered_topics":   t.before.ids(),
-		"newly_covered":    []string{},
-		"remaining_topics": len(t.before.covered) - t.before.n,
-	}
+	doc["meta"].(map[string]any)["progress"] = t.progressBefore()
 	out, err := t.outcome(doc, t.st)
 	if err != nil {
 		return nil, err
@@ -189,6 +184,56 @@ func (t *turn) Fallback(cause error) (*coach.Outcome, error) {
 	out.Fallback, out.Rules = true, []string{RuleFallback, RuleEmptyAnswer}
 	out.Diagnostic = "module: " + cause.Error() + "; a fallback was sent in place of: " + clip(t.stream.out, maxDiagnostic)
 	return out, nil
+}
+
+// The engine finds SafeReply by a type assertion; this keeps the method from drifting off it.
+var _ coach.SafeReplier = (*turn)(nil)
+
+// SafeReply answers with text the gateway wrote (a crisis's supportive answer, or the safe
+// answer in place of model output that failed the safety check) as a structured response of
+// one paragraph block holding text, response_type "conversational" and emotion "supportive",
+// with no form, next step or media. Its progress is the session's as it was: the topics the
+// learner's input mentioned are not counted, newly_covered is empty, no milestone is reached.
+// The state is the session's, byte for byte, so the forms offered before stay open. History is
+// empty, so the model never sees the exchange. Tail is text, sent in block 0 as a paragraph.
+// It implements coach.SafeReplier; text that no text block can carry (blank, or longer than
+// the schema's maxLength) is an internal error, since the gateway wrote it.
+func (t *turn) SafeReply(text string) (*coach.Outcome, error) {
+	if strings.TrimSpace(text) == "" {
+		return nil, coach.Errorf(coach.KindInternal, coach.CodeInternal, "module: the safe reply is blank")
+	}
+	doc := fallbackResponse(text)
+	meta := doc["meta"].(map[string]any)
+	meta["emotion"], meta["progress"] = "supportive", t.progressBefore()
+	result, err := marshalOrdered(doc)
+	if err != nil {
+		return nil, coach.Wrap(err, coach.KindInternal, coach.CodeInternal, "module: encoding the safe reply")
+	}
+	decoded, err := schema.Decode(result)
+	if err == nil {
+		err = responseSchema().Validate(decoded)
+	}
+	if err != nil {
+		return nil, coach.Wrap(err, coach.KindInternal, coach.CodeInternal, "module: the safe reply does not follow the response schema")
+	}
+	return &coach.Outcome{
+		Result:        result,
+		Tail:          text,
+		TailBlock:     0,
+		TailBlockType: textBlockType,
+		State:         bytes.Clone(t.sess.State),
+	}, nil
+}
+
+// progressBefore returns meta.progress of an answer that covers nothing: the learner's progress
+// as it was before the turn, nothing newly covered, no milestone.
+func (t *turn) progressBefore() map[string]any {
+	return map[string]any{
+		"percentage":       t.st.Percentage,
+		"covered_topics":   t.before.ids(),
+		"newly_covered":    []string{},
+		"remaining_topics": len(t.before.covered) - t.before.n,
+	}
 }
 
 // looksLikeJSON reports whether raw, without a fence, starts like a JSON object, or like a JSON
@@ -208,11 +253,14 @@ func looksLikeJSON(raw []byte) bool {
 	return len(rest) == 0 || bytes.IndexByte([]byte(`{["]`), rest[0]) >= 0
 }
 
+// textBlockType is the type of the one text block of a response the gateway makes of text.
+const textBlockType = "paragraph"
+
 // fallbackResponse wraps text that is not JSON as a structured response.
 func fallbackResponse(text string) map[string]any {
 	return map[string]any{
 		"content": map[string]any{
-			"text_blocks": []any{map[string]any{"type": "paragraph", "content": text}},
+			"text_blocks": []any{map[string]any{"type": textBlockType, "content": text}},
 		},
 		"meta": map[string]any{"response_type": "conversational"},
 	}
