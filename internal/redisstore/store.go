@@ -41,6 +41,8 @@
 //	Allow    script            {prefix}:{rl:<tenant>}
 //	OpenCircuit   SET PX       {prefix}:{cb:<endpoint>}
 //	OpenCircuits  PTTL each    {prefix}:{cb:<endpoint>} (one command per key)
+//	SafetyAudit.Audit         pipeline  {prefix}:{audit:<tenant>} (XADD, XTRIM, PEXPIRE; see audit.go)
+//	SafetyAudit.SafetyEvents  XRANGE    {prefix}:{audit:<tenant>}
 //
 // No operation reads or writes two sessions at once (no MGET, no SCAN, no transaction across
 // sessions), and the scripts touch only the keys passed to them in KEYS, never a key they build

@@ -9,6 +9,7 @@ package safety
 
 import (
 	"context"
+	"fmt"
 	"slices"
 )
 
@@ -93,6 +94,17 @@ func (s Severity) String() string {
 // MarshalText writes the severity's name, so JSON carries "high" rather than a number that
 // would change meaning if the levels were ever reordered.
 func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads a severity's name, so that stored audit records read back as written.
+func (s *Severity) UnmarshalText(b []byte) error {
+	for _, v := range []Severity{SeverityNone, SeverityConcern, SeverityHigh, SeverityImminent} {
+		if v.String() == string(b) {
+			*s = v
+			return nil
+		}
+	}
+	return fmt.Errorf("severity: unknown name %q", b)
+}
 
 // Verdict is the outcome of one check, the shape shared by every Classifier so the wiring and
 // the audit record do not care which one ran. It never holds the checked text.

@@ -14,6 +14,7 @@ import (
 	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/redisstore"
 	"github.com/coachgw/coachgw/internal/redisstore/storetest"
+	"github.com/coachgw/coachgw/internal/safety"
 )
 
 // newFixture connects to url the way the gateway does (redisstore.Connect, New, Prepare), under a
@@ -58,6 +59,38 @@ func TestClusterStore(t *testing.T) {
 	t.Run("usage counters and circuits live on slots of their own", func(t *testing.T) {
 		usageAndCircuits(t, newFixture(t, c.url))
 	})
+	t.Run("safety audit streams of many tenants", func(t *testing.T) {
+		auditStreams(t, newFixture(t, c.url))
+	})
+}
+
+// auditStreams writes the audit records of several tenants, whose streams live on slots (and
+// masters) of their own, in one Audit, and reads each tenant's back.
+func auditStreams(t *testing.T, f *storetest.Fixture) {
+	ctx := context.Background()
+	audit := redisstore.NewSafetyAudit(f.Client, f.Prefix, time.Hour, 0)
+	tenants := []string{"acme", "beta", "gamma", "delta", "epsilon", "zeta"}
+	var records []safety.Record
+	for n := range 3 {
+		for _, tenant := range tenants {
+			records = append(records, safety.Record{Time: time.Now().UTC(), Tenant: tenant, Session: fmt.Sprint(tenant, "-", n),
+				Stage: safety.StageInput, Classifier: safety.BuiltinName, Action: safety.ActionNone, Mode: safety.ModeEnforce})
+		}
+	}
+	if err := audit.Audit(ctx, records); err != nil {
+		t.Fatalf("Audit: %v", err)
+	}
+	for _, tenant := range tenants {
+		got, next, err := audit.SafetyEvents(ctx, tenant, "", 10)
+		if err != nil || len(got) != 3 || next != got[len(got)-1].ID {
+			t.Fatalf("SafetyEvents(%s) = %d records, next %q, %v; want 3 and the last id", tenant, len(got), next, err)
+		}
+		for n, r := range got {
+			if want := fmt.Sprint(tenant, "-", n); r.Session != want {
+				t.Errorf("%s record %d: session %q, want %q", tenant, n, r.Session, want)
+			}
+		}
+	}
 }
 
 // usageAndCircuits runs turns of several tenants that reserve tokens with their claims and
