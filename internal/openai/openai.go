@@ -301,7 +301,7 @@ func New(cfg Config) *Client {
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = newHTTPClient(cfg.ConnectTimeout)
+		hc = NewHTTPClient(cfg.ConnectTimeout)
 	}
 	if cfg.DowngradeTTL <= 0 {
 		cfg.DowngradeTTL = DefaultDowngradeTTL
@@ -347,10 +347,11 @@ func (c *Client) String() string {
 // GoString is String, so that %#v never prints the key either.
 func (c *Client) GoString() string { return c.String() }
 
-// newHTTPClient returns a client for long-lived streams: no overall timeout (the engine owns
-// first-byte, idle and turn deadlines), a bounded dial, and enough idle connections per host
-// that concurrent turns against one endpoint reuse connections instead of re-dialing.
-func newHTTPClient(connect time.Duration) *http.Client {
+// NewHTTPClient returns the client of the gateway's endpoints: no overall timeout (the engine owns
+// first-byte, idle and turn deadlines, and a safety classifier its check's), a dial bounded by
+// connect (COACH_CONNECT_TIMEOUT), and enough idle connections per host that concurrent turns
+// against one endpoint reuse connections instead of re-dialing.
+func NewHTTPClient(connect time.Duration) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = (&net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}).DialContext
 	tr.MaxIdleConns = 1024
