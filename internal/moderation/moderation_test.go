@@ -23,7 +23,7 @@ import (
 // testKey is the API key the tests configure; no error or log line may hold it.
 const testKey = "sk-test-9f8e7d6c5b4a"
 
-func recorded(t *testing.T, name string) []byte {
+func recorded(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
