@@ -24,10 +24,16 @@ const (
 // A coach entry of a turn that sent a safety line also carries Safety, that line's notice (the
 // crisis resources as the learner was shown them), so that a client restoring the conversation
 // shows them again without asking anything else; it goes on the entry of the turn's result.
+//
+// Turn is the id of the turn that wrote the entry (the learner's input and the coach's answer
+// of one turn share it; it is the turn's X-Coach-Turn), so that a client restoring the
+// conversation can tell the answer it reads back from the same turn replayed by a resume. A
+// proposal decision, and an entry stored before turns had ids, have none.
 type TranscriptEntry struct {
 	// Seq numbers the session's entries from 1 up, without gaps; the store assigns it when the
 	// entry is committed, so a writer leaves it zero.
 	Seq      int64           `json:"seq"`
+	Turn     string          `json:"turn,omitempty"`
 	At       time.Time       `json:"at"`
 	Role     string          `json:"role"`
 	Input    json.RawMessage `json:"input,omitempty"`

@@ -65,6 +65,12 @@ func TestTranscript(t *testing.T) {
 	if got := transcriptLines(page); got != want || page.Next != 0 {
 		t.Errorf("transcript =\n%s\nnext %d, want\n%s\nnext 0", got, page.Next, want)
 	}
+	// A turn's entries name it; a decision is no turn's.
+	if e := page.Entries; e[0].Turn == "" || e[1].Turn != e[0].Turn || e[2].Turn != e[0].Turn ||
+		e[3].Turn == "" || e[3].Turn == e[0].Turn || e[4].Turn != e[3].Turn || e[5].Turn != e[3].Turn || e[6].Turn != "" {
+		t.Errorf("turns of the entries %q %q %q, %q %q %q, %q: want one id per turn, none for the decision",
+			e[0].Turn, e[1].Turn, e[2].Turn, e[3].Turn, e[4].Turn, e[5].Turn, e[6].Turn)
+	}
 	if learner, coach := page.Entries[0].At, page.Entries[2].At; learner.IsZero() || learner.After(coach) {
 		t.Errorf("learner entry at %v, coach entry at %v: want the learner's first", learner, coach)
 	}

@@ -20,8 +20,9 @@ type TurnRun struct {
 	svc   *Service
 	sess  *Session
 	token string
-	// id identifies the turn to the tenant's token counters (its reservation and its charge);
-	// reserved says whether it reserved tokens of a budget with its claim.
+	// id identifies the turn: to the tenant's token counters (its reservation and its charge),
+	// in its transcript entries, and to clients (see ID); reserved says whether it reserved
+	// tokens of a budget with its claim.
 	id       string
 	reserved bool
 	turn     Turn
@@ -117,6 +118,10 @@ func (r *TurnRun) charge(spent []Spent) *TenantUsage {
 func (r *TurnRun) drop(spent []Spent) {
 	r.svc.releaseCharging(r.sess.ID, r.token, r.charge(spent))
 }
+
+// ID returns the turn's id, which its transcript entries carry: the adapter names the turn with
+// it (its stream, its log, its resume), so that one id finds the turn everywhere.
+func (r *TurnRun) ID() string { return r.id }
 
 // Session returns the session as it was claimed.
 func (r *TurnRun) Session() *Session { return r.sess }
@@ -222,6 +227,9 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 	// The learner's entry is dated when the turn was asked for, the coach's when it was stored.
 	transcript := append([]TranscriptEntry{learnerEntry(r.start.UTC(), r.input)},
 		coachEntries(next.UpdatedAt, cards, res.Result, res.Fallback)...)
+	for i := range transcript {
+		transcript[i].Turn = r.id
+	}
 	extra := CommitExtra{Transcript: transcript, Usage: r.charge(rep.Spent)}
 	cctx, commitSpan := s.tracer.Start(ctx, "coach.commit")
 	err = s.store.Commit(cctx, &next, r.token, extra)

@@ -70,13 +70,16 @@ func (s *Server) checkRegenerate(c echo.Context, in *coach.TurnInput) error {
 // result.
 const regenerateLookback = 4
 
-// openUIStream starts a UI message stream: its headers, pushed out at once, and the start event.
-func openUIStream(c echo.Context) (coach.Sink, error) {
+// openUIStream starts turn's UI message stream: its headers, pushed out at once, and the start
+// event. The message's id is the turn's id, as in GET …/chat/messages: the SDK replaces its last
+// message when a stream starts with that message's id, so a resume replaying a turn whose answer
+// the client restored redraws that answer instead of showing it twice.
+func openUIStream(c echo.Context, turn string) (coach.Sink, error) {
 	res := c.Response()
 	uistream.SetHeaders(res.Header())
 	res.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(res.Writer)
-	w, err := uistream.NewWriter(res, rc.Flush, "msg-"+coach.NewID())
+	w, err := uistream.NewWriter(res, rc.Flush, turn)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coachgw/coachgw/internal/coach"
 )
 
 // chatText is useChat's body for a learner message of text.
@@ -115,7 +117,7 @@ func TestChatHeaders(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, got, v)
 		}
 	}
-	if r.Status != http.StatusOK || !strings.HasPrefix(r.Body, `data: {"type":"start","messageId":"msg-`) || !strings.HasSuffix(r.Body, "data: [DONE]\n\n") {
+	if r.Status != http.StatusOK || !strings.HasPrefix(r.Body, `data: {"type":"start","messageId":"`+r.Header.Get(HeaderTurn)+`"}`) || !strings.HasSuffix(r.Body, "data: [DONE]\n\n") {
 		t.Errorf("%d %s, want a UI message stream", r.Status, r.Body)
 	}
 	pre := ts.do("OPTIONS", "/v1/sessions/"+id+"/chat", "", "Origin", origin,
@@ -200,13 +202,21 @@ func TestChatRegenerate(t *testing.T) {
 
 // TestChatMessages reads a session's transcript back as UI messages: the learner's message as a
 // user message with its text, the coach's result as an assistant message with its text and
-// result part, paged like /messages; another tenant's key gets 404 as for the session.
+// result part, paged like /messages; another tenant's key gets 404 as for the session. The
+// assistant message's id is the id of the turn that answered, which is also the messageId the
+// chat route streamed it under and its X-Coach-Turn (the SDK tells a restored answer from its
+// replay by it), and the transcript's entries name that turn.
 func TestChatMessages(t *testing.T) {
 	ts := startServer(t, withKeys)
 	acme := []string{"Authorization", "Bearer " + keyAcme}
 	id := ts.create("toulmin", acme...)
-	if r := ts.do("POST", "/v1/sessions/"+id+"/chat", chatText("Cities should ban cars."), acme...); r.Status != http.StatusOK {
-		t.Fatalf("turn: %d %s", r.Status, r.Body)
+	posted := ts.do("POST", "/v1/sessions/"+id+"/chat", chatText("Cities should ban cars."), acme...)
+	if posted.Status != http.StatusOK {
+		t.Fatalf("turn: %d %s", posted.Status, posted.Body)
+	}
+	turn := posted.Header.Get(HeaderTurn)
+	if want := `data: {"type":"start","messageId":"` + turn + `"}`; turn == "" || !strings.HasPrefix(posted.Body, want+"\n\n") {
+		t.Fatalf("the stream opens with %.80q, want %q", posted.Body, want)
 	}
 	type page struct {
 		Messages []struct {
@@ -237,6 +247,17 @@ func TestChatMessages(t *testing.T) {
 	user, coachMsg := p.Messages[0], p.Messages[1]
 	if user.ID != "msg-1" || user.Role != "user" || len(user.Parts) != 1 || user.Parts[0].Type != "text" || user.Parts[0].Text != "Cities should ban cars." {
 		t.Errorf("first message %+v, want the learner's text as user message msg-1", user)
+	}
+	if coachMsg.ID != turn {
+		t.Errorf("the assistant message's id %q, want the turn's %q", coachMsg.ID, turn)
+	}
+	if !strings.Contains(string(coachMsg.Parts[len(coachMsg.Parts)-1].Data), `"turn":"`+turn+`"`) {
+		t.Errorf("data-coach-result %s, want it to name the turn %s as the streamed one does", coachMsg.Parts[len(coachMsg.Parts)-1].Data, turn)
+	}
+	var entries struct{ Messages []coach.TranscriptEntry }
+	if r := ts.do("GET", "/v1/sessions/"+id+"/messages", "", acme...); r.Status != http.StatusOK || json.Unmarshal([]byte(r.Body), &entries) != nil ||
+		len(entries.Messages) != 2 || entries.Messages[0].Turn != turn || entries.Messages[1].Turn != turn {
+		t.Errorf("GET messages: %d %s; want both entries naming the turn %s", r.Status, r.Body, turn)
 	}
 	if coachMsg.Role != "assistant" || len(coachMsg.Parts) != 2 || coachMsg.Parts[0].Type != "text" || coachMsg.Parts[0].Text != "Tell me more." ||
 		coachMsg.Parts[1].Type != "data-coach-result" || !strings.Contains(string(coachMsg.Parts[1].Data), `"assistantText":"Tell me more."`) {

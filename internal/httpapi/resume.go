@@ -69,7 +69,8 @@ func (s *Server) getCurrentTurn(c echo.Context) error {
 }
 
 // getChatStream is GET /v1/sessions/{id}/chat/stream: the session's running or last turn as a
-// UI message stream from its start (useChat's resume).
+// UI message stream from its start (useChat's resume), whose message id is the turn's id (see
+// openUIStream).
 func (s *Server) getChatStream(c echo.Context) error {
 	turn, err := s.currentTurn(c, "")
 	if err != nil {
@@ -79,7 +80,7 @@ func (s *Server) getChatStream(c echo.Context) error {
 		return c.NoContent(http.StatusNoContent)
 	}
 	c.Response().Header().Set(HeaderTurn, turn)
-	w, err := openUIStream(c)
+	w, err := openUIStream(c, turn)
 	if err != nil {
 		return err
 	}

@@ -19,12 +19,12 @@ func (s *Server) turn(c echo.Context, id string, in coach.TurnInput) error {
 	return s.runTurn(c, id, in, s.openNDJSON)
 }
 
-// openStream starts a turn's response in one wire format: it writes the status and headers and
+// openStream starts the response of turn in one wire format: it writes the status and headers and
 // returns the coach.Sink that encodes the turn's events.
-type openStream func(c echo.Context) (coach.Sink, error)
+type openStream func(c echo.Context, turn string) (coach.Sink, error)
 
-// openNDJSON starts the primary stream, NDJSON lines.
-func (s *Server) openNDJSON(c echo.Context) (coach.Sink, error) {
+// openNDJSON starts the primary stream, NDJSON lines (the turn's id is in its header).
+func (s *Server) openNDJSON(c echo.Context, _ string) (coach.Sink, error) {
 	s.writeHeader(c)
 	return newLineWriter(c.Response()), nil
 }
@@ -41,12 +41,13 @@ func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open ope
 	}
 	req := c.Request()
 	run, err := s.deps.Service.StartTurn(req.Context(), tenant(c), id, in)
-	turnID := coach.NewID()
 	if err != nil {
 		if e := coach.AsError(err); e.Kind == coach.KindStream {
-			// The seed reports these (e.g. coach_step_mismatch) as the stream's error line.
+			// The seed reports these (e.g. coach_step_mismatch) as the stream's error line; the
+			// turn never ran, and its id only names its stream.
+			turnID := coach.NewID()
 			c.Response().Header().Set(HeaderTurn, turnID)
-			w, err := open(c)
+			w, err := open(c, turnID)
 			if err != nil {
 				return err
 			}
@@ -57,6 +58,9 @@ func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open ope
 		}
 		return err
 	}
+	// The engine's id of the turn names it everywhere: its stream, its log, its resume and its
+	// transcript entries (which is how a restored answer is told from its replay).
+	turnID := run.ID()
 
 	s.streams.Add(1)
 	s.open.Add(1)
@@ -84,7 +88,7 @@ func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open ope
 		defer func() { _ = rc.SetWriteDeadline(time.Now().Add(writeGrace)) }()
 	}
 	c.Response().Header().Set(HeaderTurn, turnID)
-	w, err := open(c)
+	w, err := open(c, turnID)
 	if err != nil {
 		run.Abort()
 		return err

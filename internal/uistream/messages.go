@@ -49,7 +49,12 @@ const PartSafety = "data-coach-" + coach.EventSafety
 //   - the safety notice a coach entry carries (a crisis turn's) is the data-coach-safety part
 //     {kind, locale, message, resources} of its message, first, as it was streamed.
 //
-// Message ids are "msg-" and the seq of the message's first entry, stable across reads.
+// An assistant message's id is the id of the turn that answered (its entries' Turn), which is
+// also the messageId of that turn's stream on the chat routes: when GET …/chat/stream replays
+// a turn whose answer the client restored, the SDK replaces the restored message with the
+// replay instead of adding it again. Its data-coach-result carries the turn too, as the
+// streamed one does. Other ids (learner messages, and answers stored before entries had turns)
+// are "msg-" and the seq of the message's first entry. All are stable across reads.
 func Messages(entries []coach.TranscriptEntry) []UIMessage {
 	out := make([]UIMessage, 0, len(entries))
 	var pending *UIMessage // an assistant message whose cards came before its result
@@ -63,7 +68,11 @@ func Messages(entries []coach.TranscriptEntry) []UIMessage {
 			continue
 		}
 		if pending == nil {
-			pending = &UIMessage{ID: messageID(e.Seq), Role: "assistant", Parts: []UIPart{}}
+			id := e.Turn
+			if id == "" {
+				id = messageID(e.Seq)
+			}
+			pending = &UIMessage{ID: id, Role: "assistant", Parts: []UIPart{}}
 		}
 		if e.Safety != nil {
 			// The safety line came before the turn's text, and so does its part.
@@ -80,6 +89,11 @@ func Messages(entries []coach.TranscriptEntry) []UIMessage {
 		data := map[string]any{"result": e.Result}
 		if e.Fallback != nil {
 			data["fallback"] = *e.Fallback
+		}
+		if e.Turn != "" {
+			data["turn"] = e.Turn
+			// The message is the answer of its result's turn, whatever entry opened it.
+			pending.ID = e.Turn
 		}
 		pending.Parts = append(pending.Parts, dataPart("result", data))
 		out = append(out, *pending)

@@ -26,6 +26,13 @@ func TestMessages(t *testing.T) {
 		e.Safety = crisisNotice
 		return e
 	}
+	// of gives entries the turn that wrote them, as the engine stores them since v1.2.
+	of := func(turn string, entries ...coach.TranscriptEntry) []coach.TranscriptEntry {
+		for i := range entries {
+			entries[i].Turn = turn
+		}
+		return entries
+	}
 	const (
 		notice        = `{"kind":"crisis","locale":"en-US","message":"You don't have to go through this alone.","resources":[{"name":"988 Suicide \u0026 Crisis Lifeline","phone":"988","text":"988","url":"https://988lineadevida.org"}]}`
 		supportive    = `{"assistantText":"I'm here with you."}`
@@ -71,6 +78,23 @@ func TestMessages(t *testing.T) {
 				`{"type":"data-coach-safety","data":` + notice + `},` +
 				`{"type":"text","text":"I'm here with you.","state":"done"},` +
 				`{"type":"data-coach-result","data":{"fallback":false,"result":` + supportive + `}}]}]`},
+		{"turns: an answer's id is its turn's, and its result names the turn", append(of("t1", learner(1, `{"message":"Cities should ban cars."}`), result(2, toulminResult)), of("t2", learner(3, `{"message":"More."}`), result(4, toulminResult))...),
+			`[{"id":"msg-1","role":"user","parts":[{"type":"text","text":"Cities should ban cars.","state":"done"}]},` +
+				`{"id":"t1","role":"assistant","parts":[{"type":"text","text":"Tell me more.\n\nWhat is your claim?","state":"done"},` +
+				`{"type":"data-coach-result","data":{"fallback":false,"turn":"t1","result":` + toulminResult + `}}]},` +
+				`{"id":"msg-3","role":"user","parts":[{"type":"text","text":"More.","state":"done"}]},` +
+				`{"id":"t2","role":"assistant","parts":[{"type":"text","text":"Tell me more.\n\nWhat is your claim?","state":"done"},` +
+				`{"type":"data-coach-result","data":{"fallback":false,"turn":"t2","result":` + toulminResult + `}}]}]`},
+		{"turns: an injected card opens its turn's message", of("t3", learner(5, `{"selected":"a"}`), card(6, levelUp), result(7, cardResult)),
+			`[{"id":"msg-5","role":"user","parts":[{"type":"data-coach-select","data":{"selected":"a"}}]},` +
+				`{"id":"t3","role":"assistant","parts":[{"type":"data-coach-card","data":{"card":` + levelUp + `}},` +
+				`{"type":"text","text":"Pick one.","state":"done"},` +
+				`{"type":"data-coach-result","data":{"fallback":false,"turn":"t3","result":` + cardResult + `}}]}]`},
+		{"turns: a notice on an entry without a turn, then its turn's result", []coach.TranscriptEntry{{Seq: 15, Role: coach.TranscriptCoach, Safety: crisisNotice}, of("t4", result(16, supportive))[0]},
+			`[{"id":"t4","role":"assistant","parts":[` +
+				`{"type":"data-coach-safety","data":` + notice + `},` +
+				`{"type":"text","text":"I'm here with you.","state":"done"},` +
+				`{"type":"data-coach-result","data":{"fallback":false,"turn":"t4","result":` + supportive + `}}]}]`},
 		{"no entries", nil, `[]`},
 	}
 	for _, tt := range tests {

@@ -168,3 +168,113 @@ func TestStopFromAnotherInstance(t *testing.T) {
 		t.Errorf("stored version %d, want 1: a stopped turn stores nothing", got.Version)
 	}
 }
+
+// chatMessage is a message of GET …/chat/messages, or one a resumed UI message stream built:
+// its id, role and text.
+type chatMessage struct {
+	ID, Role, Text string
+}
+
+// restoreOn reads the session's conversation from GET …/chat/messages on gateway g.
+func restoreOn(t *testing.T, g *apptest.Gateway, id string) []chatMessage {
+	t.Helper()
+	var page struct {
+		Messages []struct {
+			ID, Role string
+			Parts    []struct{ Type, Text string }
+		}
+	}
+	if code := g.Call("GET", "/v1/sessions/"+id+"/chat/messages", nil, &page); code != http.StatusOK {
+		t.Fatalf("GET chat/messages: %d", code)
+	}
+	var out []chatMessage
+	for _, m := range page.Messages {
+		c := chatMessage{ID: m.ID, Role: m.Role}
+		for _, p := range m.Parts {
+			if p.Type == "text" {
+				c.Text += p.Text
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// resumeChatOn reads GET …/chat/stream on gateway g whole and adds the message it streams to
+// msgs as the AI SDK's Chat does on resumeStream: in place of the last message when the
+// stream's start names that message's id, after it otherwise.
+func resumeChatOn(t *testing.T, g *apptest.Gateway, id string, msgs []chatMessage) []chatMessage {
+	t.Helper()
+	resp, err := http.Get(g.URL + "/v1/sessions/" + id + "/chat/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET chat/stream: %d, want 200", resp.StatusCode)
+	}
+	var m chatMessage
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var e struct{ Type, MessageID, Delta string }
+		if err := json.Unmarshal([]byte(data), &e); err != nil {
+			t.Fatalf("event %s: %v", data, err)
+		}
+		switch e.Type {
+		case "start":
+			m = chatMessage{ID: e.MessageID, Role: "assistant"}
+		case "text-delta":
+			m.Text += e.Delta
+		}
+	}
+	if m.ID != resp.Header.Get("X-Coach-Turn") {
+		t.Errorf("the stream's message id %q, want its X-Coach-Turn %q", m.ID, resp.Header.Get("X-Coach-Turn"))
+	}
+	if n := len(msgs); n > 0 && msgs[n-1].ID == m.ID {
+		return append(msgs[:n-1:n-1], m)
+	}
+	return append(msgs, m)
+}
+
+// TestRestoreAndResumeOnAnotherInstance reloads a page on gateway B while its turn runs on A,
+// the way useChat restores (GET …/chat/messages) and resumes (GET …/chat/stream): the earlier
+// messages come once, the running answer once after them, and after its end the restored
+// answer and its replay are one message (both carry the turn's id).
+func TestRestoreAndResumeOnAnotherInstance(t *testing.T) {
+	text := "Cars in city centres make the air worse for everyone who lives there and walks there every day."
+	a, b := twoGateways(t, 30*time.Millisecond, slowAnswer("A first answer."), slowAnswer(text))
+	s := a.Create("toulmin", nil)
+	first := a.Turn(s.ID, apptest.Msg("Cities should ban cars."))
+	firstTurn := first.Header.Get("X-Coach-Turn")
+
+	st := a.OpenTurn(s.ID, apptest.Msg("Cars make the air worse."))
+	turn := st.Header.Get("X-Coach-Turn")
+	for i := 0; i < 3; i++ {
+		if _, err := st.Next(); err != nil {
+			t.Fatalf("line %d: %v", i, err)
+		}
+	}
+	st.Close()
+
+	restored := restoreOn(t, b, s.ID)
+	if len(restored) != 2 || restored[0].Role != "user" || restored[1].ID != firstTurn {
+		t.Fatalf("restored on B mid-answer: %+v; want the first turn, its answer's id %s", restored, firstTurn)
+	}
+	msgs := resumeChatOn(t, b, s.ID, restored)
+	want := text + "\n\nWhich cities?"
+	if len(msgs) != 3 || msgs[1] != restored[1] || msgs[2].ID != turn || msgs[2].Text != want {
+		t.Fatalf("after the resume on B: %+v; want the restored two and the running answer %q once, id %s", msgs, want, turn)
+	}
+
+	restored = restoreOn(t, b, s.ID)
+	if len(restored) != 4 || restored[3].ID != turn || restored[3].Text != want {
+		t.Fatalf("restored on B after the end: %+v; want both turns, the second's answer with id %s", restored, turn)
+	}
+	if again := resumeChatOn(t, b, s.ID, restored); len(again) != 4 || again[3] != restored[3] {
+		t.Errorf("a resume after the end on B: %+v; want the replay in place of the restored answer", again)
+	}
+}
