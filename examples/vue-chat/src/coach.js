@@ -1,9 +1,13 @@
 // The few lines an app needs to drive coachgw's chat route with the AI SDK: the message type with
-// coachgw's data parts, a Chat bound to one session, and the filter that leaves out text a reset
-// discarded. Plain JavaScript with types in JSDoc (checked by `npm run check`), so that the node
-// test (test/chat.test.mjs) runs this very module.
+// coachgw's data parts, a Chat bound to one session (restored from the gateway's transcript), and
+// the filter that leaves out text a reset discarded. Plain JavaScript with types in JSDoc
+// (checked by `npm run check`), so that the node test (test/chat.test.mjs) runs this very module.
+// The gateway's routes and its errors' shape come from @coachgw/client (clients/js).
 import { Chat } from '@ai-sdk/vue';
+import { chatError, chatRoutes } from '@coachgw/client';
 import { DefaultChatTransport } from 'ai';
+
+/** @typedef {import('@coachgw/client').CoachChatError} CoachChatError */
 
 /**
  * A frontend card (api/schemas/card.json), as far as this example reads it.
@@ -12,8 +16,9 @@ import { DefaultChatTransport } from 'ai';
 
 /**
  * The data of the data-coach-result part: the NDJSON result line without its type. result is
- * the toulmin CoachAIResult, the cards frontend card, or the module structured response.
- * @typedef {{ result: Record<string, any>, session: { id: string, contract: string, version: number, state: Record<string, any> }, fallback?: boolean }} CoachResult
+ * the toulmin CoachAIResult, the cards frontend card, or the module structured response. A
+ * message restored from GET …/chat/messages has no session (the transcript keeps the result).
+ * @typedef {{ result: Record<string, any>, session?: { id: string, contract: string, version: number, state: Record<string, any> }, fallback?: boolean, turn?: string }} CoachResult
  */
 
 /**
@@ -25,7 +30,8 @@ import { DefaultChatTransport } from 'ai';
  *   'coach-error': { error: string, message: string },
  *   'coach-select': { selected: string },
  *   'coach-form': { id: string, values: Record<string, unknown> },
- *   'coach-continue': Record<string, never>,
+ *   'coach-continue': { step?: string },
+ *   'coach-decision': { action: 'accept' | 'reject' },
  * }} CoachDataParts
  */
 
@@ -65,30 +71,60 @@ export function resultOf(message) {
 }
 
 /**
+ * loadMessages reads the session's conversation as the AI SDK's UI messages (GET
+ * …/chat/messages, every page, oldest first), for `new Chat({messages})`. An answer's id is the
+ * id of its turn, as on the chat routes' streams, so that a resume of that turn (GET
+ * …/chat/stream, within COACH_RESUME_TTL of its end) replaces it rather than showing it twice.
+ * A turn still running is not in it (it is stored when it ends): the resume streams its answer.
+ * @param {{ gateway: string, sessionId: string, apiKey?: string }} options
+ * @returns {Promise<CoachMessage[]>}
+ */
+export async function loadMessages({ gateway, sessionId, apiKey }) {
+  const { messages: route } = chatRoutes(gateway, sessionId);
+  /** @type {CoachMessage[]} */
+  let messages = [];
+  for (let before = ''; ; ) {
+    const res = await fetch(`${route}?limit=200${before}`, { headers: apiKey ? { Authorization: `Bearer ${apiKey}` } : undefined });
+    if (!res.ok) throw new Error(`restoring the conversation: ${res.status} ${await res.text()}`);
+    const page = /** @type {{ messages: CoachMessage[], next: number | null }} */ (await res.json());
+    messages = [...page.messages, ...messages];
+    if (page.next === null) return messages;
+    before = `&before=${page.next}`;
+  }
+}
+
+/**
  * createChat returns an @ai-sdk/vue Chat whose turns go to one coachgw session.
- * @param {{ gateway: string, sessionId: string, apiKey?: string, onReset?: (reason: string) => void, resume?: boolean }} options
+ * @param {{ gateway: string, sessionId: string, apiKey?: string, messages?: CoachMessage[], onReset?: (reason: string) => void, onError?: (error: CoachChatError) => void, resume?: boolean }} options
  *   gateway is the gateway's base URL ("" for the page's own origin); apiKey is needed when the
- *   gateway has COACH_API_KEYS; onReset hears the reason of every reset. With resume (what
- *   useChat's `resume: true` does) the chat follows the session's running turn at once, e.g. on
- *   a page reloaded mid-answer: the turn outlived its connection (v1.2), and GET …/chat/stream
- *   replays it from its start, then follows it live.
+ *   gateway has COACH_API_KEYS; messages are the conversation so far (loadMessages); onReset
+ *   hears the reason of every reset; onError hears the chat's errors as the gateway's {error,
+ *   message} (chatError), whether answered before the stream (the SDK passes the JSON body as
+ *   the message) or as the stream's error line (its code is in the data-coach-error part). With
+ *   resume (what useChat's `resume: true` does) the chat follows the session's running turn at
+ *   once, e.g. on a page reloaded mid-answer: the turn outlived its connection (v1.2), and GET
+ *   …/chat/stream replays it from its start, then follows it live.
  * @returns {Chat<CoachMessage>}
  */
-export function createChat({ gateway, sessionId, apiKey, onReset, resume }) {
-  const session = `${gateway}/v1/sessions/${sessionId}`;
+export function createChat({ gateway, sessionId, apiKey, messages, onReset, onError, resume }) {
+  const routes = chatRoutes(gateway, sessionId);
   /** @type {Chat<CoachMessage>} */
   const chat = new Chat({
+    messages,
     transport: new DefaultChatTransport({
-      api: `${session}/chat`,
+      api: routes.api,
       headers: apiKey ? { Authorization: `Bearer ${apiKey}` } : undefined,
       // The SDK's default is {api}/{chatId}/stream; the gateway's is per session.
-      prepareReconnectToStreamRequest: () => ({ api: `${session}/chat/stream` }),
+      prepareReconnectToStreamRequest: () => ({ api: routes.stream }),
       // The gateway keeps the conversation: send only the new message, so that long chats stay
       // under its body limit.
       prepareSendMessagesRequest: ({ id, messages, trigger, messageId }) => ({
         body: { id, trigger, messageId, messages: messages.slice(-1) },
       }),
     }),
+    onError(err) {
+      onError?.(chatError(err, chat.lastMessage));
+    },
     onData(part) {
       if (part.type !== 'data-coach-reset') return;
       // The gateway retries the turn: the text received so far is void. Vue's Chat shares the
@@ -112,7 +148,7 @@ export function createChat({ gateway, sessionId, apiKey, onReset, resume }) {
  * @returns {Promise<boolean>}
  */
 export async function stopTurn({ gateway, sessionId, apiKey }) {
-  const res = await fetch(`${gateway}/v1/sessions/${sessionId}/turns/current`, {
+  const res = await fetch(chatRoutes(gateway, sessionId).stop, {
     method: 'DELETE',
     headers: apiKey ? { Authorization: `Bearer ${apiKey}` } : undefined,
   });

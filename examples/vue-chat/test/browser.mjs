@@ -61,6 +61,26 @@ async function results(page, n) {
 /** lastAssistant is the locator of the last assistant message. */
 const lastAssistant = (page) => page.locator('[data-testid=message][data-role=assistant]').last();
 
+/** conversation returns what the page shows: each message's role and text. */
+async function conversation(page) {
+  return page.locator('[data-testid=message]').evaluateAll((els) => els.map((e) => `${e.dataset.role}: ${e.innerText.trim()}`));
+}
+
+/**
+ * reloadRestores reloads the page once its chat is ready and checks that the conversation comes
+ * back as it was, each message once: restored from GET …/chat/messages, the last answer also
+ * replayed by the resume (GET …/chat/stream) in its place.
+ */
+async function reloadRestores(page) {
+  await page.locator('[data-testid=status]', { hasText: 'ready' }).waitFor();
+  const before = await conversation(page);
+  await page.reload();
+  await page.locator('[data-restore=done]').waitFor();
+  await page.locator('[data-testid=status]', { hasText: 'ready' }).waitFor();
+  const after = await conversation(page);
+  assert(JSON.stringify(after) === JSON.stringify(before), `after the reload:\n${after.join('\n')}\nwant as before:\n${before.join('\n')}`);
+}
+
 async function say(page, text) {
   await page.getByTestId('input').fill(text);
   await page.getByTestId('send').click();
@@ -97,6 +117,8 @@ async function main() {
       await say(page, 'In Tallinn, bus ridership rose by 14% in the first year after fares were dropped.');
       await results(page, 4);
       assert(/step grounds/.test(await lastAssistant(page).getByTestId('result').innerText()), 'the next turn coaches the grounds');
+      await reloadRestores(page);
+      assert((await page.locator('[data-role=user]').nth(2).innerText()).includes('accepted'), 'the decision is restored too');
     });
 
     await scenario('cards drill', async (page) => {
@@ -116,6 +138,8 @@ async function main() {
       await results(page, 5);
       assert((await lastAssistant(page).getByTestId('result').innerText()).includes('reflection'), 'a reflection card after the choice');
       assert((await page.locator('[data-role=user]').last().innerText()).includes('chose b'), 'the choice went as a data-coach-select part');
+      await reloadRestores(page);
+      await page.getByTestId('continue').or(page.getByTestId('input')).waitFor();
     });
 
     await scenario('module turn', async (page) => {
@@ -126,6 +150,22 @@ async function main() {
       assert(blocks.length >= 2, `one text part per block: ${blocks}`);
       assert(blocks.includes('paragraph'), `block types come through: ${blocks}`);
       assert(/% of the module covered/.test(await lastAssistant(page).getByTestId('result').innerText()), 'the progress shows');
+      await reloadRestores(page);
+      const restored = await lastAssistant(page).getByTestId('text').evaluateAll((els) => els.map((e) => e.dataset.blockType));
+      assert(JSON.stringify(restored) === JSON.stringify(blocks), `the blocks restored: ${restored}, want ${blocks}`);
+    });
+
+    await scenario('an error shows its code', async (page) => {
+      await page.getByTestId('new-toulmin').click();
+      const res = await fetch(`${FAKELLM}/_fakellm/enqueue`, {
+        method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify([{ content: 'not json' }, { content: 'still not json' }]),
+      });
+      assert(res.ok, `enqueue: ${res.status}`);
+      await say(page, 'Cities should ban private cars.');
+      const error = page.getByTestId('error');
+      await error.waitFor();
+      assert((await error.getAttribute('data-error')) === 'coach_validation_failed', `the error's code: ${await error.getAttribute('data-error')}`);
+      assert(!(await error.innerText()).includes('{'), `the message, not JSON: ${await error.innerText()}`);
     });
 
     await scenario('cards fallback shows the result card', async (page) => {
@@ -166,17 +206,29 @@ async function main() {
         const res = await fetch(`${FAKELLM}/_fakellm/enqueue`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify([reply]) });
         assert(res.ok, `enqueue: ${res.status}`);
       };
+      await say(page, 'Cities should ban private cars from their centres.');
+      await results(page, 1);
+      const earlier = await conversation(page);
       // The answer pauses after its first piece: the reload surely comes mid-answer.
       await enqueue({ chunks: ['{"assistantText":"A first piece, ', 'and after the reload the rest.","step":"claim","confidence":0.3,"shouldAdvance":false}'], fault: { stall_after: 1, stall: '1500ms' } });
-      await say(page, 'Cities should ban private cars from their centres.');
+      await say(page, 'Private cars make the air in city centres worse.');
       await lastAssistant(page).getByTestId('text').filter({ hasText: 'A first piece' }).waitFor();
       assert(new URL(page.url()).searchParams.get('session'), 'the session is in the address');
       await page.reload();
-      // The reloaded page follows the same turn (GET …/chat/stream) to its result.
-      await results(page, 1);
+      // The reloaded page restores the earlier messages (GET …/chat/messages) and follows the
+      // same turn (GET …/chat/stream) to its result; once stored, the learner's message of that
+      // turn is read back with it.
+      await page.locator('[data-restore=done]').waitFor();
+      await page.locator('[data-testid=status]', { hasText: 'ready' }).waitFor();
+      const shown = await conversation(page);
+      assert(shown.length === 4, `four messages, each once:\n${shown.join('\n')}`);
+      assert(JSON.stringify(shown.slice(0, 2)) === JSON.stringify(earlier), `the earlier messages, once:\n${shown.join('\n')}`);
+      assert(shown[2] === 'user: Private cars make the air in city centres worse.', `the learner's message of the resumed turn: ${shown[2]}`);
       const text = await lastAssistant(page).getByTestId('text').innerText();
       assert(text.startsWith('A first piece, and after the reload the rest.'), `the same answer, finished: ${JSON.stringify(text)}`);
-      assert((await lastAssistant(page).getByTestId('result').getAttribute('data-version')) === '2', 'the turn was stored once');
+      assert((await page.locator('[data-testid=text]', { hasText: 'A first piece' }).count()) === 1, 'the answer shows once');
+      // A reload after the answer: the same four messages again.
+      await reloadRestores(page);
 
       // Stop: the DELETE route stops the turn on the gateway; nothing is stored.
       await enqueue({ chunks: ['{"assistantText":"This answer ', 'is stopped.","step":"claim"}'], fault: { stall_after: 1, stall: '30s' } });
@@ -195,7 +247,7 @@ async function main() {
       const again = await fetch(`${GATEWAY}/v1/sessions/${sid}/turns/current`, { method: 'DELETE' });
       assert(again.status === 404, `no turn runs after stop: ${again.status}`);
       const session = await (await fetch(`${GATEWAY}/v1/sessions/${sid}`)).json();
-      assert(session.version === 2, `the stopped turn stored nothing: version ${session.version}`);
+      assert(session.version === 3, `the stopped turn stored nothing: version ${session.version}`);
     });
   } finally {
     await context?.close().catch(() => {});

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DefaultChatTransport, readUIMessageStream } from 'ai';
 
-import { createChat, createSession, resultOf, stopTurn, textMetadata, visibleParts } from '../src/coach.js';
+import { createChat, createSession, loadMessages, resultOf, stopTurn, textMetadata, visibleParts } from '../src/coach.js';
 
 const GATEWAY = (process.env.COACHGW_URL ?? '').replace(/\/+$/, '');
 const FAKELLM = (process.env.FAKELLM_URL ?? '').replace(/\/+$/, '');
@@ -189,29 +189,33 @@ test("Vue's Chat: stop() and stopTurn mid-stream cancel the turn upstream and st
   });
 });
 
-test("Vue's Chat: an error line becomes the chat's error, its code a data part", async () => {
+test("Vue's Chat: an error line reaches onError as the gateway's {error, message}", async () => {
   const id = await createSession(GATEWAY, { contract: 'toulmin' });
-  const chat = createChat({ gateway: GATEWAY, sessionId: id });
+  const errors = [];
+  const chat = createChat({ gateway: GATEWAY, sessionId: id, onError: (e) => errors.push(e) });
   await enqueue({ content: 'not json' }, { content: 'still not json' });
   await chat.sendMessage({ text: 'hi' });
   assert.equal(chat.status, 'error');
   const coachError = chat.lastMessage.parts.find((p) => p.type === 'data-coach-error');
-  assert.equal(coachError?.data.error, 'coach_validation_failed');
-  assert.equal(chat.error.message, coachError.data.message);
+  assert.deepEqual(errors, [{ error: 'coach_validation_failed', message: coachError?.data.message }]);
   assert.equal(resultOf(chat.lastMessage), undefined);
 });
 
-test("Vue's Chat: an error before the stream is the HTTP error body", async () => {
-  const chat = createChat({ gateway: GATEWAY, sessionId: '0'.repeat(32) });
+test("Vue's Chat: an error before the stream reaches onError as the gateway's {error, message, field}", async () => {
+  const errors = [];
+  const chat = createChat({ gateway: GATEWAY, sessionId: '0'.repeat(32), onError: (e) => errors.push(e) });
   await chat.sendMessage({ text: 'hi' });
   assert.equal(chat.status, 'error');
-  assert.equal(JSON.parse(chat.error.message).error, 'session_not_found');
+  assert.equal(errors.length, 1);
+  assert.equal(errors[0].error, 'session_not_found');
+  assert.doesNotMatch(errors[0].message, /^\{/, 'the message, not the JSON body');
 
   const id = await createSession(GATEWAY, { contract: 'cards' });
-  const cards = createChat({ gateway: GATEWAY, sessionId: id });
+  const cards = createChat({ gateway: GATEWAY, sessionId: id, onError: (e) => errors.push(e) });
   await cards.sendMessage({ parts: [{ type: 'data-coach-select', data: { selected: 'z' } }] });
   assert.equal(cards.status, 'error');
-  assert.deepEqual(JSON.parse(cards.error.message).field, 'selected');
+  assert.equal(errors[1].error, 'invalid_input');
+  assert.equal(errors[1].field, 'selected');
 });
 
 test("the SDK's DefaultChatTransport resumes a turn its reader left (reconnectToStream → GET …/chat/stream)", async () => {
@@ -258,4 +262,61 @@ test("Vue's Chat with resume follows the running turn (what a reload does)", asy
   assert.equal(reply.role, 'assistant');
   assert.equal(reply.parts.find((p) => p.type === 'text')?.text, resultOf(reply).result.assistantText);
   assert.equal(resultOf(reply).session.version, 2);
+});
+
+/** shown renders a chat's messages compactly: role, id and visible text of each. */
+const shown = (chat) => chat.messages.map((m) => `${m.role} ${m.id} ${visibleParts(m).filter((p) => p.type === 'text').map((p) => p.text).join('|')}`);
+
+for (const [contract, options, first] of [
+  ['toulmin', {}, { text: 'Cities should ban private cars from their centres.' }],
+  ['cards', {}, { text: 'Begin training.' }],
+  ['module', { module: 'anxiety-basics' }, { text: 'Hi, what is anxiety?' }],
+]) {
+  test(`Vue's Chat restored from chat/messages, then resumed after the answer: no answer twice (${contract})`, async () => {
+    const id = await createSession(GATEWAY, { contract, ...options });
+    const before = createChat({ gateway: GATEWAY, sessionId: id });
+    await before.sendMessage(first);
+    assert.equal(before.status, 'ready');
+
+    // The reload: the conversation from GET …/chat/messages, then resume (GET …/chat/stream
+    // replays the turn that just ended, under the id its restored answer has).
+    const messages = await loadMessages({ gateway: GATEWAY, sessionId: id });
+    assert.deepEqual(messages.map((m) => m.role), ['user', 'assistant']);
+    assert.equal(messages[1].id, before.lastMessage.id, "the restored answer has the id it was streamed under (its turn's)");
+    const chat = createChat({ gateway: GATEWAY, sessionId: id, messages });
+    const restored = shown(chat);
+    await chat.resumeStream();
+    assert.equal(chat.status, 'ready');
+    assert.deepEqual(shown(chat), restored, 'the replay took the restored answer\'s place');
+    // The same conversation as the page saw before the reload (a learner message's id is the
+    // SDK's own until it is read back).
+    const noUserIds = (lines) => lines.map((l) => l.replace(/^user \S+/, 'user'));
+    assert.deepEqual(noUserIds(shown(chat)), noUserIds(shown(before)));
+    assert.ok(resultOf(chat.lastMessage)?.session, 'the replayed result, with its session');
+  });
+}
+
+test("Vue's Chat restored from chat/messages mid-answer: the earlier messages once, the running answer once", async () => {
+  const id = await createSession(GATEWAY, { contract: 'toulmin' });
+  const before = createChat({ gateway: GATEWAY, sessionId: id });
+  await before.sendMessage({ text: 'Cities should ban private cars from their centres.' });
+  await enqueue({ chunks: ['{"assistantText":"Slow ', 'to come.","step":"claim","confidence":0.3,"shouldAdvance":false}'], fault: { stall_after: 1, stall: '600ms' } });
+  void before.sendMessage({ text: 'Cars make the air worse.' });
+  await until('text to stream', () => before.lastMessage?.role === 'assistant' && before.messages.length === 4 && before.lastMessage.parts.some((p) => p.type === 'text' && p.text));
+  await before.stop(); // the page goes; the turn goes on
+
+  const messages = await loadMessages({ gateway: GATEWAY, sessionId: id });
+  assert.equal(messages.length, 2, 'the running turn is not stored yet');
+  const chat = createChat({ gateway: GATEWAY, sessionId: id, messages });
+  await chat.resumeStream();
+  const texts = shown(chat);
+  assert.equal(texts.length, 3, texts.join('\n'));
+  assert.deepEqual(texts.slice(0, 2), shown({ messages }), 'the restored messages, once');
+  assert.match(texts[2], /Slow to come\.$/);
+  assert.equal(resultOf(chat.lastMessage).session.version, 3);
+
+  // Once stored, the turn is in the transcript under the same id: read again, nothing twice.
+  const after = await loadMessages({ gateway: GATEWAY, sessionId: id });
+  assert.deepEqual(after.map((m) => m.role), ['user', 'assistant', 'user', 'assistant']);
+  assert.equal(after[3].id, chat.lastMessage.id);
 });
