@@ -10,6 +10,8 @@
 /** @typedef {import('./types.js').TurnResult} TurnResult */
 /** @typedef {import('./schemas.js').FrontendCard} FrontendCard */
 /** @typedef {import('./schemas.js').ContractResults} ContractResults */
+/** @typedef {import('./schemas.js').SafetyNotice} SafetyNotice */
+/** @typedef {import('./types.js').ResetReason} ResetReason */
 
 /**
  * The data of the data-coach-result part: the NDJSON result line without its `type`.
@@ -25,10 +27,12 @@
 
 /**
  * coachgw's data parts, named without their "data-" prefix as the SDK's UIMessage wants them:
- * what the chat route streams (card, result, reset, error) and what a learner's message may
- * carry instead of text (select, form, continue).
+ * what the chat route streams (safety, card, result, reset, error) and what a learner's message
+ * may carry instead of text (select, form, continue). `coach-safety` (v1.3) is a crisis turn's
+ * message and crisis resources, first in its assistant message and kept there: show it
+ * prominently.
  * @template [R=TurnResult]
- * @typedef {{ 'coach-card': { card: FrontendCard }, 'coach-result': CoachResultData<R>, 'coach-reset': { reason: string }, 'coach-error': { error: string, message: string, turn?: string }, 'coach-select': { selected: string }, 'coach-form': { id: string, values: Record<string, unknown> }, 'coach-continue': Record<string, never> }} CoachDataParts
+ * @typedef {{ 'coach-safety': SafetyNotice, 'coach-card': { card: FrontendCard }, 'coach-result': CoachResultData<R>, 'coach-reset': { reason: ResetReason }, 'coach-error': { error: string, message: string, turn?: string }, 'coach-select': { selected: string }, 'coach-form': { id: string, values: Record<string, unknown> }, 'coach-continue': Record<string, never> }} CoachDataParts
  */
 
 /**

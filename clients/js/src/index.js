@@ -18,6 +18,10 @@ export { coachTurn, collectTurn, parseEvent, readEvents, resumeTurn, stopTurn, s
 /** @typedef {import('./types.js').DeltaEvent} DeltaEvent */
 /** @typedef {import('./types.js').CardEvent} CardEvent */
 /** @typedef {import('./types.js').ResetEvent} ResetEvent */
+/** @typedef {import('./types.js').ResetReason} ResetReason */
+/** @typedef {import('./types.js').SafetyEvent} SafetyEvent */
+/** @typedef {import('./types.js').SafetyHold} SafetyHold */
+/** @typedef {import('./types.js').SafetyResource} SafetyResource */
 /** @typedef {import('./types.js').ErrorEvent} ErrorEvent */
 /** @typedef {import('./types.js').Usage} Usage */
 /** @typedef {import('./types.js').Limits} Limits */
@@ -39,6 +43,7 @@ export { coachTurn, collectTurn, parseEvent, readEvents, resumeTurn, stopTurn, s
 /** @typedef {import('./schemas.js').ModuleFormField} ModuleFormField */
 /** @typedef {import('./schemas.js').Module} Module */
 /** @typedef {import('./schemas.js').ContractResults} ContractResults */
+/** @typedef {import('./schemas.js').SafetyNotice} SafetyNotice */
 /** @typedef {import('./stream.js').StreamCallbacks} StreamCallbacks */
 /** @typedef {import('./stream.js').ResumeRequest} ResumeRequest */
 /** @typedef {import('./ai.js').CoachChatError} CoachChatError */

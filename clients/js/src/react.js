@@ -41,7 +41,7 @@ const mounts = new WeakMap();
 
 /**
  * What useCoachTurn returns: the turn as the learner should see it (text, blocks, blockTypes,
- * cards, result, status, error), and the functions that drive it.
+ * cards, safety, result, status, error), and the functions that drive it.
  * @template [R=TurnResult]
  * @typedef {TurnSnapshot<R> & {
  *   send: (body: TurnRequest) => Promise<ResultEvent<R> | null>,

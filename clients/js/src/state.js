@@ -10,6 +10,7 @@ import { TurnText } from './stream.js';
 /** @typedef {import('./types.js').TurnRequest} TurnRequest */
 /** @typedef {import('./types.js').TurnResult} TurnResult */
 /** @typedef {import('./types.js').CardEvent} CardEvent */
+/** @typedef {import('./types.js').SafetyEvent} SafetyEvent */
 /** @typedef {import('./types.js').CreateSessionRequest} CreateSessionRequest */
 /** @typedef {import('./types.js').ToulminStep} ToulminStep */
 /**
@@ -35,6 +36,8 @@ import { TurnText } from './stream.js';
  * @property {string[]} blocks module turns: the visible text of each text block
  * @property {string[]} blockTypes module turns: each block's type (paragraph, heading, …)
  * @property {CardEvent['card'][]} cards the cards sent besides the result (an injected level_up card)
+ * @property {SafetyEvent | null} safety a crisis turn's safety event (v1.3): its message and
+ *   crisis resources, to show prominently; null for every other turn
  * @property {ResultEvent<R> | null} result the result event, once the turn is done
  * @property {TurnStatus} status
  * @property {CoachError | null} error what failed: an HTTP error before the stream, the stream's
@@ -57,7 +60,7 @@ import { TurnText } from './stream.js';
  * @returns {TurnSnapshot<R>}
  */
 function idleTurn() {
-  return { text: '', blocks: [], blockTypes: [], cards: [], result: null, status: 'idle', error: null, turn: '' };
+  return { text: '', blocks: [], blockTypes: [], cards: [], safety: null, result: null, status: 'idle', error: null, turn: '' };
 }
 
 /**
@@ -147,6 +150,9 @@ export class TurnRunner {
           case 'card':
             cards = [...cards, ev.card];
             this.set({ ...this.snapshot, cards });
+            break;
+          case 'safety':
+            this.set({ ...this.snapshot, safety: ev });
             break;
           case 'result': {
             const result = /** @type {ResultEvent<R>} */ (ev);

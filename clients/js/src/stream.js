@@ -14,6 +14,8 @@ export { DEFAULT_MAX_LINE_BYTES, readNDJSON } from './ndjson.js';
 /** @typedef {import('./types.js').DeltaEvent} DeltaEvent */
 /** @typedef {import('./types.js').ResetEvent} ResetEvent */
 /** @typedef {import('./types.js').ErrorEvent} ErrorEvent */
+/** @typedef {import('./types.js').ResetReason} ResetReason */
+/** @typedef {import('./types.js').SafetyEvent} SafetyEvent */
 /** @typedef {import('./types.js').Session} Session */
 /** @typedef {import('./request.js').ClientOptions} ClientOptions */
 /** @typedef {import('./ndjson.js').ReadOptions} ReadOptions */
@@ -51,8 +53,8 @@ const NDJSON = 'application/x-ndjson';
 
 /**
  * streamTurn posts a turn of session `sessionId` and yields the events of its stream as they
- * arrive: `delta`, `card`, `reset`, and last one `result` or one `error` event, after which the
- * iteration ends. Lines of types this client does not know are skipped (newer gateways may add
+ * arrive: `safety` (a crisis turn's resources, first; v1.3), `delta`, `card`, `reset`, and last
+ * one `result` or one `error` event, after which the iteration ends. Lines of types this client does not know are skipped (newer gateways may add
  * some). Nothing is sent before the iteration starts.
  *
  * It throws a CoachError: kind `http` for a problem the gateway found before the stream started
@@ -222,7 +224,26 @@ export function parseEvent(line, lineNo = 0) {
       if (!isObject(line.card)) throw bad('card line without a card object');
       return /** @type {TurnEvent} */ (line);
     case 'reset':
-      return { type, reason: str('reason') };
+      // A reason this client does not know is passed on as it is: the text is void all the same.
+      return { type, reason: /** @type {ResetReason} */ (str('reason')) };
+    case 'safety': {
+      if (!Array.isArray(line.resources)) throw bad('safety line without resources');
+      /** @type {SafetyEvent['resources']} */
+      const resources = line.resources.map((/** @type {unknown} */ item, i) => {
+        const r = /** @type {Record<string, unknown>} */ (item);
+        if (!isObject(r) || typeof r.name !== 'string') throw bad(`safety resource ${i} without a name`);
+        /** @type {SafetyEvent['resources'][number]} */
+        const out = { name: r.name };
+        for (const k of /** @type {const} */ (['phone', 'text', 'url'])) {
+          const v = r[k];
+          if (v == null) continue;
+          if (typeof v !== 'string') throw bad(`safety resource ${i}: ${k} is not a string`);
+          out[k] = v;
+        }
+        return out;
+      });
+      return { type, kind: /** @type {'crisis'} */ (str('kind')), locale: str('locale'), message: str('message'), resources };
+    }
     case 'result': {
       if (!isObject(line.result)) throw bad('result line without a result object');
       const session = /** @type {Partial<Session>} */ (line.session);
@@ -299,11 +320,12 @@ export class TurnText {
  * @property {string} text the visible text: the deltas after the last reset
  * @property {ResultEvent<R>} result the result event
  * @property {import('./types.js').CardEvent[]} cards the card events (injected cards)
+ * @property {SafetyEvent | null} safety the safety event of a crisis turn (v1.3), else null
  */
 
 /**
- * collectTurn reads a turn's events to the end and returns its visible text, its card events
- * and its result event. A turn that ends with an error line throws a CoachError of kind `turn`
+ * collectTurn reads a turn's events to the end and returns its visible text, its card events,
+ * its safety event (a crisis turn's) and its result event. A turn that ends with an error line throws a CoachError of kind `turn`
  * with the line's code and message; any other failure of the stream is thrown as it is.
  * onEvent, when given, sees every event as it arrives, after the text was updated.
  * @template [R=TurnResult]
@@ -315,6 +337,8 @@ export async function collectTurn(events, onEvent) {
   const text = new TurnText();
   /** @type {import('./types.js').CardEvent[]} */
   const cards = [];
+  /** @type {SafetyEvent | null} */
+  let safety = null;
   for await (const ev of events) {
     text.apply(ev);
     onEvent?.(ev, text);
@@ -322,8 +346,11 @@ export async function collectTurn(events, onEvent) {
       case 'card':
         cards.push(ev);
         break;
+      case 'safety':
+        safety = ev;
+        break;
       case 'result':
-        return { text: text.text, result: ev, cards };
+        return { text: text.text, result: ev, cards, safety };
       case 'error':
         throw new CoachError('turn', ev.error, ev.message);
       default:

@@ -6,6 +6,13 @@
 /** @typedef {import('./schemas.js').CoachAIResult} CoachAIResult */
 /** @typedef {import('./schemas.js').StructuredResponse} StructuredResponse */
 /** @typedef {import('./schemas.js').FrontendCard} FrontendCard */
+/** @typedef {import('./schemas.js').SafetyNotice} SafetyNotice */
+
+/**
+ * One place a learner in crisis can reach: at least one of `phone` (to call), `text` (how to
+ * reach it by text message) and `url` (https) is set.
+ * @typedef {SafetyNotice['resources'][number]} SafetyResource
+ */
 
 /** @typedef {'toulmin' | 'cards' | 'module'} Contract */
 
@@ -49,6 +56,18 @@
  * @property {string} [createdAt] RFC 3339
  * @property {string} [updatedAt] RFC 3339
  * @property {Limits} [limits] the longest texts the session accepts; absent from an older gateway
+ * @property {string} [learner] the learner reference given at creation (v1.3)
+ * @property {SafetyHold} [safety] present once a crisis was detected in the session (v1.3)
+ */
+
+/**
+ * A session's safety hold (v1.3): while `hold` is true every turn gets the supportive answer
+ * (no lesson, no proposal, no form), until an operator clears it. Keep the crisis resources on
+ * screen and the lesson's controls away while it holds.
+ * @typedef {object} SafetyHold
+ * @property {boolean} hold
+ * @property {string} since RFC 3339: when the crisis was detected
+ * @property {string} [episode] the crisis episode the hold belongs to
  */
 
 /**
@@ -105,10 +124,24 @@
  */
 
 /**
+ * Why a turn's text so far is void: the stream broke off (`stream_interrupted`), stalled, the
+ * output was unusable (`invalid_output`), or text already shown failed a later safety check
+ * (`unsafe_output`, v1.3).
+ * @typedef {'stream_interrupted' | 'stalled' | 'invalid_output' | 'unsafe_output'} ResetReason
+ */
+
+/**
  * The gateway is retrying the turn: discard the text of this turn received so far.
  * @typedef {object} ResetEvent
  * @property {'reset'} type
- * @property {string} reason `stream_interrupted`, `stalled` or `invalid_output`
+ * @property {ResetReason} reason
+ */
+
+/**
+ * The learner's input showed a crisis (v1.3): show `message` and the `resources` prominently.
+ * It comes first; the turn's text and result that follow are supportive and continue no
+ * exercise, and the result's session carries the hold (`session.safety`).
+ * @typedef {{ type: 'safety' } & SafetyNotice} SafetyEvent
  */
 
 /**
@@ -145,7 +178,7 @@
 /**
  * One line of a turn's stream.
  * @template [R=TurnResult]
- * @typedef {DeltaEvent | CardEvent | ResetEvent | ResultEvent<R> | ErrorEvent} TurnEvent
+ * @typedef {DeltaEvent | CardEvent | ResetEvent | SafetyEvent | ResultEvent<R> | ErrorEvent} TurnEvent
  */
 
 /**
@@ -168,6 +201,7 @@
  * @property {'coach'} role
  * @property {TurnResult} result as the result line sent it
  * @property {boolean} [fallback]
+ * @property {SafetyNotice} [safety] the notice of the turn's safety line, when it sent one (v1.3)
  */
 
 /**

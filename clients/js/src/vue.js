@@ -42,6 +42,8 @@ import { SessionRunner, TurnRunner } from './state.js';
  * @property {Readonly<Ref<string[]>>} blocks module turns: the visible text of each text block
  * @property {Readonly<Ref<string[]>>} blockTypes module turns: each block's type
  * @property {Readonly<Ref<import('./types.js').FrontendCard[]>>} cards cards sent besides the result
+ * @property {Readonly<Ref<import('./types.js').SafetyEvent | null>>} safety a crisis turn's
+ *   message and crisis resources (v1.3), to show prominently; null for every other turn
  * @property {Readonly<Ref<ResultEvent<R> | null>>} result the result event once the turn is done
  * @property {Readonly<Ref<TurnStatus>>} status
  * @property {Readonly<Ref<CoachError | null>>} error
@@ -72,6 +74,8 @@ export function useCoachTurn(client, sessionId, options) {
   const blockTypes = shallowRef([]);
   /** @type {Ref<import('./types.js').FrontendCard[]>} */
   const cards = shallowRef([]);
+  /** @type {Ref<import('./types.js').SafetyEvent | null>} */
+  const safety = shallowRef(null);
   /** @type {Ref<ResultEvent<R> | null>} */
   const result = shallowRef(null);
   /** @type {Ref<TurnStatus>} */
@@ -85,6 +89,7 @@ export function useCoachTurn(client, sessionId, options) {
     blocks.value = s.blocks;
     blockTypes.value = s.blockTypes;
     cards.value = s.cards;
+    safety.value = s.safety;
     result.value = s.result;
     status.value = s.status;
     error.value = s.error;
@@ -97,6 +102,7 @@ export function useCoachTurn(client, sessionId, options) {
     blocks,
     blockTypes,
     cards,
+    safety,
     result,
     status,
     error,

@@ -27,6 +27,21 @@ export async function narrowing(id: string): Promise<string> {
         break;
       case 'reset':
         ev.reason.length;
+        if (ev.reason === 'unsafe_output') text.apply(ev);
+        // @ts-expect-error the reasons are the contract's
+        if (ev.reason === 'bored') text.apply(ev);
+        break;
+      case 'safety':
+        ev.kind satisfies 'crisis';
+        ev.message.length;
+        for (const r of ev.resources) {
+          r.name.length;
+          r.phone?.length;
+          r.text?.length;
+          r.url?.length;
+        }
+        // @ts-expect-error a resource has no e-mail address
+        ev.resources[0]?.email;
         break;
       case 'result':
         ev.result.assistantText.length;
@@ -50,6 +65,9 @@ export async function results(id: string) {
   result.result.content.text_blocks[0]?.type satisfies 'paragraph' | 'heading' | 'list' | 'quote' | 'info' | 'warning' | 'success' | 'tip' | undefined;
   const s = (await client.getSession(id)) as Session<ToulminState>;
   s.state.step satisfies CoachAIResult['step'];
+  s.safety?.hold satisfies boolean | undefined;
+  const { safety } = await collectTurn(client.streamTurn(id, { message: 'hi' }));
+  safety?.resources.length;
   // @ts-expect-error a turn body has no "text"
   client.streamTurn(id, { text: 'hi' });
   // @ts-expect-error contract is one of the three
@@ -73,6 +91,7 @@ export function vue(id: string) {
   t.text.value.toUpperCase();
   t.result.value?.result.assistantText;
   t.status.value satisfies 'idle' | 'streaming' | 'retrying' | 'done' | 'error' | 'aborted';
+  t.safety.value?.resources[0]?.url satisfies string | undefined;
   const s = useVueSession<ToulminState>(client);
   s.session.value?.state.step satisfies CoachAIResult['step'] | undefined;
   void s.turn.send({ message: 'hi' });
@@ -81,6 +100,8 @@ export function vue(id: string) {
 export function react() {
   const s = useReactSession<ToulminState, CoachAIResult>(client);
   s.turn.text.toUpperCase();
+  s.turn.safety?.message satisfies string | undefined;
+  s.session?.safety?.hold satisfies boolean | undefined;
   s.turn.result?.result.nextQuestion;
   s.session?.state.isComplete satisfies boolean | undefined;
   s.error?.code;
@@ -110,6 +131,8 @@ export function aiTypes(m: CoachUIMessage<'toulmin'>, any: CoachUIMessage) {
     if (p.type === 'data-coach-result') p.data.result.assistantText.length;
     if (p.type === 'data-coach-card') p.data.card.type satisfies FrontendCard['type'];
     if (p.type === 'data-coach-error') p.data.error.length;
+    if (p.type === 'data-coach-safety') p.data.resources[0]?.phone satisfies string | undefined;
+    if (p.type === 'data-coach-reset') p.data.reason satisfies 'stream_interrupted' | 'stalled' | 'invalid_output' | 'unsafe_output';
     if (p.type === 'text') p.text.length;
   }
   for (const p of any.parts) {

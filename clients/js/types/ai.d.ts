@@ -4,6 +4,8 @@ export type Usage = import('./types.js').Usage;
 export type TurnResult = import('./types.js').TurnResult;
 export type FrontendCard = import('./schemas.js').FrontendCard;
 export type ContractResults = import('./schemas.js').ContractResults;
+export type SafetyNotice = import('./schemas.js').SafetyNotice;
+export type ResetReason = import('./types.js').ResetReason;
 export type CoachResultData<R = TurnResult> = {
     /**
      * the guarded result of the session's contract
@@ -22,12 +24,13 @@ export type CoachResultData<R = TurnResult> = {
     turn?: string;
 };
 export type CoachDataParts<R = TurnResult> = {
+    'coach-safety': SafetyNotice;
     'coach-card': {
         card: FrontendCard;
     };
     'coach-result': CoachResultData<R>;
     'coach-reset': {
-        reason: string;
+        reason: ResetReason;
     };
     'coach-error': {
         error: string;
@@ -59,6 +62,8 @@ export type CoachChatError = {
 /** @typedef {import('./types.js').TurnResult} TurnResult */
 /** @typedef {import('./schemas.js').FrontendCard} FrontendCard */
 /** @typedef {import('./schemas.js').ContractResults} ContractResults */
+/** @typedef {import('./schemas.js').SafetyNotice} SafetyNotice */
+/** @typedef {import('./types.js').ResetReason} ResetReason */
 /**
  * The data of the data-coach-result part: the NDJSON result line without its `type`.
  * @template [R=TurnResult]
@@ -72,10 +77,12 @@ export type CoachChatError = {
  */
 /**
  * coachgw's data parts, named without their "data-" prefix as the SDK's UIMessage wants them:
- * what the chat route streams (card, result, reset, error) and what a learner's message may
- * carry instead of text (select, form, continue).
+ * what the chat route streams (safety, card, result, reset, error) and what a learner's message
+ * may carry instead of text (select, form, continue). `coach-safety` (v1.3) is a crisis turn's
+ * message and crisis resources, first in its assistant message and kept there: show it
+ * prominently.
  * @template [R=TurnResult]
- * @typedef {{ 'coach-card': { card: FrontendCard }, 'coach-result': CoachResultData<R>, 'coach-reset': { reason: string }, 'coach-error': { error: string, message: string, turn?: string }, 'coach-select': { selected: string }, 'coach-form': { id: string, values: Record<string, unknown> }, 'coach-continue': Record<string, never> }} CoachDataParts
+ * @typedef {{ 'coach-safety': SafetyNotice, 'coach-card': { card: FrontendCard }, 'coach-result': CoachResultData<R>, 'coach-reset': { reason: ResetReason }, 'coach-error': { error: string, message: string, turn?: string }, 'coach-select': { selected: string }, 'coach-form': { id: string, values: Record<string, unknown> }, 'coach-continue': Record<string, never> }} CoachDataParts
  */
 /**
  * A UI message of the chat route: the AI SDK's UIMessage with coachgw's data parts typed. C

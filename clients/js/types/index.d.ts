@@ -14,6 +14,10 @@ export type ModuleSummary = import('./types.js').ModuleSummary;
 export type DeltaEvent = import('./types.js').DeltaEvent;
 export type CardEvent = import('./types.js').CardEvent;
 export type ResetEvent = import('./types.js').ResetEvent;
+export type ResetReason = import('./types.js').ResetReason;
+export type SafetyEvent = import('./types.js').SafetyEvent;
+export type SafetyHold = import('./types.js').SafetyHold;
+export type SafetyResource = import('./types.js').SafetyResource;
 export type ErrorEvent = import('./types.js').ErrorEvent;
 export type Usage = import('./types.js').Usage;
 export type Limits = import('./types.js').Limits;
@@ -35,6 +39,7 @@ export type ModuleForm = import('./schemas.js').ModuleForm;
 export type ModuleFormField = import('./schemas.js').ModuleFormField;
 export type Module = import('./schemas.js').Module;
 export type ContractResults = import('./schemas.js').ContractResults;
+export type SafetyNotice = import('./schemas.js').SafetyNotice;
 export type StreamCallbacks = import('./stream.js').StreamCallbacks;
 export type ResumeRequest = import('./stream.js').ResumeRequest;
 export type CoachChatError = import('./ai.js').CoachChatError;
@@ -59,6 +64,10 @@ export type CollectedTurn<R = TurnResult> = import('./stream.js').CollectedTurn<
 /** @typedef {import('./types.js').DeltaEvent} DeltaEvent */
 /** @typedef {import('./types.js').CardEvent} CardEvent */
 /** @typedef {import('./types.js').ResetEvent} ResetEvent */
+/** @typedef {import('./types.js').ResetReason} ResetReason */
+/** @typedef {import('./types.js').SafetyEvent} SafetyEvent */
+/** @typedef {import('./types.js').SafetyHold} SafetyHold */
+/** @typedef {import('./types.js').SafetyResource} SafetyResource */
 /** @typedef {import('./types.js').ErrorEvent} ErrorEvent */
 /** @typedef {import('./types.js').Usage} Usage */
 /** @typedef {import('./types.js').Limits} Limits */
@@ -80,6 +89,7 @@ export type CollectedTurn<R = TurnResult> = import('./stream.js').CollectedTurn<
 /** @typedef {import('./schemas.js').ModuleFormField} ModuleFormField */
 /** @typedef {import('./schemas.js').Module} Module */
 /** @typedef {import('./schemas.js').ContractResults} ContractResults */
+/** @typedef {import('./schemas.js').SafetyNotice} SafetyNotice */
 /** @typedef {import('./stream.js').StreamCallbacks} StreamCallbacks */
 /** @typedef {import('./stream.js').ResumeRequest} ResumeRequest */
 /** @typedef {import('./ai.js').CoachChatError} CoachChatError */

@@ -16,7 +16,7 @@ export type CoachTurn<R = TurnResult> = TurnSnapshot<R> & {
 };
 /**
  * What useCoachTurn returns: the turn as the learner should see it (text, blocks, blockTypes,
- * cards, result, status, error), and the functions that drive it.
+ * cards, safety, result, status, error), and the functions that drive it.
  * @template [R=TurnResult]
  * @typedef {TurnSnapshot<R> & {
  *   send: (body: TurnRequest) => Promise<ResultEvent<R> | null>,

@@ -184,6 +184,29 @@ export type ModuleTopic = {
     };
 };
 export type ModuleKeywords = Array<string>;
+export type SafetyNotice = {
+    /**
+     * What was detected: a crisis (self-harm, suicide, abuse, immediate danger).
+     */
+    kind: "crisis";
+    /**
+     * The locale whose resources these are: the session's (es-US), its language's (es), or fallback.
+     */
+    locale: string;
+    /**
+     * A short message in the locale's language, shown above the resources.
+     */
+    message: string;
+    /**
+     * Where the learner can reach someone, most important first.
+     */
+    resources: Array<{
+        name: string;
+        phone?: string;
+        text?: string;
+        url?: string;
+    }>;
+};
 export type ContractResults = {
     toulmin: CoachAIResult;
     cards: FrontendCard;
@@ -295,6 +318,14 @@ export type ContractResults = {
  */
 /**
  * @typedef {Array<string>} ModuleKeywords
+ */
+/**
+ * The content of a safety line (v1.3): the crisis resources for the session's locale, sent before the result of a turn whose learner input showed a crisis. The NDJSON line is this object with "type":"safety"; the AI SDK route's data-coach-safety part has it as its data; a transcript's coach entry of that turn carries it as "safety".
+ * @typedef {object} SafetyNotice
+ * @property {"crisis"} kind What was detected: a crisis (self-harm, suicide, abuse, immediate danger).
+ * @property {string} locale The locale whose resources these are: the session's (es-US), its language's (es), or fallback.
+ * @property {string} message A short message in the locale's language, shown above the resources.
+ * @property {Array<{ name: string, phone?: string, text?: string, url?: string }>} resources Where the learner can reach someone, most important first.
  */
 /**
  * The result type of each contract: the `result` of its result line and data-coach-result part.

@@ -3,6 +3,7 @@ export type CoachClient = import('./client.js').CoachClient;
 export type TurnRequest = import('./types.js').TurnRequest;
 export type TurnResult = import('./types.js').TurnResult;
 export type CardEvent = import('./types.js').CardEvent;
+export type SafetyEvent = import('./types.js').SafetyEvent;
 export type CreateSessionRequest = import('./types.js').CreateSessionRequest;
 export type ToulminStep = import('./types.js').ToulminStep;
 export type ResultEvent<R = TurnResult> = import('./types.js').ResultEvent<R>;
@@ -25,6 +26,11 @@ export type TurnSnapshot<R = TurnResult> = {
      * the cards sent besides the result (an injected level_up card)
      */
     cards: CardEvent['card'][];
+    /**
+     * a crisis turn's safety event (v1.3): its message and
+     * crisis resources, to show prominently; null for every other turn
+     */
+    safety: SafetyEvent | null;
     /**
      * the result event, once the turn is done
      */

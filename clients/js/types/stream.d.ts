@@ -5,6 +5,8 @@ export type TurnResult = import('./types.js').TurnResult;
 export type DeltaEvent = import('./types.js').DeltaEvent;
 export type ResetEvent = import('./types.js').ResetEvent;
 export type ErrorEvent = import('./types.js').ErrorEvent;
+export type ResetReason = import('./types.js').ResetReason;
+export type SafetyEvent = import('./types.js').SafetyEvent;
 export type Session = import('./types.js').Session;
 export type ClientOptions = import('./request.js').ClientOptions;
 export type ReadOptions = import('./ndjson.js').ReadOptions;
@@ -38,8 +40,8 @@ export type ResumeRequest = {
 };
 /**
  * streamTurn posts a turn of session `sessionId` and yields the events of its stream as they
- * arrive: `delta`, `card`, `reset`, and last one `result` or one `error` event, after which the
- * iteration ends. Lines of types this client does not know are skipped (newer gateways may add
+ * arrive: `safety` (a crisis turn's resources, first; v1.3), `delta`, `card`, `reset`, and last
+ * one `result` or one `error` event, after which the iteration ends. Lines of types this client does not know are skipped (newer gateways may add
  * some). Nothing is sent before the iteration starts.
  *
  * It throws a CoachError: kind `http` for a problem the gateway found before the stream started
@@ -158,6 +160,10 @@ export type CollectedTurn<R = TurnResult> = {
      * the card events (injected cards)
      */
     cards: import('./types.js').CardEvent[];
+    /**
+     * the safety event of a crisis turn (v1.3), else null
+     */
+    safety: SafetyEvent | null;
 };
 /**
  * @template [R=TurnResult]
@@ -165,10 +171,11 @@ export type CollectedTurn<R = TurnResult> = {
  * @property {string} text the visible text: the deltas after the last reset
  * @property {ResultEvent<R>} result the result event
  * @property {import('./types.js').CardEvent[]} cards the card events (injected cards)
+ * @property {SafetyEvent | null} safety the safety event of a crisis turn (v1.3), else null
  */
 /**
- * collectTurn reads a turn's events to the end and returns its visible text, its card events
- * and its result event. A turn that ends with an error line throws a CoachError of kind `turn`
+ * collectTurn reads a turn's events to the end and returns its visible text, its card events,
+ * its safety event (a crisis turn's) and its result event. A turn that ends with an error line throws a CoachError of kind `turn`
  * with the line's code and message; any other failure of the stream is thrown as it is.
  * onEvent, when given, sees every event as it arrives, after the text was updated.
  * @template [R=TurnResult]

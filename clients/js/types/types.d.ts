@@ -2,6 +2,8 @@ export type ToulminStep = import('./schemas.js').ToulminStep;
 export type CoachAIResult = import('./schemas.js').CoachAIResult;
 export type StructuredResponse = import('./schemas.js').StructuredResponse;
 export type FrontendCard = import('./schemas.js').FrontendCard;
+export type SafetyNotice = import('./schemas.js').SafetyNotice;
+export type SafetyResource = SafetyNotice['resources'][number];
 export type Contract = 'toulmin' | 'cards' | 'module';
 export type ToulminState = {
     /**
@@ -68,6 +70,25 @@ export type Session<S = Record<string, unknown>> = {
      * the longest texts the session accepts; absent from an older gateway
      */
     limits?: Limits;
+    /**
+     * the learner reference given at creation (v1.3)
+     */
+    learner?: string;
+    /**
+     * present once a crisis was detected in the session (v1.3)
+     */
+    safety?: SafetyHold;
+};
+export type SafetyHold = {
+    hold: boolean;
+    /**
+     * RFC 3339: when the crisis was detected
+     */
+    since: string;
+    /**
+     * the crisis episode the hold belongs to
+     */
+    episode?: string;
 };
 export type Limits = {
     /**
@@ -113,13 +134,14 @@ export type CardEvent = {
     type: 'card';
     card: FrontendCard;
 };
+export type ResetReason = 'stream_interrupted' | 'stalled' | 'invalid_output' | 'unsafe_output';
 export type ResetEvent = {
     type: 'reset';
-    /**
-     * `stream_interrupted`, `stalled` or `invalid_output`
-     */
-    reason: string;
+    reason: ResetReason;
 };
+export type SafetyEvent = {
+    type: 'safety';
+} & SafetyNotice;
 export type Usage = {
     promptTokens: number;
     completionTokens: number;
@@ -161,7 +183,7 @@ export type ErrorEvent = {
     turn?: string;
 };
 export type TurnResult = CoachAIResult | FrontendCard | StructuredResponse;
-export type TurnEvent<R = TurnResult> = DeltaEvent | CardEvent | ResetEvent | ResultEvent<R> | ErrorEvent;
+export type TurnEvent<R = TurnResult> = DeltaEvent | CardEvent | ResetEvent | SafetyEvent | ResultEvent<R> | ErrorEvent;
 export type TranscriptEntry = LearnerEntry | CoachResultEntry | CoachCardEntry;
 export type LearnerEntry = {
     seq: number;
@@ -186,6 +208,10 @@ export type CoachResultEntry = {
      */
     result: TurnResult;
     fallback?: boolean;
+    /**
+     * the notice of the turn's safety line, when it sent one (v1.3)
+     */
+    safety?: SafetyNotice;
 };
 export type CoachCardEntry = {
     seq: number;
@@ -204,6 +230,12 @@ export type MessagesPage = {
 /** @typedef {import('./schemas.js').CoachAIResult} CoachAIResult */
 /** @typedef {import('./schemas.js').StructuredResponse} StructuredResponse */
 /** @typedef {import('./schemas.js').FrontendCard} FrontendCard */
+/** @typedef {import('./schemas.js').SafetyNotice} SafetyNotice */
+/**
+ * One place a learner in crisis can reach: at least one of `phone` (to call), `text` (how to
+ * reach it by text message) and `url` (https) is set.
+ * @typedef {SafetyNotice['resources'][number]} SafetyResource
+ */
 /** @typedef {'toulmin' | 'cards' | 'module'} Contract */
 /**
  * The state of a toulmin session.
@@ -242,6 +274,17 @@ export type MessagesPage = {
  * @property {string} [createdAt] RFC 3339
  * @property {string} [updatedAt] RFC 3339
  * @property {Limits} [limits] the longest texts the session accepts; absent from an older gateway
+ * @property {string} [learner] the learner reference given at creation (v1.3)
+ * @property {SafetyHold} [safety] present once a crisis was detected in the session (v1.3)
+ */
+/**
+ * A session's safety hold (v1.3): while `hold` is true every turn gets the supportive answer
+ * (no lesson, no proposal, no form), until an operator clears it. Keep the crisis resources on
+ * screen and the lesson's controls away while it holds.
+ * @typedef {object} SafetyHold
+ * @property {boolean} hold
+ * @property {string} since RFC 3339: when the crisis was detected
+ * @property {string} [episode] the crisis episode the hold belongs to
  */
 /**
  * The longest texts a session accepts, in characters (Unicode code points); one more is
@@ -291,10 +334,22 @@ export type MessagesPage = {
  * @property {FrontendCard} card
  */
 /**
+ * Why a turn's text so far is void: the stream broke off (`stream_interrupted`), stalled, the
+ * output was unusable (`invalid_output`), or text already shown failed a later safety check
+ * (`unsafe_output`, v1.3).
+ * @typedef {'stream_interrupted' | 'stalled' | 'invalid_output' | 'unsafe_output'} ResetReason
+ */
+/**
  * The gateway is retrying the turn: discard the text of this turn received so far.
  * @typedef {object} ResetEvent
  * @property {'reset'} type
- * @property {string} reason `stream_interrupted`, `stalled` or `invalid_output`
+ * @property {ResetReason} reason
+ */
+/**
+ * The learner's input showed a crisis (v1.3): show `message` and the `resources` prominently.
+ * It comes first; the turn's text and result that follow are supportive and continue no
+ * exercise, and the result's session carries the hold (`session.safety`).
+ * @typedef {{ type: 'safety' } & SafetyNotice} SafetyEvent
  */
 /**
  * Token counts an upstream reported.
@@ -326,7 +381,7 @@ export type MessagesPage = {
 /**
  * One line of a turn's stream.
  * @template [R=TurnResult]
- * @typedef {DeltaEvent | CardEvent | ResetEvent | ResultEvent<R> | ErrorEvent} TurnEvent
+ * @typedef {DeltaEvent | CardEvent | ResetEvent | SafetyEvent | ResultEvent<R> | ErrorEvent} TurnEvent
  */
 /**
  * One entry of a session's transcript.
@@ -346,6 +401,7 @@ export type MessagesPage = {
  * @property {'coach'} role
  * @property {TurnResult} result as the result line sent it
  * @property {boolean} [fallback]
+ * @property {SafetyNotice} [safety] the notice of the turn's safety line, when it sent one (v1.3)
  */
 /**
  * @typedef {object} CoachCardEntry

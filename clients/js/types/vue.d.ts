@@ -29,6 +29,11 @@ export type CoachTurn<R = TurnResult> = {
      */
     cards: Readonly<Ref<import('./types.js').FrontendCard[]>>;
     /**
+     * a crisis turn's
+     * message and crisis resources (v1.3), to show prominently; null for every other turn
+     */
+    safety: Readonly<Ref<import('./types.js').SafetyEvent | null>>;
+    /**
      * the result event once the turn is done
      */
     result: Readonly<Ref<ResultEvent<R> | null>>;
@@ -92,6 +97,8 @@ export type CoachTurn<R = TurnResult> = {
  * @property {Readonly<Ref<string[]>>} blocks module turns: the visible text of each text block
  * @property {Readonly<Ref<string[]>>} blockTypes module turns: each block's type
  * @property {Readonly<Ref<import('./types.js').FrontendCard[]>>} cards cards sent besides the result
+ * @property {Readonly<Ref<import('./types.js').SafetyEvent | null>>} safety a crisis turn's
+ *   message and crisis resources (v1.3), to show prominently; null for every other turn
  * @property {Readonly<Ref<ResultEvent<R> | null>>} result the result event once the turn is done
  * @property {Readonly<Ref<TurnStatus>>} status
  * @property {Readonly<Ref<CoachError | null>>} error
