@@ -173,6 +173,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 		Observer: obs,
 	})
 	turnLog := redisstore.NewTurnLog(client, cfg.RedisPrefix)
+	audit := redisstore.NewSafetyAudit(client, cfg.RedisPrefix, cfg.TranscriptRetention, 0)
 	a.api = httpapi.New(httpapi.Deps{
 		Service:         svc,
 		Modules:         moduleCatalog{modules},
@@ -194,6 +195,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 		CancelOnDisconnect: cfg.TurnOnDisconnect == "cancel",
 		TurnLog:            turnLog,
 		ResumeTTL:          cfg.ResumeTTL,
+		SafetyEvents:       audit,
 	})
 	// A stop reaches the instance that runs the turn through the stop channel, to which every
 	// instance subscribes once. A Redis that does not answer yet leaves stops to the local turns.

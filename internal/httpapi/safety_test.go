@@ -3,12 +3,15 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/coach/coachtest"
+	"github.com/coachgw/coachgw/internal/safety"
 )
 
 const (
@@ -179,5 +182,164 @@ func TestClearSafetyHoldWhileBusy(t *testing.T) {
 	}
 	if got, _ := ts.store.Session(id); !got.Held() {
 		t.Errorf("the hold is gone after a refused clear: %+v", got.Safety)
+	}
+}
+
+// fakeAudit is an in-memory audit of numbered records per tenant: record n has id "n-0".
+type fakeAudit struct {
+	records map[string][]safety.Record
+	// asked records the tenants asked for.
+	asked []string
+}
+
+func (f *fakeAudit) SafetyEvents(_ context.Context, tenant, after string, limit int) ([]safety.Record, string, error) {
+	f.asked = append(f.asked, tenant)
+	from := 0
+	if after != "" {
+		n, err := fmt.Sscanf(after, "%d-0", &from)
+		if err != nil || n != 1 {
+			return nil, "", coach.FieldError("after", "bad after")
+		}
+	}
+	next := after
+	var out []safety.Record
+	for _, r := range f.records[tenant] {
+		var id int
+		fmt.Sscanf(r.ID, "%d-0", &id)
+		if id > from && len(out) < limit {
+			out = append(out, r)
+			next = r.ID
+		}
+	}
+	return out, next, nil
+}
+
+// withAudit configures withOperators' keys and an audit with 5 records of acme and 1 of beta.
+func withAudit(audit *fakeAudit) func(*Deps) {
+	audit.records = map[string][]safety.Record{}
+	for n := 1; n <= 6; n++ {
+		tenant := "acme"
+		if n == 3 {
+			tenant = "beta"
+		}
+		audit.records[tenant] = append(audit.records[tenant], safety.Record{
+			ID: fmt.Sprint(n, "-0"), Time: time.Unix(1700000000, 0).UTC(), Tenant: tenant, Session: fmt.Sprint("session-", n),
+			Stage: safety.StageInput, Classifier: safety.BuiltinName, Action: safety.ActionNone, Mode: safety.ModeEnforce,
+		})
+	}
+	return func(d *Deps) {
+		withOperators(d)
+		d.SafetyEvents = audit
+	}
+}
+
+type eventsPage struct {
+	Events []struct {
+		ID, Session string
+		Tenant      *string `json:"tenant"`
+	}
+	Next *string
+}
+
+func readEvents(t *testing.T, r response) eventsPage {
+	t.Helper()
+	if r.Status != http.StatusOK {
+		t.Fatalf("status %d %s, want 200", r.Status, r.Body)
+	}
+	var p eventsPage
+	if err := json.Unmarshal([]byte(r.Body), &p); err != nil || p.Events == nil || p.Next == nil {
+		t.Fatalf("body %s: want events (a list) and next (a string): %v", r.Body, err)
+	}
+	return p
+}
+
+// TestSafetyEvents reads the audit with each tenant's operator key: each sees its own tenant's
+// records only, pages follow on through next, and no other key reads anything.
+func TestSafetyEvents(t *testing.T) {
+	audit := &fakeAudit{}
+	ts := startServer(t, withAudit(audit))
+	op := bearerOf(keyAcmeOperator)
+
+	var sessions []string
+	for after, pages := "", 0; ; pages++ {
+		p := readEvents(t, ts.do("GET", "/v1/safety/events?limit=2&after="+after, "", op...))
+		if len(p.Events) == 0 {
+			if *p.Next != after {
+				t.Errorf("empty page: next %q, want %q again", *p.Next, after)
+			}
+			break
+		}
+		if pages > 3 || len(p.Events) > 2 {
+			t.Fatalf("page %d holds %d events, want at most 2 in 3 pages", pages, len(p.Events))
+		}
+		for _, e := range p.Events {
+			if e.Tenant != nil {
+				t.Errorf("event %s names its tenant %q on the wire", e.ID, *e.Tenant)
+			}
+			sessions = append(sessions, e.Session)
+		}
+		after = *p.Next
+	}
+	if want := []string{"session-1", "session-2", "session-4", "session-5", "session-6"}; !slices.Equal(sessions, want) {
+		t.Errorf("acme's operator read %v, want %v", sessions, want)
+	}
+	if p := readEvents(t, ts.do("GET", "/v1/safety/events", "", op...)); len(p.Events) != 5 {
+		t.Errorf("default page holds %d events, want all 5 of acme", len(p.Events))
+	}
+	if p := readEvents(t, ts.do("GET", "/v1/safety/events", "", bearerOf(keyBetaOperator)...)); len(p.Events) != 1 || p.Events[0].Session != "session-3" {
+		t.Errorf("beta's operator read %+v, want beta's one event", p.Events)
+	}
+
+	audit.asked = nil
+	for _, key := range []string{keyAcme, "acme-old-key", keyBeta} {
+		r := ts.do("GET", "/v1/safety/events", "", bearerOf(key)...)
+		if r.Status != http.StatusForbidden || r.errorCode() != codeForbidden {
+			t.Errorf("key %s: status %d %s, want 403 %s", key, r.Status, r.Body, codeForbidden)
+		}
+	}
+	if len(audit.asked) != 0 {
+		t.Errorf("the audit was read for %v by keys that are no operator's", audit.asked)
+	}
+}
+
+func TestSafetyEventsBadInput(t *testing.T) {
+	ts := startServer(t, withAudit(&fakeAudit{}))
+	op := bearerOf(keyAcmeOperator)
+	tests := []struct {
+		query, field string
+	}{
+		{"limit=0", "limit"},
+		{"limit=-1", "limit"},
+		{"limit=x", "limit"},
+		{"limit=1001", "limit"},
+		{"after=nope", "after"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			r := ts.do("GET", "/v1/safety/events?"+tt.query, "", op...)
+			var b errorBody
+			_ = json.Unmarshal([]byte(r.Body), &b)
+			if r.Status != http.StatusUnprocessableEntity || b.Error != coach.CodeInvalidInput || b.Field != tt.field {
+				t.Errorf("status %d %s, want 422 invalid_input on %s", r.Status, r.Body, tt.field)
+			}
+		})
+	}
+	if p := readEvents(t, ts.do("GET", "/v1/safety/events?limit=1000", "", op...)); len(p.Events) != 5 {
+		t.Errorf("limit=1000 read %d events, want 5", len(p.Events))
+	}
+}
+
+// TestSafetyEventsOpenGateway: without API keys nobody is an operator, so nobody reads the audit.
+func TestSafetyEventsOpenGateway(t *testing.T) {
+	audit := &fakeAudit{}
+	ts := startServer(t, func(d *Deps) { d.SafetyEvents = audit })
+	for _, h := range [][]string{nil, bearerOf(keyAcmeOperator)} {
+		r := ts.do("GET", "/v1/safety/events", "", h...)
+		if r.Status != http.StatusForbidden || r.errorCode() != codeForbidden {
+			t.Errorf("open gateway, headers %q: status %d %s, want 403 %s", h, r.Status, r.Body, codeForbidden)
+		}
+	}
+	if len(audit.asked) != 0 {
+		t.Errorf("the audit was read for %v on an open gateway", audit.asked)
 	}
 }

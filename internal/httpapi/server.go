@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/safety"
 )
 
 // Modules lists the loaded learning modules for the /v1/modules routes.
@@ -70,6 +71,18 @@ type Deps struct {
 	// reaches only the turns of this instance).
 	TurnLog   TurnLog
 	ResumeTTL time.Duration
+	// SafetyEvents reads the tenants' safety audit for GET /v1/safety/events (v1.3, operator
+	// keys only); nil leaves the route out.
+	SafetyEvents SafetyEvents
+}
+
+// SafetyEvents reads a tenant's safety audit records.
+type SafetyEvents interface {
+	// SafetyEvents returns up to limit records of tenant after the record whose ID is after
+	// ("" for the oldest kept), oldest first, and the cursor of the next page (the last record's
+	// ID, or after itself when there is nothing newer). A malformed after is an invalid_input
+	// error on field "after".
+	SafetyEvents(ctx context.Context, tenant, after string, limit int) ([]safety.Record, string, error)
 }
 
 // DefaultBodyReadTimeout and DefaultWriteTimeout are the defaults of Deps.BodyReadTimeout and
@@ -143,6 +156,9 @@ func New(d Deps) *Server {
 	v1.GET("/sessions/:id/chat/stream", s.getChatStream)
 	v1.GET("/sessions/:id/chat/messages", s.getChatMessages)
 	v1.POST("/sessions/:id/safety", s.postSafety, operatorOnly)
+	if d.SafetyEvents != nil {
+		v1.GET("/safety/events", s.getSafetyEvents, operatorOnly)
+	}
 	v1.GET("/modules", s.listModules)
 	v1.GET("/modules/:id", s.getModule)
 	e.POST("/api/coach", s.postCoach)

@@ -2,6 +2,7 @@ package contracttest_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,8 @@ import (
 	"github.com/coachgw/coachgw/internal/config"
 	"github.com/coachgw/coachgw/internal/fakellm"
 	"github.com/coachgw/coachgw/internal/openapitest"
+	"github.com/coachgw/coachgw/internal/redisstore"
+	"github.com/coachgw/coachgw/internal/safety"
 	"github.com/coachgw/coachgw/internal/schema"
 )
 
@@ -698,6 +701,48 @@ var cases = []struct {
 		}
 		wantError(t, "unknown action", op.call(t, "POST", "/v1/sessions/"+id+"/safety", map[string]string{"action": "lift"}), 422, "invalid_input", "action")
 		wantError(t, "clear of an unknown session", op.call(t, "POST", "/v1/sessions/"+strings.Repeat("0", 32)+"/safety", clear), 404, "session_not_found", "")
+
+		wantError(t, "events on a gateway without keys", h.call(t, "GET", "/v1/safety/events", nil), 403, "forbidden", "")
+		wantError(t, "events with a learner key", learner.call(t, "GET", "/v1/safety/events", nil), 403, "forbidden", "")
+		wantError(t, "events with a limit over 1000", op.call(t, "GET", "/v1/safety/events?limit=1001", nil), 422, "invalid_input", "limit")
+		// The engine's records are not written yet on every profile: the gateway's own store
+		// writes some, so that the answer's records are checked against the document too.
+		want := 0
+		if g.Config.RedisURL != "" {
+			client, err := redisstore.Connect(context.Background(), g.Config.RedisURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			audit := redisstore.NewSafetyAudit(client, g.Config.RedisPrefix, time.Hour, 0)
+			records := []safety.Record{
+				{Time: time.Now().UTC(), Tenant: "acme", Session: id, Learner: "learner-1", Turn: "t1", Stage: safety.StageInput,
+					Classifier: safety.BuiltinName, Categories: []safety.Category{safety.CategorySuicide}, Severity: safety.SeverityHigh,
+					Rules: []string{"en.passive"}, Action: safety.ActionCrisis, Mode: safety.ModeEnforce, LatencyMS: 0.2},
+				{Time: time.Now().UTC(), Tenant: "acme", Session: id, Stage: safety.StageOutput, Classifier: "moderation",
+					Ran: safety.Ran{NotRun: "timeout"}, Action: safety.ActionFailedOpen, Mode: safety.ModeEnforce, LatencyMS: 2000},
+			}
+			if err := audit.Audit(context.Background(), records); err != nil {
+				t.Fatal(err)
+			}
+			want = len(records)
+		}
+		var page struct {
+			Events []struct{ ID string }
+			Next   string
+		}
+		a := op.call(t, "GET", "/v1/safety/events?limit=1", nil)
+		if a.status != http.StatusOK || json.Unmarshal(a.body, &page) != nil || len(page.Events) != min(want, 1) {
+			t.Fatalf("events: status %d body %s, want 200 with %d events", a.status, a.body, min(want, 1))
+		}
+		path := "/v1/safety/events"
+		if page.Next != "" {
+			path += "?after=" + page.Next
+		}
+		a = op.call(t, "GET", path, nil)
+		if a.status != http.StatusOK || json.Unmarshal(a.body, &page) != nil || len(page.Events) != max(want-1, 0) {
+			t.Errorf("events after the first: status %d body %s, want 200 with %d events", a.status, a.body, max(want-1, 0))
+		}
 	}},
 	{"operations", func(t *testing.T, h *harness) {
 		for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
