@@ -54,6 +54,8 @@ type Metrics struct {
 	deltas             *prometheus.CounterVec
 	openStreams        prometheus.Gauge
 	downgrades         *prometheus.CounterVec
+	escalations        *prometheus.CounterVec
+	escalationAttempts *prometheus.CounterVec
 
 	upstreamAttempts   *prometheus.CounterVec
 	upstreamFailures   *prometheus.CounterVec
@@ -204,6 +206,16 @@ func New(opts ...Option) *Metrics {
 		usageIgnored: counter("usage_reports_ignored_total",
 			"Usage reports of model endpoints set aside (not whole numbers, negative, or absurd for the bytes of the attempt) and replaced by an estimate from bytes, by upstream.",
 			"upstream"),
+		escalations: counter("escalations_total",
+			"Crisis episodes given to the escalation webhook, by outcome: delivered, rejected (a 4xx or a "+
+				"redirect, not retried), failed (every attempt failed), dropped (the queue or the tenant's share "+
+				"of it was full, or the gateway was shutting down), abandoned (the shutdown deadline passed), "+
+				"duplicate (already pending or delivered).",
+			"outcome"),
+		escalationAttempts: counter("escalation_attempts_total",
+			"POSTs to the escalation webhook by result: ok, server_error (5xx, 408), rate_limited, timeout, "+
+				"connect_error, client_error (other 4xx), redirect.",
+			"result"),
 		openStreams: f.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "open_streams",
 			Help: "Turn streams in progress.",
@@ -366,6 +378,17 @@ func (m *Metrics) Reset(contract, reason string) {
 // Rejected counts a model answer that a turn could not use.
 func (m *Metrics) Rejected(contract string) {
 	m.validationFailures.WithLabelValues(contract).Inc()
+}
+
+// EscalationAttempted counts one POST to the escalation webhook by its result (escalation.Observer).
+func (m *Metrics) EscalationAttempted(result string) {
+	m.escalationAttempts.WithLabelValues(result).Inc()
+}
+
+// EscalationEnded counts one crisis episode given to the escalation webhook by its outcome
+// (escalation.Observer).
+func (m *Metrics) EscalationEnded(outcome string) {
+	m.escalations.WithLabelValues(outcome).Inc()
 }
 
 // ObserveHTTP records one served HTTP request. route must be the route template (e.g.

@@ -108,6 +108,23 @@ func TestObserver(t *testing.T) {
 			},
 		},
 		{
+			name: "escalation attempts by result and episodes by outcome",
+			calls: func(m *Metrics) {
+				m.EscalationAttempted("server_error")
+				m.EscalationAttempted("ok")
+				m.EscalationEnded("delivered")
+				m.EscalationEnded("dropped")
+				m.EscalationEnded("dropped")
+			},
+			want: []want{
+				{"coachgw_escalation_attempts_total", []string{"result", "server_error"}, 1},
+				{"coachgw_escalation_attempts_total", []string{"result", "ok"}, 1},
+				{"coachgw_escalations_total", []string{"outcome", "delivered"}, 1},
+				{"coachgw_escalations_total", []string{"outcome", "dropped"}, 2},
+				{"coachgw_escalations_total", []string{"outcome", "failed"}, -1},
+			},
+		},
+		{
 			name: "upstream errors and retries by class",
 			calls: func(m *Metrics) {
 				m.ModelFailed("module", "default", "rate_limited")
@@ -339,6 +356,8 @@ func TestNaming(t *testing.T) {
 	m.Reset("toulmin", "invalid_output")
 	m.Rejected("toulmin")
 	m.Attempted("toulmin", "default")
+	m.EscalationAttempted("ok")
+	m.EscalationEnded("delivered")
 	m.FellBack("toulmin", "default", "local", false)
 	m.BreakerTransition("default", "open")
 	m.ObserveHTTP(http.MethodGet, "/healthz", 200, time.Millisecond)
@@ -360,6 +379,7 @@ func TestNaming(t *testing.T) {
 		"coachgw_deltas_total", "coachgw_fallbacks_total", "coachgw_guard_rule_firings_total",
 		"coachgw_http_request_duration_seconds", "coachgw_http_requests_total", "coachgw_open_streams",
 		"coachgw_breaker_transitions_total", "coachgw_prompt_tokens_total", "coachgw_completion_tokens_total",
+		"coachgw_escalation_attempts_total", "coachgw_escalations_total",
 		"coachgw_redis_command_duration_seconds", "coachgw_redis_errors_total", "coachgw_resets_total",
 		"coachgw_retries_total", "coachgw_time_to_first_delta_seconds", "coachgw_turn_duration_seconds",
 		"coachgw_turns_total", "coachgw_upstream_attempts_total", "coachgw_upstream_errors_total",
