@@ -84,12 +84,18 @@ func newLineLog(store TurnLog, session, turn string, live, ttl time.Duration, lo
 	return l
 }
 
-// add appends line, one encoded NDJSON line.
+// add appends line, one encoded NDJSON line. It does not wake the writer: the turn does that
+// with kick once the line is on its way to the client.
 func (l *lineLog) add(line []byte) {
 	l.mu.Lock()
 	l.buf = append(l.buf, line...)
 	l.lines++
 	l.mu.Unlock()
+}
+
+// kick tells the writer that lines are waiting. The writer then takes them, and whatever comes
+// in the next logInterval, as one batch.
+func (l *lineLog) kick() {
 	select {
 	case l.wake <- struct{}{}:
 	default:
@@ -230,26 +236,35 @@ func (t *turnSink) Emit(e coach.Event) error {
 		}
 		return t.clientErr(t.client.Emit(e))
 	}
-	var err error
-	if t.line, err = ndjson.Append(t.line[:0], e); err != nil {
+	line, err := ndjson.Append(t.line[:0], e)
+	if err != nil {
 		return err
 	}
-	t.log.add(t.line)
-	if t.gone {
-		return nil
+	t.line = line
+	// The line goes to the client first; the log takes a copy, for its writer to find when
+	// Flush wakes it.
+	if !t.gone {
+		if raw, ok := t.client.(*lineWriter); ok {
+			err = t.clientErr(raw.write(line))
+		} else {
+			err = t.clientErr(t.client.Emit(e))
+		}
 	}
-	if raw, ok := t.client.(*lineWriter); ok {
-		return t.clientErr(raw.write(t.line))
-	}
-	return t.clientErr(t.client.Emit(e))
+	t.log.add(line)
+	return err
 }
 
-// Flush sends the client what is held.
+// Flush sends the client what is held, and only then wakes the log's writer: waking a goroutine
+// can wake an idle CPU, and the client's lines must not wait for that, let alone for Redis.
 func (t *turnSink) Flush() error {
-	if t.gone {
-		return nil
+	var err error
+	if !t.gone {
+		err = t.clientErr(t.client.Flush())
 	}
-	return t.clientErr(t.client.Flush())
+	if t.log != nil {
+		t.log.kick()
+	}
+	return err
 }
 
 func (t *turnSink) clientErr(err error) error {
