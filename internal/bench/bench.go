@@ -79,6 +79,10 @@ type Config struct {
 	// (claim and commit); on, they include the log's batched appends, which run beside the
 	// turn, never in its path: comparing the two runs shows what resumable turns cost.
 	TurnLog bool
+	// TurnLogAB runs, besides the gateway of TurnLog, a second gateway with the line log on as
+	// the mode coachgw+log, in the same interleaved rounds: on a shared machine, the cost of
+	// the log is then measured under the same noise as the gateway without it.
+	TurnLogAB bool
 	// Upstreams, when positive, configures the gateway with COACH_UPSTREAMS of that many
 	// endpoints instead of OPENAI_BASE_URL: fakellm first, then fallback endpoints on loopback
 	// ports where nothing listens. With a healthy first endpoint the others are never asked, so
@@ -327,7 +331,7 @@ func measureHop(direct, relayed string) (float64, error) {
 }
 
 // gatewayEnv is the gateway's configuration: the usual environment variables.
-func (r *runner) gatewayEnv() ([]string, error) {
+func (r *runner) gatewayEnv(turnLog bool) ([]string, error) {
 	ups, err := r.upstreams()
 	if err != nil {
 		return nil, err
@@ -352,7 +356,7 @@ func (r *runner) gatewayEnv() ([]string, error) {
 		"COACH_MAX_CONNS", "0",
 		"COACH_API_KEYS", "",
 		"COACH_API_KEYS_FILE", "",
-		"COACH_RESUME_TTL", map[bool]string{true: "5m", false: "0"}[r.cfg.TurnLog],
+		"COACH_RESUME_TTL", map[bool]string{true: "5m", false: "0"}[turnLog],
 	), nil
 }
 
@@ -407,7 +411,7 @@ type modeAcc struct {
 func (r *runner) level(ctx context.Context, c int) (Level, error) {
 	turns, rounds, perWorker := r.cfg.turnsFor(c)
 	lvl := Level{Concurrency: c, TurnsPerMode: turns, Rounds: rounds, TurnsPerWorker: perWorker}
-	env, err := r.gatewayEnv()
+	env, err := r.gatewayEnv(r.cfg.TurnLog)
 	if err != nil {
 		return lvl, err
 	}
@@ -416,6 +420,17 @@ func (r *runner) level(ctx context.Context, c int) (Level, error) {
 		return lvl, err
 	}
 	defer gw.stop()
+	var gwLog *child
+	if r.cfg.TurnLogAB {
+		env, err := r.gatewayEnv(true)
+		if err != nil {
+			return lvl, err
+		}
+		if gwLog, err = startChild(ctx, r.cfg.Self, roleGateway, env, r.cfg.Stderr); err != nil {
+			return lvl, err
+		}
+		defer gwLog.stop()
+	}
 	px, err := startChild(ctx, r.cfg.Self, roleProxy, childEnv(UpstreamEnv, r.up.base), r.cfg.Stderr)
 	if err != nil {
 		return lvl, err
@@ -423,6 +438,10 @@ func (r *runner) level(ctx context.Context, c int) (Level, error) {
 	defer px.stop()
 	targets := map[Mode]string{Direct: r.up.base, Proxy: px.url(), Coachgw: gw.url()}
 	procs := map[Mode]*child{Proxy: px, Coachgw: gw}
+	if gwLog != nil {
+		targets[CoachgwLog], procs[CoachgwLog] = gwLog.url(), gwLog
+	}
+	modes := r.modes()
 
 	// Warm up every path, unmeasured: lazily built schemas and templates first, then, after
 	// the memory is measured, connection pools as large as the level needs.
@@ -471,7 +490,7 @@ func (r *runner) level(ctx context.Context, c int) (Level, error) {
 // warmUp runs one unmeasured turn per worker on every path of the level with c workers. With
 // gw set and profiles asked for, it also records an execution trace of the gateway meanwhile.
 func (r *runner) warmUp(ctx context.Context, level, c int, targets map[Mode]string, gw *child) error {
-	for _, m := range modes {
+	for _, m := range r.modes() {
 		fmt.Fprintf(r.cfg.Progress, "level %d: warming up %s with %d workers\n", level, m, c)
 		var trace sync.WaitGroup
 		if r.cfg.ProfileDir != "" && m == Coachgw && gw != nil {
@@ -491,6 +510,14 @@ func (r *runner) warmUp(ctx context.Context, level, c int, targets map[Mode]stri
 		r.tidy(c)
 	}
 	return nil
+}
+
+// modes returns the paths the run measures, in the order of its first round.
+func (r *runner) modes() []Mode {
+	if r.cfg.TurnLogAB {
+		return []Mode{Direct, Proxy, Coachgw, CoachgwLog}
+	}
+	return []Mode{Direct, Proxy, Coachgw}
 }
 
 // closeIdle closes the idle connections on both sides of fakellm and the client, and with
@@ -535,7 +562,7 @@ func (r *runner) turn(ctx context.Context, base, session string, rec *turnRec, o
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.TurnTimeout)
 	defer cancel()
 	var err error
-	if rec.mode == Coachgw {
+	if rec.mode.gateway() {
 		err = r.cl.gatewayTurn(ctx, base, session, rec, opened)
 	} else {
 		err = r.cl.sseTurn(ctx, base, rec, opened)
@@ -617,7 +644,7 @@ func (r *runner) createSessions(ctx context.Context, base string, n int) ([]stri
 func (r *runner) phase(ctx context.Context, m Mode, c, k int, base string, proc *child, acc *modeAcc, profile bool) error {
 	slots := (k + turnsPerSession - 1) / turnsPerSession
 	var sessions []string
-	if m == Coachgw {
+	if m.gateway() {
 		var err error
 		if sessions, err = r.createSessions(ctx, base, c*slots); err != nil {
 			return err
@@ -625,7 +652,7 @@ func (r *runner) phase(ctx context.Context, m Mode, c, k int, base string, proc 
 	}
 	// The counts are read outside the CPU window, so that reading them is not charged to the
 	// turns.
-	count := m == Coachgw && proc != nil && acc != nil
+	count := m.gateway() && proc != nil && acc != nil
 	var redisBefore, relayBefore map[string]int64
 	if count {
 		redisBefore, _ = scrapeRedis(ctx, r.cl.hc, base)
@@ -909,7 +936,7 @@ func (a *modeAcc) result(m Mode) ModeResult {
 			mr.CPUPerDeltaUs = float64(a.cpu) / float64(s.deltas) / 1e3
 		}
 	}
-	if m == Coachgw && s.turns > 0 {
+	if m.gateway() && s.turns > 0 {
 		if a.redis != nil {
 			mr.RedisPerTurn = float64(roundTrips(a.redis)) / float64(s.turns)
 			mr.RedisRoundTrips = a.redis

@@ -12,7 +12,7 @@ const (
 	chartLabelW = 90
 	chartPanelW = 300
 	chartGapW   = 36
-	chartRowH   = 118
+	chartRowH   = 118 // with three paths; each further path adds chartBoxH+12
 	chartTop    = 58
 	chartBoxH   = 16
 	chartBottom = 30
@@ -27,13 +27,18 @@ var (
 		{"TTLL overhead", func(m *ModeResult) Summary { return m.TTLL }},
 		{"per-delta latency", func(m *ModeResult) Summary { return m.Delta }},
 	}
-	chartColors = map[string]string{"direct": "#8c8c8c", "proxy": "#3b75af", "coachgw": "#e8762b"}
+	chartColors = map[string]string{"direct": "#8c8c8c", "proxy": "#3b75af", "coachgw": "#e8762b", "coachgw+log": "#b3452c"}
 )
 
 // SVG draws, per level and per metric, one box plot per path on a logarithmic axis, so that
 // direct, proxy and coachgw can be compared at a glance.
 func (r *Report) SVG() string {
 	levels := r.levels()
+	paths := 3
+	for _, l := range levels {
+		paths = max(paths, len(l.Modes))
+	}
+	chartRowH := chartRowH + (paths-3)*(chartBoxH+12)
 	width := chartLabelW + len(chartMetrics)*(chartPanelW+chartGapW)
 	height := chartTop + len(levels)*chartRowH + chartBottom
 	var b strings.Builder
@@ -42,7 +47,11 @@ func (r *Report) SVG() string {
 	w(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
 	w(`<text x="%d" y="18" font-size="14" font-weight="bold">coachgw vs proxy vs direct: what each path adds (log scales, one per panel)</text>`+"\n", chartLabelW)
 	lx := chartLabelW
-	for _, name := range []string{"direct", "proxy", "coachgw"} {
+	legend := []string{"direct", "proxy", "coachgw"}
+	if paths > 3 {
+		legend = append(legend, "coachgw+log")
+	}
+	for _, name := range legend {
 		w(`<rect x="%d" y="28" width="12" height="12" fill="%s"/><text x="%d" y="38">%s</text>`+"\n", lx, chartColors[name], lx+16, name)
 		lx += 90
 	}
@@ -80,7 +89,7 @@ func (r *Report) SVG() string {
 			}
 			for i, d := 0, lo; d <= hi*1.0001; i, d = i+1, d*10 {
 				x := scale(d)
-				w(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ccc"/>`+"\n", x, y0, x, y0+chartRowH-22)
+				w(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ccc"/>`+"\n", x, y0, x, y0+float64(chartRowH-22))
 				if i%every != 0 {
 					continue
 				}
@@ -92,7 +101,7 @@ func (r *Report) SVG() string {
 				case d*10 > hi*1.0001:
 					anchor = "end"
 				}
-				w(`<text x="%.1f" y="%.1f" text-anchor="%s" fill="#555">%s</text>`+"\n", x, y0+chartRowH-10, anchor, tickLabel(d))
+				w(`<text x="%.1f" y="%.1f" text-anchor="%s" fill="#555">%s</text>`+"\n", x, y0+float64(chartRowH-10), anchor, tickLabel(d))
 			}
 			for mi := range modes {
 				m := &modes[mi]
@@ -114,7 +123,7 @@ func (r *Report) SVG() string {
 				w(`<circle cx="%.1f" cy="%.1f" r="2.5" fill="%s"/>`+"\n", scale(s.Max), mid, color)
 			}
 			if col == 0 {
-				w(`<text x="8" y="%.1f" font-weight="bold">c = %d</text>`+"\n", y0+chartRowH/2-8, levels[li].Concurrency)
+				w(`<text x="8" y="%.1f" font-weight="bold">c = %d</text>`+"\n", y0+float64(chartRowH)/2-8, levels[li].Concurrency)
 			}
 		}
 	}

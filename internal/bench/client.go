@@ -25,9 +25,10 @@ const (
 	Proxy
 	// Coachgw: a real toulmin turn through the gateway, its NDJSON stream read by the client.
 	Coachgw
+	// CoachgwLog: the same turn through a second gateway that keeps its resumable-turn line
+	// log (Config.TurnLogAB), so that the cost of the log is measured in the same rounds.
+	CoachgwLog
 )
-
-var modes = []Mode{Direct, Proxy, Coachgw}
 
 func (m Mode) String() string {
 	switch m {
@@ -35,10 +36,18 @@ func (m Mode) String() string {
 		return "direct"
 	case Proxy:
 		return "proxy"
+	case CoachgwLog:
+		return "coachgw+log"
 	default:
 		return "coachgw"
 	}
 }
+
+// gateway reports whether m runs turns through a coachgw gateway.
+func (m Mode) gateway() bool { return m == Coachgw || m == CoachgwLog }
+
+// isGateway is gateway for a mode's name in a result.
+func isGateway(name string) bool { return name == Coachgw.String() || name == CoachgwLog.String() }
 
 // userMessage is the learner's message of every turn; the tag follows it.
 const userMessage = "I think cities should close their centres to private cars by 2030, because cars make streets unsafe."

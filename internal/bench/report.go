@@ -64,7 +64,7 @@ func (r *Report) Markdown() string {
 		px := l.mode("proxy")
 		for _, m := range l.Modes {
 			vsTTFD, vsTTLL := "", ""
-			if m.Mode == "coachgw" && px != nil {
+			if isGateway(m.Mode) && px != nil {
 				vsTTFD = signed(m.TTFD.P50-px.TTFD.P50) + " / " + signed(m.TTFD.P99-px.TTFD.P99)
 				vsTTLL = signed(m.TTLL.P50-px.TTLL.P50) + " / " + signed(m.TTLL.P99-px.TTLL.P99)
 			}
@@ -87,10 +87,10 @@ func (r *Report) Markdown() string {
 				cpuT, cpuD = fmt.Sprintf("%.0f", m.CPUPerTurnUs), fmt.Sprintf("%.2f", m.CPUPerDeltaUs)
 				alloc, allocs = fmt.Sprintf("%.1f", m.AllocPerTurn/1024), fmt.Sprintf("%.0f", m.MallocsPerTurn)
 			}
-			if m.Mode == "coachgw" && m.RedisRoundTrips != nil {
+			if isGateway(m.Mode) && m.RedisRoundTrips != nil {
 				rt = fmt.Sprintf("%.2f (%s)", m.RedisPerTurn, commandList(m.RedisRoundTrips))
 			}
-			if m.Mode == "coachgw" && m.RelayCommands != nil {
+			if isGateway(m.Mode) && m.RelayCommands != nil {
 				rt += fmt.Sprintf("; relay: %.2f (%s)", m.RelayPerTurn, commandList(m.RelayCommands))
 			}
 			w("| %d | %s | %.0f%% | %.1f | %.0f | %.2f | %s | %s | %s | %s | %s |\n", l.Concurrency, m.Mode, 100*m.MachineBusy, m.TurnsPerSec, m.DeltasPerSec, m.ModelDialsPerTurn, cpuT, cpuD, alloc, allocs, rt)
@@ -243,6 +243,16 @@ func (r *Report) targets() []target {
 		out = append(out, target{"Redis: exactly 2 round trips per successful turn", strings.Join(rt, ", "), verdict(rtOK)})
 	} else {
 		out = append(out, target{"Redis: exactly 2 round trips per successful turn", "not counted", "not measured"})
+	}
+	for _, l := range levels {
+		gw, log := l.mode(Coachgw.String()), l.mode(CoachgwLog.String())
+		if gw == nil || log == nil {
+			continue
+		}
+		d50 := log.TTFD.P50 - gw.TTFD.P50
+		out = append(out, target{fmt.Sprintf("c=%d: resumable turns (line log on) add ≤ 0.2 ms to TTFD p50", l.Concurrency),
+			fmt.Sprintf("%s ms (p95 %s ms); Redis round trips/turn %.2f on, %.2f off", signed(d50), signed(log.TTFD.P95-gw.TTFD.P95), log.RedisPerTurn, gw.RedisPerTurn),
+			verdict(d50 <= 0.2)})
 	}
 	var mem []string
 	memOK, memSeen := true, false

@@ -15,6 +15,7 @@ type Summary struct {
 	P50  float64 `json:"p50"`
 	P75  float64 `json:"p75"`
 	P90  float64 `json:"p90"`
+	P95  float64 `json:"p95"`
 	P99  float64 `json:"p99"`
 	Max  float64 `json:"max"`
 	Mean float64 `json:"mean"`
@@ -40,6 +41,7 @@ func summarize(samples []int64) Summary {
 		P50:  ms(percentile(samples, 50)),
 		P75:  ms(percentile(samples, 75)),
 		P90:  ms(percentile(samples, 90)),
+		P95:  ms(percentile(samples, 95)),
 		P99:  ms(percentile(samples, 99)),
 		Max:  ms(samples[len(samples)-1]),
 		Mean: sum / float64(len(samples)) / float64(time.Millisecond),

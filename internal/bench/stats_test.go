@@ -36,7 +36,7 @@ func TestPercentile(t *testing.T) {
 func TestSummarize(t *testing.T) {
 	ns := []int64{int64(3 * time.Millisecond), int64(time.Millisecond), int64(2 * time.Millisecond)}
 	got := summarize(ns)
-	want := Summary{N: 3, Min: 1, P1: 1, P25: 1, P50: 2, P75: 3, P90: 3, P99: 3, Max: 3, Mean: 2}
+	want := Summary{N: 3, Min: 1, P1: 1, P25: 1, P50: 2, P75: 3, P90: 3, P95: 3, P99: 3, Max: 3, Mean: 2}
 	if got != want {
 		t.Errorf("summarize = %+v, want %+v", got, want)
 	}
