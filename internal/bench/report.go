@@ -54,6 +54,12 @@ func (r *Report) Markdown() string {
 		w(".\n\n")
 	}
 	w("%s\n", methodText)
+	for _, l := range r.levels() {
+		if l.mode(CoachgwLog.String()) != nil {
+			w("With `-turn-log-ab` a fourth path, **coachgw+log**, is a second gateway, alike but for its resumable-turn line log (`COACH_RESUME_TTL=5m`; the other has it off), run in the same interleaved rounds: the difference between the two is what the log costs, measured under the same noise.\n\n")
+			break
+		}
+	}
 
 	levels := r.levels()
 	w("## Latency (ms)\n\n")
