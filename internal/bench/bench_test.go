@@ -121,3 +121,57 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
+
+// TestBenchTurnLogAB runs the gateway with and without its line log in the same rounds
+// (-turn-log-ab): both paths must run without errors, the one without the log at its two round
+// trips per turn, the one with it at more but far fewer than a round trip per delta, and the
+// report must name the log's cost.
+func TestBenchTurnLogAB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var progress strings.Builder
+	res, err := Run(ctx, Config{
+		Levels: []int{2}, Turns: 4, Rounds: 2, Hold: -1,
+		Shape:     Shape{Chunks: 150, ChunkMin: 3, ChunkMax: 8},
+		Seed:      7,
+		RedisURL:  redistest.URL(t),
+		TurnLogAB: true,
+		Progress:  &progress, Stderr: testWriter{t},
+		Command: "smoke",
+	})
+	if err != nil {
+		t.Fatalf("Run: %v\nprogress:\n%s", err, progress.String())
+	}
+	l := res.Levels[0]
+	off, on := l.mode("coachgw"), l.mode("coachgw+log")
+	if off == nil || on == nil {
+		t.Fatalf("modes %+v, want coachgw and coachgw+log", l.Modes)
+	}
+	for _, m := range []*ModeResult{off, on} {
+		if m.Errors != 0 || m.Turns != l.TurnsPerMode {
+			t.Errorf("%s: %d errors in %d turns (%q), want none in %d", m.Mode, m.Errors, m.Turns, m.ErrorSamples, l.TurnsPerMode)
+		}
+	}
+	// A phase's count is read when its last turn's response has ended; the log's last batch
+	// of that turn may come just after and be counted in the next phase, so the counts are
+	// checked loosely.
+	if off.RedisPerTurn < 2 || off.RedisPerTurn > 2.5 {
+		t.Errorf("coachgw: %v Redis round trips per turn (%v), want 2", off.RedisPerTurn, off.RedisRoundTrips)
+	}
+	deltasPerTurn := float64(on.Deltas) / float64(on.Turns)
+	if on.RedisPerTurn <= off.RedisPerTurn || on.RedisPerTurn >= deltasPerTurn/4 {
+		t.Errorf("coachgw+log: %v Redis round trips per turn (%v) for %v deltas, want more than without the log and far fewer than the deltas",
+			on.RedisPerTurn, on.RedisRoundTrips, deltasPerTurn)
+	}
+	rep := &Report{Runs: []*Result{res}, Chart: "bench.svg", Regenerate: []string{"smoke"}}
+	md := rep.Markdown()
+	for _, want := range []string{"| 2 | coachgw+log |", "resumable turns (line log on) add ≤ 0.2 ms to TTFD p50", "a fourth path, **coachgw+log**"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the markdown lacks %q:\n%s", want, md)
+		}
+	}
+	checkXML(t, rep.SVG())
+}
