@@ -123,8 +123,8 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 // TestBenchTurnLogAB runs the gateway with and without its line log in the same rounds
-// (-turn-log-ab): both paths must run without errors, the one without the log at its two round
-// trips per turn, the one with it at more but far fewer than a round trip per delta, and the
+// (-turn-log-ab): both paths must run without errors, the one with the log at more Redis round
+// trips per turn than the one without it but far fewer than a round trip per delta, and the
 // report must name the log's cost.
 func TestBenchTurnLogAB(t *testing.T) {
 	if testing.Short() {
@@ -157,9 +157,9 @@ func TestBenchTurnLogAB(t *testing.T) {
 	}
 	// A phase's count is read when its last turn's response has ended; the log's last batch
 	// of that turn may come just after and be counted in the next phase, so the counts are
-	// checked loosely.
-	if off.RedisPerTurn < 2 || off.RedisPerTurn > 2.5 {
-		t.Errorf("coachgw: %v Redis round trips per turn (%v), want 2", off.RedisPerTurn, off.RedisRoundTrips)
+	// checked loosely (TestBenchSmoke checks the gateway's own two exactly).
+	if off.RedisPerTurn < 2 {
+		t.Errorf("coachgw: %v Redis round trips per turn (%v), want at least the claim and the commit", off.RedisPerTurn, off.RedisRoundTrips)
 	}
 	deltasPerTurn := float64(on.Deltas) / float64(on.Turns)
 	if on.RedisPerTurn <= off.RedisPerTurn || on.RedisPerTurn >= deltasPerTurn/4 {
