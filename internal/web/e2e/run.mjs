@@ -1452,6 +1452,205 @@ async function resumeScenarios() {
   }));
 }
 
+// ---------------------------------------------------------------------------------------------
+// Issue 23: a crisis turn's safety line (gateway v1.3). Until the engine sends safety lines, the
+// harness plays the engine's part on the wire, as the contract has it: the crisis turn's stream
+// gets the safety line first and its result's session the hold; while it holds, GET of the
+// session carries the hold and /messages keeps the notice on the crisis turn's coach entry. The
+// rest is the real gateway's (sessions, versions, transcript, the turns themselves).
+
+const NOTICE_EN = {
+  kind: 'crisis', locale: 'en-US', message: "You don't have to go through this alone. You can talk to someone right now, any time, for free.",
+  resources: [
+    { name: '988 Suicide & Crisis Lifeline', phone: '988', text: '988', url: 'https://988lineadevida.org' },
+    { name: 'Emergency services (if you are in danger now)', phone: '911' },
+  ],
+};
+const NOTICE_ES = {
+  kind: 'crisis', locale: 'es', message: 'No tienes que pasar por esto a solas. Busca la línea de ayuda de tu país o llama a emergencias si estás en peligro.',
+  resources: [{ name: 'Find A Helpline: líneas de ayuda gratuitas por país', url: 'https://findahelpline.com' }],
+};
+
+/**
+ * crisisWire makes the next turn page posts a crisis turn with notice (see above) and keeps the
+ * session on hold from then on. It returns {turned()}, which resolves once the crisis turn is in
+ * the transcript, with that entry's seq recorded for /messages.
+ */
+async function crisisWire(page, notice) {
+  const state = { armed: false, hold: null, seq: 0 };
+  const sessionRoute = (u) => /^\/v1\/sessions\/[0-9a-f]{32}$/.test(u.pathname);
+  await page.route('**/v1/sessions/*/turns', async (route) => {
+    if (route.request().method() !== 'POST') return route.continue();
+    const res = await route.fetch();
+    const crisis = state.armed;
+    state.armed = false;
+    if (crisis) state.hold = { hold: true, since: new Date().toISOString(), episode: 'e2e-episode' };
+    const lines = (await res.text()).split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
+    const out = [];
+    for (const ev of lines) {
+      if (crisis && ev.type === 'delta' && !out.some((e) => e.type === 'safety')) out.push({ type: 'safety', ...notice });
+      if (ev.type === 'result' && state.hold) {
+        ev.session.safety = state.hold;
+        // A supportive result proposes nothing and offers no form.
+        delete ev.result.proposedUpdate;
+        if (crisis && ev.result.content && typeof ev.result.content === 'object') {
+          delete ev.result.content.form;
+          delete ev.result.content.suggestions;
+        }
+      }
+      out.push(ev);
+    }
+    await route.fulfill({ response: res, body: out.map((e) => JSON.stringify(e)).join('\n') + '\n' });
+  });
+  await page.route(sessionRoute, async (route) => {
+    if (route.request().method() !== 'GET' || !state.hold) return route.continue();
+    const res = await route.fetch();
+    const s = await res.json();
+    s.safety = state.hold;
+    await route.fulfill({ response: res, json: s });
+  });
+  await page.route('**/v1/sessions/*/messages*', async (route) => {
+    const res = await route.fetch();
+    const page_ = await res.json();
+    for (const e of page_.messages || []) if (e.seq === state.seq) e.safety = notice;
+    await route.fulfill({ response: res, json: page_ });
+  });
+  return {
+    arm() { state.armed = true; },
+    async turned() {
+      const last = await page.evaluate(async () => {
+        const id = location.hash.split('/').pop();
+        const r = await fetch(`/v1/sessions/${id}/messages?limit=1`);
+        return (await r.json()).messages.pop();
+      });
+      state.seq = last.seq;
+    },
+  };
+}
+
+/** safetyShown checks the region as a learner meets it: heading, message, links, and where the focus is. */
+async function safetyShown(page, notice, what) {
+  const region = page.getByTestId('safety-notice');
+  await region.waitFor();
+  const title = await region.getAttribute('aria-labelledby');
+  assert(title && (await page.locator(`#${title}`).evaluate((el) => el.tagName)) === 'H2', `${what}: the region is labelled by its heading`);
+  assertEq((await region.getByTestId('safety-message').textContent()).trim(), notice.message, `${what}: the gateway's message`);
+  assertEq(await region.getByTestId('safety-resource').count(), notice.resources.length, `${what}: every resource`);
+  for (const [i, r] of notice.resources.entries()) {
+    const item = region.getByTestId('safety-resource').nth(i);
+    if (r.phone) assertEq(await item.getByTestId('safety-call').getAttribute('href'), `tel:${r.phone.replace(/\D/g, '')}`, `${what}: ${r.name} call link`);
+    if (r.text) assertEq(await item.getByTestId('safety-sms').getAttribute('href'), `sms:${r.text.replace(/\D/g, '')}`, `${what}: ${r.name} text link`);
+    if (r.url) {
+      const a = item.getByTestId('safety-url');
+      assertEq(await a.getAttribute('href'), new URL(r.url).href, `${what}: ${r.name} web link`);
+      assertEq(await a.getAttribute('rel'), 'noopener noreferrer', `${what}: the new tab has no opener`);
+    }
+  }
+  assert(!(await page.evaluate(() => document.activeElement?.closest('[data-testid="safety-notice"]'))), `${what}: the focus was not taken into the region`);
+  assertEq(await page.locator('.panel').getAttribute('data-safety-hold'), 'true', `${what}: the panel holds`);
+  assert(await page.getByTestId('composer-input').count() === 0 || await page.getByTestId('composer-input').isEnabled(), `${what}: the message box stays available`);
+}
+
+/** phones checks the page at 320 and 390 px in both themes: no overflow, axe-core clean, the region on screen. */
+async function phones(page, name) {
+  const before = page.viewportSize();
+  try {
+    for (const scheme of ['light', 'dark']) {
+      await page.emulateMedia({ colorScheme: scheme });
+      for (const width of [320, 390]) {
+        await page.setViewportSize({ width, height: 780 });
+        await noOverflow(page, `${name} at ${width}px, ${scheme}`);
+        await page.getByTestId('safety-notice').scrollIntoViewIfNeeded();
+        await shot(page, `${name}-${width}-${scheme}`, false);
+        await axeClean(page, `${name} at ${width}px, ${scheme}`);
+        const w = await page.getByTestId('safety-call').first().evaluate((el) => el.getBoundingClientRect().height).catch(() => 44);
+        assert(w >= 44, `${name} at ${width}px: a call link is ${w}px tall, want a 44px target`);
+      }
+    }
+  } finally {
+    await page.emulateMedia({ colorScheme: 'light' });
+    await page.setViewportSize(before);
+  }
+}
+
+/** liveText returns what the assertive region holds. */
+async function liveText(page) {
+  return (await page.getByTestId('safety-announcer').textContent()) || '';
+}
+
+async function safetyScenarios() {
+  await scenario('safety: toulmin — the resources arrive, announced once; a reload keeps them and the proposal away', () => withPage('safety-toulmin', async (page) => {
+    const wire = await crisisWire(page, NOTICE_EN);
+    await start(page, 'toulmin');
+    await toProposal(page);
+    wire.arm();
+    await say(page, "I don't want to be alive anymore.");
+    await waitTurns(page, 'toulmin', 4);
+    await wire.turned();
+    await safetyShown(page, NOTICE_EN, 'toulmin, live');
+    assert((await liveText(page)).includes(NOTICE_EN.message) && (await liveText(page)).includes('988'), 'announced assertively with the resources');
+    assertEq(await page.getByTestId('safety-announcer').getAttribute('aria-live'), 'assertive', 'the announcer is assertive');
+    assertEq(await page.getByTestId('safety-notice').getAttribute('aria-live'), null, 'the region itself is not live');
+    assert(!(await page.getByTestId('proposal-card').isVisible()), 'no proposal while the session holds');
+    await onTop(page, 'safety-notice', 'toulmin, live');
+    await phones(page, 'safety-toulmin');
+
+    await page.reload();
+    await restored(page, 'toulmin');
+    await safetyShown(page, NOTICE_EN, 'toulmin, after a reload');
+    assertEq(await liveText(page), '', 'a reload does not announce it again');
+    assert(!(await page.getByTestId('proposal-card').isVisible()), 'the pending proposal stays away after a reload');
+    await say(page, 'Thank you.');
+    await waitTurns(page, 'toulmin', 1);
+    await safetyShown(page, NOTICE_EN, 'toulmin, the next held turn');
+    assertEq(await liveText(page), '', 'a held turn without a safety line announces nothing');
+  }));
+
+  await scenario('safety: cards — the resources below the active card, on phones', () => withPage('safety-cards', async (page) => {
+    const wire = await crisisWire(page, NOTICE_EN);
+    await start(page, 'cards');
+    await waitTurns(page, 'cards', 1);
+    wire.arm();
+    const card = page.locator('[data-testid="card"][data-active="true"]').last();
+    if (await card.getByTestId('card-continue').count()) await card.getByTestId('card-continue').click();
+    else if (await card.getByTestId('card-option').count()) await card.getByTestId('card-option').first().click();
+    else {
+      await card.getByTestId('card-input').fill("I don't want to be alive anymore.");
+      await card.getByTestId('card-submit').click();
+    }
+    await waitTurns(page, 'cards', 2);
+    await wire.turned();
+    await safetyShown(page, NOTICE_EN, 'cards, live');
+    assert((await liveText(page)).includes(NOTICE_EN.message), 'announced');
+    await phones(page, 'safety-cards');
+    await page.reload();
+    await restored(page, 'cards');
+    await safetyShown(page, NOTICE_EN, 'cards, after a reload');
+    assertEq(await liveText(page), '', 'a reload does not announce it again');
+  }));
+
+  await scenario('safety: module in Spanish — the resources, suggestions and forms away while it holds', () => withPage('safety-module', async (page) => {
+    const wire = await crisisWire(page, NOTICE_ES);
+    await start(page, 'module', 'es');
+    await waitTurns(page, 'module', 1);
+    assert(await page.locator('[data-testid="suggestion"]:visible').count() > 0, 'the lesson offers suggestions before');
+    wire.arm();
+    await say(page, 'Ya no quiero vivir.');
+    await waitTurns(page, 'module', 2);
+    await wire.turned();
+    await safetyShown(page, NOTICE_ES, 'module, live');
+    assertEq(await page.getByTestId('safety-notice').getAttribute('lang'), 'es', 'the notice is marked as Spanish');
+    await say(page, '¿Sigues ahí?');
+    await waitTurns(page, 'module', 3);
+    assertEq(await page.locator('[data-testid="suggestion"]:visible, [data-testid="module-form"]:visible').count(), 0, 'no suggestion or form shows while the session holds');
+    await phones(page, 'safety-module');
+    await page.reload();
+    await restored(page, 'module');
+    await safetyShown(page, NOTICE_ES, 'module, after a reload');
+    assertEq(await liveText(page), '', 'a reload does not announce it again');
+  }));
+}
+
 async function main() {
   await unitScenarios();
   if (!BASE) {
@@ -1471,6 +1670,7 @@ async function main() {
     await browserScenarios();
     await issue22Scenarios();
     await resumeScenarios();
+    await safetyScenarios();
   } catch (err) {
     console.log(`FAIL browser: ${err.message}`);
     results.push({ name: 'browser', ok: false });

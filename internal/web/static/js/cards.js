@@ -78,7 +78,7 @@ export function mountCards({ root, session, t, resumed, touched = () => {}, newS
   const panel = h('section', { class: 'panel panel-cards', testid: 'cards-panel' },
     h('header', { class: 'cards-head' }, levelEl, phaseEl), feed, status);
   root.append(panel);
-  const turns = new Turns({ sessionId: () => sess.id, t, root: panel, status, sync, newSession: newSession && (() => newSession()) });
+  const turns = new Turns({ sessionId: () => sess.id, t, root: panel, status, sync, session, newSession: newSession && (() => newSession()) });
   // The text typed into the active card survives a reload under this key.
   const draftKey = `${sess.id}.card`;
 

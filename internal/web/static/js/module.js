@@ -58,7 +58,7 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
   /** @type {Map<string, {el: HTMLFormElement, answered: (values: object) => void, title: string, form: any}>} */
   const forms = new Map();
   const turns = new Turns({
-    sessionId: () => sess.id, t, root: panel, status, sync,
+    sessionId: () => sess.id, t, root: panel, status, sync, session,
     newSession: newSession && (() => newSession(box.input.value)),
     onBusy: (busy) => {
       box.setLocked(busy);

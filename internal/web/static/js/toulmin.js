@@ -71,7 +71,7 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
     onclick: () => { box.focus(); turns.stop(); } }, t('stop'));
   box.el.insertBefore(stopButton, box.el.querySelector('.composer-meta'));
   const turns = new Turns({
-    sessionId: () => sess.id, t, root: panel, status, sync,
+    sessionId: () => sess.id, t, root: panel, status, sync, session,
     newSession: newSession && (() => newSession(box.input.value)),
     onBusy: (busy) => {
       // Stop takes Send's place while the coach answers (Send could not send then anyway).

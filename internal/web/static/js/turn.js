@@ -5,6 +5,7 @@
 import { CoachError, TRANSCRIPT_PAGE, asCoachError, canRetry, client } from './coach.js';
 import { autosize, clear, h, reveal } from './dom.js';
 import { limitCounter } from './limits.js';
+import { SafetyRegion } from './safety.js';
 
 /** @typedef {import('./i18n.js').Translator} Translator */
 /** @typedef {import('./coach.js').CoachErrorType} CoachErrorType */
@@ -31,6 +32,7 @@ import { limitCounter } from './limits.js';
  * @property {(line: any) => void} [delta]
  * @property {(line: any) => void} [card]
  * @property {(line: any) => void} [reset]
+ * @property {(line: any) => void} [safety] a crisis turn's safety line (Turns shows its resources itself)
  * @property {(line: any) => void} [result]
  * @property {(err: CoachErrorType) => void} [fail]
  */
@@ -50,13 +52,21 @@ export class Turns {
    * @param {(busy: boolean) => void} [o.onBusy]
    * @param {(() => void) | null} [o.newSession] offered when the session is gone
    * @param {import('./sync.js').SessionSync} [o.sync]
+   * @param {any} [o.session] the session the panel was drawn from: its safety hold shows at once
    */
-  constructor({ sessionId, t, root, status, onBusy, newSession, sync }) {
+  constructor({ sessionId, t, root, status, onBusy, newSession, sync, session }) {
     this.sync = sync;
     // One polite live region per panel: a finished answer is announced once, never delta by
     // delta (the transcript itself is not live), and so is a proposal or a card that follows.
     this.announcer = h('p', { class: 'sr-only', role: 'status', testid: 'announcer' });
     root.append(this.announcer);
+    // The crisis resources of a safety line (v1.3), above the status and the message box: where
+    // the learner looks when the answer comes. Its own assertive live region is in the page from
+    // the start, so that the first words put in it are read.
+    this.safety = new SafetyRegion(t);
+    status.before(this.safety.el);
+    root.append(this.safety.live);
+    this.safety.hold(root, Boolean(session && session.safety && session.safety.hold));
     /** @type {number} when the "retrying…" note appeared (0: not shown) */
     this.noteShown = 0;
     /** @type {ReturnType<typeof setTimeout> | undefined} */
@@ -193,8 +203,8 @@ export class Turns {
           end = ev;
           break;
         }
-        this.dispatch(ev, view);
-        if (record && (ev.type === 'delta' || ev.type === 'card' || ev.type === 'reset')) {
+        this.dispatch(ev, view, !resuming);
+        if (record && (ev.type === 'delta' || ev.type === 'card' || ev.type === 'reset' || ev.type === 'safety')) {
           record.events.push(ev);
           record.after = lines;
           storeTurn(id, record);
@@ -238,18 +248,25 @@ export class Turns {
       return false;
     }
     this.sync?.changed(end.session);
+    if (end.session) this.safety.hold(this.root, Boolean(end.session.safety && end.session.safety.hold));
     view.result?.(end);
+    this.safety.reveal();
     this.root.dataset.turns = String(++this.count);
     return true;
   }
 
   /**
-   * dispatch hands one streamed event to view.
+   * dispatch hands one streamed event to view. live: the event arrived just now in a turn this
+   * page sent (not a kept event shown again, nor a resumed turn): a safety line is announced.
    * @param {any} ev
    * @param {TurnView} view
+   * @param {boolean} [live]
    */
-  dispatch(ev, view) {
-    if (ev.type === 'delta') {
+  dispatch(ev, view, live = false) {
+    if (ev.type === 'safety') {
+      this.safety.show(ev, { announce: live });
+      view.safety?.(ev);
+    } else if (ev.type === 'delta') {
       this.hideNote();
       view.delta?.(ev);
     } else if (ev.type === 'card') {
@@ -295,7 +312,15 @@ export class Turns {
    */
   async transcript() {
     try {
-      return await client.transcript(this.sessionId(), { limit: TRANSCRIPT_PAGE });
+      const entries = await client.transcript(this.sessionId(), { limit: TRANSCRIPT_PAGE });
+      // While the session holds, the resources stay on screen: the transcript keeps the notice
+      // the crisis turn showed (on its coach entry). Drawn again, never announced again.
+      if (this.safety.held) {
+        /** @type {any} */
+        const last = [...entries].reverse().find((e) => e.role === 'coach' && 'safety' in e && e.safety);
+        if (last) this.safety.show(last.safety);
+      }
+      return entries;
     } catch (err) {
       this.showError(asCoachError(err), null);
       return [];
@@ -358,7 +383,7 @@ export class Turns {
  * @typedef {object} KeptTurn
  * @property {string} turn the turn's id (X-Coach-Turn)
  * @property {number} after the number of lines read (resume reads after them)
- * @property {any[]} events the delta, card and reset events shown so far
+ * @property {any[]} events the delta, card, reset and safety events shown so far
  * @property {any} meta what the panel keeps with the turn (the learner's message, say)
  */
 

@@ -1,0 +1,145 @@
+// @ts-check
+// The crisis resources of a safety line (gateway v1.3), as every panel shows them: a region with
+// a heading, the gateway's message and each resource with its links (tel:, sms:, https), placed
+// just above the panel's status and message box, where the learner is looking when the line
+// arrives. It stays while the session is on a safety hold, after a reload too (the transcript
+// keeps the notice). Screen readers hear it once, assertively, when it arrives in a turn this
+// page sent; drawing it again (a reload, a resumed turn, a redraw from another tab) is silent.
+// The focus is never moved: the learner may be typing, and the region is scrolled into view.
+
+import { clear, h, reveal } from './dom.js';
+
+/** @typedef {import('./i18n.js').Translator} Translator */
+
+/**
+ * Notice is the content of a safety line (api/schemas/safety-notice.json).
+ * @typedef {{kind: string, locale: string, message: string, resources: {name: string, phone?: string, text?: string, url?: string}[]}} Notice
+ */
+
+let count = 0;
+
+export class SafetyRegion {
+  /** @param {Translator} t */
+  constructor(t) {
+    this.t = t;
+    count += 1;
+    const titleId = `safety-title-${count}`;
+    this.body = h('div', { class: 'safety-body' });
+    this.el = h('section', { class: 'safety', testid: 'safety-notice', 'aria-labelledby': titleId, hidden: true },
+      h('h2', { class: 'safety-title', id: titleId }, t('safetyTitle')),
+      this.body);
+    // The region itself is not live (a redraw would be read again); this is, and only a safety
+    // line that arrives in a turn of this page writes to it.
+    this.live = h('p', { class: 'sr-only', testid: 'safety-announcer', 'aria-live': 'assertive', 'aria-atomic': 'true' });
+    /** @type {Notice | null} the notice shown */
+    this.notice = null;
+    this.held = false;
+    // A notice that arrived in this page's turn is scrolled into view once the turn's answer,
+    // which streams in just above it, is complete (see reveal).
+    this.revealPending = false;
+  }
+
+  /** reveal scrolls a notice that has just arrived into view, once. */
+  reveal() {
+    if (!this.revealPending) return;
+    this.revealPending = false;
+    reveal(this.el);
+  }
+
+  /**
+   * show draws notice. announce: it arrived just now in a turn this page sent, so screen readers
+   * are told (once) and the region is to be scrolled into view when the turn ends.
+   * @param {Notice} notice
+   * @param {{announce?: boolean}} [options]
+   */
+  show(notice, { announce = false } = {}) {
+    this.notice = notice;
+    this.draw();
+    if (announce) {
+      this.live.textContent = [notice.message, ...notice.resources.map((r) => [r.name, r.phone, r.text].filter(Boolean).join(', '))].join('. ');
+      this.revealPending = true;
+    }
+  }
+
+  /**
+   * hold sets whether the session is on a safety hold: the region stays (with a note that the
+   * lesson is paused), and the panel root gets data-safety-hold, which hides the lesson's own
+   * controls (app.css). A hold without a notice to show (the transcript no longer has it) still
+   * says where to turn.
+   * @param {HTMLElement} root the panel
+   * @param {boolean} held
+   */
+  hold(root, held) {
+    this.held = held;
+    root.dataset.safetyHold = String(held);
+    if (!held) {
+      // The hold was cleared: the notice of an earlier turn goes with it.
+      this.notice = null;
+      this.live.textContent = '';
+    }
+    this.draw();
+  }
+
+  draw() {
+    const t = this.t;
+    clear(this.body);
+    this.el.hidden = !this.notice && !this.held;
+    if (this.el.hidden) return;
+    const notice = this.notice;
+    this.el.lang = notice ? notice.locale.split('-')[0] : '';
+    this.body.append(h('p', { class: 'safety-message', testid: 'safety-message', dir: 'auto' }, notice ? notice.message : t('safetyNoResources')));
+    if (notice && notice.resources.length) {
+      this.body.append(h('ul', { class: 'safety-resources', testid: 'safety-resources' }, notice.resources.map((r) => resourceItem(t, r))));
+    }
+    if (this.held) this.body.append(h('p', { class: 'safety-hold', testid: 'safety-hold' }, t('safetyHold')));
+  }
+}
+
+/**
+ * resourceItem renders one resource: its name, and a link for each way to reach it.
+ * @param {Translator} t
+ * @param {Notice['resources'][number]} r
+ */
+function resourceItem(t, r) {
+  const links = [];
+  const phone = dialable(r.phone || '');
+  if (phone) links.push(h('a', { class: 'btn btn-safety', testid: 'safety-call', href: `tel:${phone}` }, t('safetyCall', r.phone)));
+  if (r.text) {
+    // "Envía AYUDA al 988", "Text HOME to 741741": the number is the last run of digits.
+    const digits = /(\+?\d[\d ().-]*\d|\d)(?!.*\d)/.exec(r.text);
+    const to = digits ? dialable(digits[1]) : '';
+    links.push(to
+      ? h('a', { class: 'btn btn-safety btn-safety-alt', testid: 'safety-sms', href: `sms:${to}` }, t('safetyText', r.text))
+      : h('span', { class: 'safety-text' }, t('safetyText', r.text)));
+  }
+  const url = httpsURL(r.url || '');
+  if (url) {
+    links.push(h('a', { class: 'safety-link', testid: 'safety-url', href: url.href, target: '_blank', rel: 'noopener noreferrer' },
+      t('safetyVisit', url.hostname.replace(/^www\./, '')), h('span', { class: 'sr-only' }, ` (${t('opensNewTab')})`)));
+  }
+  return h('li', { class: 'safety-resource', testid: 'safety-resource' },
+    h('p', { class: 'safety-name', dir: 'auto' }, r.name),
+    h('div', { class: 'safety-actions' }, links));
+}
+
+/**
+ * dialable returns phone as a tel:/sms: target (digits and a leading +), or "" when it is none.
+ * @param {string} phone
+ */
+function dialable(phone) {
+  const d = phone.replace(/[\s().-]/g, '');
+  return /^\+?\d{2,20}$/.test(d) ? d : '';
+}
+
+/**
+ * httpsURL returns s as a URL when it is an https address, else null: nothing else becomes a link.
+ * @param {string} s
+ */
+function httpsURL(s) {
+  try {
+    const u = new URL(s);
+    return u.protocol === 'https:' && u.hostname ? u : null;
+  } catch {
+    return null;
+  }
+}
