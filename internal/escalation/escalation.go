@@ -442,9 +442,10 @@ func (w *Webhook) attempt(ep safety.Episode) (result, bool) {
 	return r, true
 }
 
-// Body returns the request body of ep sent at sent (Unix seconds): the episode's fields and
-// "sent", as JSON.
+// Body returns the request body of ep sent at sent (Unix seconds): the episode's fields, its
+// time in UTC, and "sent", as JSON.
 func Body(ep safety.Episode, sent int64) ([]byte, error) {
+	ep.Time = ep.Time.UTC()
 	return json.Marshal(struct {
 		safety.Episode
 		Sent int64 `json:"sent"`

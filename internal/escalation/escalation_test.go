@@ -114,7 +114,7 @@ func (rc *receiver) requests() []received {
 
 func episode(id, tenant string) safety.Episode {
 	return safety.Episode{
-		ID: id, Time: time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC), Tenant: tenant, Session: "s-" + id,
+		ID: id, Time: time.Date(2026, 3, 1, 10, 30, 0, 0, time.FixedZone("CET", 3600)), Tenant: tenant, Session: "s-" + id,
 		Learner: "learner-ref-42", Contract: "module", Module: "anxiety-basics", Locale: "es-US",
 		Severity: safety.SeverityHigh, Categories: []safety.Category{safety.CategorySuicide},
 		Text: "ya no quiero estar vivo",
