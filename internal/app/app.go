@@ -148,7 +148,13 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 	if o.observe != nil {
 		obs = o.observe(m)
 	}
+	guard, err := a.guard(cfg)
+	if err != nil {
+		return nil, err
+	}
 	svc := coach.New(coach.Deps{
+		Safety:    guard,
+		MaskPII:   cfg.PIIRedact == "mask",
 		Store:     a.store,
 		Upstreams: ups,
 		Breaker:   a.breaker,

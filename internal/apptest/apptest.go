@@ -113,6 +113,11 @@ func StartWith(t *testing.T, o Options) *Gateway {
 	cfg.DataDir = t.TempDir()
 	cfg.FirstByteTimeout, cfg.IdleTimeout, cfg.TurnTimeout = 2*time.Second, 2*time.Second, 10*time.Second
 	cfg.ShutdownTimeout = 5 * time.Second
+	// The suites written before the safety checks (v1.3) pin how the model's fragments become
+	// delta lines and when the first one is out. A holdback of 0 still checks every delta
+	// before it leaves, and releases it as soon as it passed, so their lines stay as they were;
+	// the safety suites set the default holdback (sentence windows) back.
+	cfg.SafetyHoldbackChars = 0
 	if o.Config != nil {
 		o.Config(&cfg)
 	}

@@ -325,3 +325,10 @@ type fallbackTurn struct{ *echoTurn }
 func (t *fallbackTurn) Fallback(cause error) (*Outcome, error) {
 	return &Outcome{Result: json.RawMessage(`{"text":"fallback"}`), State: json.RawMessage(`{"turns":1}`), Fallback: true, Diagnostic: cause.Error()}, nil
 }
+
+// SafeReply answers with the gateway's text and the state unchanged.
+func (t *echoTurn) SafeReply(text string) (*Outcome, error) {
+	res, _ := json.Marshal(map[string]any{"text": text, "safe": true})
+	st, _ := json.Marshal(map[string]int{"turns": t.turns})
+	return &Outcome{Result: res, State: st, Tail: text}, nil
+}

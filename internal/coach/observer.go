@@ -1,6 +1,10 @@
 package coach
 
-import "time"
+import (
+	"time"
+
+	"github.com/coachgw/coachgw/internal/safety"
+)
 
 // Observer is told what turns do, for metrics. Methods are called from turn goroutines and must
 // be cheap and safe for concurrent use.
@@ -27,6 +31,10 @@ type Observer interface {
 	// Rejected counts a model answer the turn could not use (unparseable, schema-invalid,
 	// empty, cut off at the token cap, too long), whether it was retried or ended the turn.
 	Rejected(contract string)
+	// SafetyChecked counts one safety check of a turn, as its audit record says; SafetyAuditFailed
+	// counts a batch of audit records the store did not take.
+	SafetyChecked(contract string, rec safety.Record)
+	SafetyAuditFailed()
 }
 
 // Report describes one finished turn.
@@ -111,3 +119,9 @@ func (NopObserver) Reset(string, string) {}
 
 // Rejected does nothing.
 func (NopObserver) Rejected(string) {}
+
+// SafetyChecked does nothing.
+func (NopObserver) SafetyChecked(string, safety.Record) {}
+
+// SafetyAuditFailed does nothing.
+func (NopObserver) SafetyAuditFailed() {}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/coachgw/coachgw/internal/safety"
 )
 
 // Options tunes the Service. Zero fields take the defaults of DefaultOptions.
@@ -134,6 +136,12 @@ type Service struct {
 	opts      Options
 	obs       Observer
 	now       func() time.Time
+	// safety, auditor and escalator are Deps' Safety, Audit and Escalator.
+	safety       *safety.Guard
+	auditor      SafetyAudit
+	escalator    Escalator
+	escalateText bool
+	maskPII      bool
 }
 
 // NewService returns a Service with one model endpoint, named "default". obs may be nil.
@@ -162,6 +170,7 @@ func New(d Deps) *Service {
 	return &Service{
 		store: d.Store, upstreams: d.Upstreams, breaker: d.Breaker, budget: d.Budget, tracer: d.Tracer, contracts: m,
 		opts: d.Options.withDefaults(), obs: d.Observer, now: time.Now,
+		safety: d.Safety, auditor: d.Audit, escalator: d.Escalator, escalateText: d.EscalateText, maskPII: d.MaskPII,
 	}
 }
 

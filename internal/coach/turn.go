@@ -12,6 +12,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/coachgw/coachgw/internal/safety"
 )
 
 // TurnRun is a turn whose session is claimed and whose input was accepted: nothing has been sent
@@ -44,8 +46,15 @@ type TurnRun struct {
 	badUsage bool
 	// span is the turn's trace span, ended when the turn is.
 	span trace.Span
-	// input is the turn's body as the transcript keeps it.
+	// input is the turn's body as the transcript keeps it, and in the same as parsed.
 	input json.RawMessage
+	in    TurnInput
+	// records are the turn's safety audit records, written when it ends.
+	records []safety.Record
+	// emitted counts the deltas the turn's attempts emitted: sent to the client, or held in
+	// the input gate, which sends them later in order. Whether an attempt's text must be
+	// retracted with a reset line depends on this count, not on what the client has seen yet.
+	emitted int
 }
 
 // StartTurn claims session id of tenant and lets its contract check in. Errors returned here are
@@ -92,7 +101,7 @@ func (s *Service) startTurn(ctx context.Context, tenant, id string, in TurnInput
 		r.drop(nil)
 		return nil, Wrap(err, KindInternal, CodeInternal, "cannot encode the turn's input")
 	}
-	r.turn, r.contract, r.input = turn, sess.Contract, input
+	r.turn, r.contract, r.input, r.in = turn, sess.Contract, input, in
 	return r, nil
 }
 
@@ -202,14 +211,104 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 		return finish(e.Code, err)
 	}
 
+	guard := s.safety
+	defer func() { s.auditTurn(r) }()
+	// safeAnswer ends the turn with the contract's answer written by the gateway instead of
+	// the lesson: for a crisis in the learner's input (v), or for any turn of a held session.
+	safeAnswer := func(held bool, v safety.Verdict) Report {
+		stopRenewing()
+		now := s.now().UTC()
+		loc, lr := guard.Resources.For(r.sess.Locale)
+		notice := &SafetyNotice{Kind: "crisis", Locale: loc, Message: lr.Message, Resources: lr.Resources}
+		// The resources go out first, whatever happens to the commit.
+		send(Event{Type: EventSafety, Safety: notice})
+		sr, ok := r.turn.(SafeReplier)
+		if !ok {
+			return fail(Errorf(KindInternal, CodeInternal, "contract %q has no supportive answer", r.contract))
+		}
+		res, err := sr.SafeReply(supportiveText(r.sess.Language(), v, lr))
+		if err != nil {
+			return fail(err)
+		}
+		next := *r.sess
+		next.Version++
+		next.State = res.State
+		next.UpdatedAt = now
+		var episode *safety.Episode
+		if !held && !r.sess.Held() && safety.Detected(v) {
+			next.Safety = &SafetyHold{Hold: true, Since: now, Episode: NewID()}
+			episode = r.episode(next.Safety, v)
+		}
+		transcript := append([]TranscriptEntry{learnerEntry(r.start.UTC(), r.input)}, coachEntries(now, nil, res.Result, false)...)
+		transcript[len(transcript)-1].Safety = notice
+		cctx, commitSpan := s.tracer.Start(ctx, "coach.commit")
+		err = s.store.Commit(cctx, &next, r.token, CommitExtra{Transcript: transcript, Usage: r.charge(rep.Spent)})
+		endSpan(commitSpan, err)
+		if err != nil {
+			return fail(err)
+		}
+		committed = true
+		if episode != nil && s.escalator != nil {
+			s.escalator.Escalate(*episode)
+		}
+		if res.Tail != "" {
+			send(res.TailDelta())
+		}
+		send(Event{Type: EventResult, Result: res.Result, Session: &next})
+		if held {
+			return finish(OutcomeHeld, nil)
+		}
+		return finish(OutcomeCrisis, nil)
+	}
+	if guard.Enforcing() && r.sess.Held() {
+		r.records = append(r.records, r.safetyRecords(safety.StageInput,
+			[]safety.Check{{Classifier: safety.BuiltinName, NotRun: "held"}}, safety.ActionHeld)...)
+		return safeAnswer(true, safety.Verdict{})
+	}
+	// The model is asked while the learner's input is checked; in enforce mode every line
+	// waits in the gate for the verdict, and a crisis cancels the call.
+	mctx := ctx
+	emit := send
+	var gate *inputGate
+	if text := learnerText(r.in); guard.Enabled() && strings.TrimSpace(text) != "" {
+		var cancelModel context.CancelCauseFunc
+		mctx, cancelModel = context.WithCancelCause(ctx)
+		defer cancelModel(nil)
+		gate = r.startInputCheck(ctx, text, cancelModel)
+		if guard.Enforcing() {
+			emit = func(e Event) { gate.pass(e, send) }
+		} else {
+			gate.open = true // observe: the verdict is audited, and nothing waits for it
+		}
+		defer func() {
+			<-gate.done // bounded: the screen never blocks, classifiers have their timeout
+			r.records = append(r.records, r.inputRecords(gate)...)
+		}()
+	}
+	gsend := func(e Event) {
+		if e.Type == EventDelta {
+			r.emitted++
+		}
+		emit(e)
+	}
+
 	var cards []json.RawMessage
 	for _, e := range r.turn.Prelude() {
 		if e.Type == EventCard {
 			cards = append(cards, e.Card)
 		}
-		send(e)
+		gsend(e)
 	}
-	res, err := r.attempts(ctx, send, flush, &rep)
+	res, err := r.attempts(mctx, gsend, flush, &rep)
+	if gate != nil && guard.Enforcing() {
+		crisis, werr := gate.wait(ctx, send)
+		switch {
+		case werr != nil:
+			return fail(werr)
+		case crisis:
+			return safeAnswer(false, gate.verdict)
+		}
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -312,12 +411,15 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 	// fix, after unusable output, tells the model what was wrong with it; failed is the
 	// reply it was wrong about, shown to the model as its own message before fix.
 	var fix, failed string
+	// reminded says that the turn's output failed the safety check once: the next attempt's
+	// prompt carries the safety reminder, and a second failure ends the turn with a safe answer.
+	reminded := false
 	for {
 		up := s.upstreams[cur]
 		rep.Attempts++
 		rep.Upstream = up.Name
 		s.obs.Attempted(r.contract, up.Name)
-		before := rep.Deltas
+		before := r.emitted
 		// The request is built for each attempt rather than kept across them, so that an open
 		// stream does not hold its prompt.
 		req := r.turn.Request()
@@ -326,6 +428,12 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 		if fix != "" {
 			req.Messages = append(req.Messages, correctiveMessages(failed, fix)...)
 		}
+		if s.maskPII {
+			maskRequest(&req)
+		}
+		if reminded {
+			remind(&req)
+		}
 		span := s.startAttempt(ctx, up)
 		out, err := r.attempt(ctx, up.Model, req, send, flush)
 		endAttempt(span, r.usage, r.finish, err)
@@ -333,6 +441,24 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 		sp, paid := r.spent(up, req)
 		if paid {
 			rep.Spent = append(rep.Spent, sp)
+		}
+		if err == nil {
+			err = r.checkAnswer(ctx, out)
+		}
+		if errors.Is(err, errUnsafeOutput) {
+			// The endpoint answered: its circuit hears a healthy visit whatever it said.
+			visit = Healthy
+			if r.emitted > before {
+				r.sendReset(rep, send, ResetUnsafeOutput)
+			}
+			r.turn.Reset()
+			if !reminded {
+				reminded = true
+				fix, failed = "", ""
+				continue
+			}
+			leave()
+			return r.safeFallback()
 		}
 		if err == nil {
 			visit = Healthy
@@ -352,7 +478,7 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 		if isModel {
 			s.obs.ModelFailed(r.contract, up.Name, me.Class)
 		}
-		sent := rep.Deltas > before
+		sent := r.emitted > before
 		invalid := isInvalidOutput(err)
 		if invalid {
 			s.obs.Rejected(r.contract)
@@ -550,7 +676,22 @@ func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, se
 	wn, ok := st.(WaitNotifier)
 	hold := ok && wn.NotifiesWait()
 	var deltas deltaBuffer
-	collect := func(e Event) { deltas.add(e, send) }
+	// In enforce mode the attempt's lines pass the output check on their way out.
+	emit := send
+	var filter *outputFilter
+	if s.safety.Enforcing() {
+		filter = newOutputFilter(s.safety)
+		emit = func(e Event) { filter.emit(e, send) }
+	}
+	unsafe := func() bool {
+		if filter == nil || !filter.hit.Crisis {
+			return false
+		}
+		r.records = append(r.records, r.safetyRecords(safety.StageOutput,
+			[]safety.Check{{Classifier: safety.BuiltinName, Verdict: filter.hit}}, safety.ActionRetracted)...)
+		return true
+	}
+	collect := func(e Event) { deltas.add(e, emit) }
 	limit := s.outputLimit(r.contract)
 	for {
 		f, err := st.Next()
@@ -583,7 +724,10 @@ func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, se
 		r.keepReply(f.Content)
 		r.keepReply(f.ToolArgs)
 		err = r.turn.Feed(f, collect)
-		deltas.flush(send)
+		deltas.flush(emit)
+		if unsafe() {
+			return nil, errUnsafeOutput
+		}
 		if !hold {
 			flush()
 		}
@@ -592,6 +736,9 @@ func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, se
 		}
 	}
 	wd.stop()
+	if filter != nil && !filter.flush(send) && unsafe() {
+		return nil, errUnsafeOutput
+	}
 	out, err := r.turn.Finish()
 	if err != nil && r.finish == FinishLength && isInvalidOutput(err) {
 		// Output cut at the endpoint's token cap is unusable because it is cut, whatever the

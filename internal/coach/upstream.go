@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/coachgw/coachgw/internal/safety"
 )
 
 // Upstream is one model endpoint a turn may use. A Service holds its upstreams in order of
@@ -79,6 +81,17 @@ type Deps struct {
 	Budget func(tenant string) int64
 	// Tracer, when set, traces every turn (see trace.go); nil traces nothing.
 	Tracer trace.Tracer
+	// Safety, when set and not off, checks learner input and model output (see safety.go).
+	Safety *safety.Guard
+	// Audit keeps the safety checks' records; nil keeps none.
+	Audit SafetyAudit
+	// Escalator is told of each crisis episode; nil tells no one.
+	Escalator Escalator
+	// EscalateText adds the learner's text to an escalation (COACH_ESCALATION_INCLUDE_TEXT).
+	EscalateText bool
+	// MaskPII masks personal data in learner text before any model endpoint sees it
+	// (COACH_PII_REDACT=mask).
+	MaskPII bool
 }
 
 // Deadlines is implemented by a Model whose endpoint needs longer first-byte or idle deadlines

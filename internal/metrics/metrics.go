@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/safety"
 )
 
 const namespace = "coachgw"
@@ -63,6 +64,8 @@ type Metrics struct {
 	breakerTransitions *prometheus.CounterVec
 	breakerPanics      *prometheus.CounterVec
 	unusableOutputs    *prometheus.CounterVec
+	safetyChecks       *prometheus.CounterVec
+	safetyAuditFails   prometheus.Counter
 	promptTokens       *prometheus.CounterVec
 	completionTokens   *prometheus.CounterVec
 	usageIgnored       *prometheus.CounterVec
@@ -189,6 +192,13 @@ func New(opts ...Option) *Metrics {
 			"Turns sent to an upstream whose circuit refused them because every circuit did (panic mode: "+
 				"the endpoint whose circuit opened first is tried rather than none), by upstream.",
 			"upstream"),
+		safetyChecks: counter("safety_checks_total",
+			"Safety checks of learner input and model output, by contract, stage (input, output), classifier "+
+				"(builtin, moderation, llamaguard3), ran (true, or why the check did not run) and action "+
+				"(none, observed, crisis, held, retracted, failed_open), as the audit records say.",
+			"contract", "stage", "classifier", "ran", "action"),
+		safetyAuditFails: f.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "safety_audit_failures_total",
+			Help: "Batches of safety audit records (one turn's) the store did not take."}),
 		unusableOutputs: counter("upstream_unusable_output_total",
 			"Model calls whose output was unusable (unparseable, schema-invalid, empty or over-long), by upstream. "+
 				"They move a turn to the next endpoint after its corrective retry but never count against a circuit.",
@@ -390,6 +400,18 @@ func (m *Metrics) EscalationAttempted(result string) {
 func (m *Metrics) EscalationEnded(outcome string) {
 	m.escalations.WithLabelValues(outcome).Inc()
 }
+
+// SafetyChecked counts one safety check as its audit record says.
+func (m *Metrics) SafetyChecked(contract string, rec safety.Record) {
+	ran := rec.Ran.NotRun
+	if ran == "" {
+		ran = "true"
+	}
+	m.safetyChecks.WithLabelValues(contract, string(rec.Stage), rec.Classifier, ran, string(rec.Action)).Inc()
+}
+
+// SafetyAuditFailed counts a batch of audit records the store did not take.
+func (m *Metrics) SafetyAuditFailed() { m.safetyAuditFails.Inc() }
 
 // ObserveHTTP records one served HTTP request. route must be the route template (e.g.
 // "/v1/sessions/:id"), never the raw path, so that session ids stay out of the labels; an empty

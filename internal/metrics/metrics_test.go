@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/safety"
 )
 
 // want is one expected series value; value -1 means the series must not exist.
@@ -355,6 +356,8 @@ func TestNaming(t *testing.T) {
 	m.Retried("toulmin", "server")
 	m.Reset("toulmin", "invalid_output")
 	m.Rejected("toulmin")
+	m.SafetyChecked("toulmin", safety.Record{Stage: safety.StageInput, Classifier: safety.BuiltinName, Action: safety.ActionNone})
+	m.SafetyAuditFailed()
 	m.Attempted("toulmin", "default")
 	m.EscalationAttempted("ok")
 	m.EscalationEnded("delivered")
@@ -381,7 +384,8 @@ func TestNaming(t *testing.T) {
 		"coachgw_breaker_transitions_total", "coachgw_prompt_tokens_total", "coachgw_completion_tokens_total",
 		"coachgw_escalation_attempts_total", "coachgw_escalations_total",
 		"coachgw_redis_command_duration_seconds", "coachgw_redis_errors_total", "coachgw_resets_total",
-		"coachgw_retries_total", "coachgw_time_to_first_delta_seconds", "coachgw_turn_duration_seconds",
+		"coachgw_retries_total", "coachgw_safety_audit_failures_total", "coachgw_safety_checks_total",
+		"coachgw_time_to_first_delta_seconds", "coachgw_turn_duration_seconds",
 		"coachgw_turns_total", "coachgw_upstream_attempts_total", "coachgw_upstream_errors_total",
 		"coachgw_upstream_failures_total", "coachgw_upstream_fallbacks_total", "coachgw_validation_failures_total",
 	}
