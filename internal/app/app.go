@@ -152,8 +152,10 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 	if err != nil {
 		return nil, err
 	}
+	audit := redisstore.NewSafetyAudit(client, cfg.RedisPrefix, cfg.TranscriptRetention, 0)
 	svc := coach.New(coach.Deps{
 		Safety:    guard,
+		Audit:     audit,
 		MaskPII:   cfg.PIIRedact == "mask",
 		Store:     a.store,
 		Upstreams: ups,
