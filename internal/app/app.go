@@ -152,7 +152,14 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 	if err != nil {
 		return nil, err
 	}
-	audit := redisstore.NewSafetyAudit(client, cfg.RedisPrefix, cfg.TranscriptRetention, 0)
+	// The audit records of all turns go out together, every 200 ms, off every turn's path.
+	audit := redisstore.NewAuditBatcher(redisstore.NewSafetyAudit(client, cfg.RedisPrefix, cfg.TranscriptRetention, 0),
+		200*time.Millisecond, m.SafetyAuditFailed)
+	a.closers = append(a.closers, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = audit.Close(ctx)
+	})
 	svc := coach.New(coach.Deps{
 		Safety:    guard,
 		Audit:     audit,

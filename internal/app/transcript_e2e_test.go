@@ -175,9 +175,10 @@ func redisRoundTrips(t *testing.T, g *apptest.Gateway) int {
 // decision each take two, a claim and a commit that also writes the transcript's entries; a
 // page of the transcript takes one.
 func TestTurnsWithTheirTranscriptTakeTwoRoundTrips(t *testing.T) {
-	// The turns' line logs (resume) are written in the background and counted apart, by
-	// coachbench; here they are off, so that the count is the claim and the commit.
-	g := apptest.Start(t, func(c *config.Config) { c.CardsCyclesPerLevel = 1; c.ResumeTTL = 0 })
+	// The turns' line logs (resume) and the safety audit records (batched across turns) are
+	// written in the background and counted apart, by coachbench; here they are off, so that
+	// the count is the claim and the commit.
+	g := apptest.Start(t, func(c *config.Config) { c.CardsCyclesPerLevel = 1; c.ResumeTTL = 0; c.SafetyMode = "off" })
 	toulmin := g.Create("toulmin", nil)
 	cardsSession := g.Create("cards", nil)
 	claim := "Private cars should be banned from city centres to cut pollution."

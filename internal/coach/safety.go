@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coachgw/coachgw/internal/pii"
@@ -76,75 +77,96 @@ func learnerText(in TurnInput) string {
 	return strings.Join(parts, "\n")
 }
 
-// inputGate holds a turn's lines until the verdict on its learner input is in.
+// inputGate holds a turn's lines until the verdict of the classifiers beside the screen is
+// in. Its goroutine releases them the moment the verdict is clean, so a turn whose model is
+// quiet (a stall, a long prompt) does not keep checked lines back until its next fragment;
+// every send and flush of the turn goes through the gate's lock while it is closed, so the
+// sink is never used by two goroutines at once.
 type inputGate struct {
-	done    chan struct{}
-	verdict safety.Verdict
+	done chan struct{}
+	// checks and verdict are the checks' outcome, set before done closes (checks starts with
+	// the screen's, made before the gate).
 	checks  []safety.Check
-	latency time.Duration
-	// crisis is set (before done closes) when the verdict is a hit the turn must act on.
-	crisis bool
+	verdict safety.Verdict
+
+	mu     sync.Mutex
+	crisis bool // the verdict is a hit the turn acts on
 	open   bool
 	held   []Event
+	send   func(Event)
+	flush  func()
 }
 
-// startInputCheck checks text in its own goroutine. On a hit in enforce mode it cancels the
-// model call with errCrisis, so a crisis turn does not wait for the model.
-func (r *TurnRun) startInputCheck(ctx context.Context, text string, cancelModel context.CancelCauseFunc) *inputGate {
-	g := &inputGate{done: make(chan struct{})}
-	guard := r.svc.safety
+// startInputCheck runs check on in in its own goroutine, after the checks already made (prior).
+// With cancelModel set (enforce mode),
+// a hit cancels the model call with errCrisis, and a clean verdict releases the held lines
+// through send and flush; without it (observe mode) the gate holds nothing.
+func (r *TurnRun) startInputCheck(ctx context.Context, check func(context.Context, safety.Text) (safety.Verdict, []safety.Check),
+	in safety.Text, prior []safety.Check, cancelModel context.CancelCauseFunc, send func(Event), flush func()) *inputGate {
+	g := &inputGate{done: make(chan struct{}), checks: prior, send: send, flush: flush, open: cancelModel == nil}
 	go func() {
 		defer close(g.done)
-		start := time.Now()
-		g.verdict, g.checks = guard.Check(ctx, safety.Text{Stage: safety.StageInput, Locale: r.sess.Locale, Content: text})
-		g.latency = time.Since(start)
-		if g.verdict.Crisis && guard.Enforcing() {
-			g.crisis = true
-			cancelModel(errCrisis)
+		v, checks := check(ctx, in)
+		g.checks = append(g.checks, checks...)
+		for _, c := range g.checks {
+			g.verdict = g.verdict.Merge(c.Verdict)
 		}
+		if cancelModel == nil {
+			return
+		}
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if v.Crisis {
+			g.crisis = true
+			g.held = nil
+			cancelModel(errCrisis)
+			return
+		}
+		g.release()
+		g.flush()
 	}()
 	return g
 }
 
-// pass sends e, or holds it while the verdict is not in. Held lines go out in order as soon as
-// a later line finds the verdict clean. After a crisis nothing passes.
-func (g *inputGate) pass(e Event, send func(Event)) {
-	if !g.open {
-		select {
-		case <-g.done:
-		default:
-			g.held = append(g.held, e)
-			return
-		}
-		if g.crisis {
-			return
-		}
-		g.release(send)
+// pass sends e, or holds it while the verdict is not in; after a crisis nothing passes.
+func (g *inputGate) pass(e Event) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.crisis:
+	case !g.open:
+		g.held = append(g.held, e)
+	default:
+		g.send(e)
 	}
-	send(e)
 }
 
-// wait blocks until the verdict is in (or ctx ends) and reports whether it is a crisis; a clean
-// verdict releases the held lines.
-func (g *inputGate) wait(ctx context.Context, send func(Event)) (crisis bool, err error) {
+// flushing flushes the turn's sink under the gate's lock.
+func (g *inputGate) flushing() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.open {
+		g.flush()
+	}
+}
+
+// wait blocks until the verdict is in (or ctx ends) and reports whether it is a crisis.
+func (g *inputGate) wait(ctx context.Context) (crisis bool, err error) {
 	select {
 	case <-g.done:
 	case <-ctx.Done():
 		return false, context.Cause(ctx)
 	}
-	if g.crisis {
-		return true, nil
-	}
-	if !g.open {
-		g.release(send)
-	}
-	return false, nil
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.crisis, nil
 }
 
-func (g *inputGate) release(send func(Event)) {
+// release sends the held lines in order; g.mu is held.
+func (g *inputGate) release() {
 	g.open = true
 	for _, e := range g.held {
-		send(e)
+		g.send(e)
 	}
 	g.held = nil
 }

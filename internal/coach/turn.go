@@ -265,25 +265,41 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 			[]safety.Check{{Classifier: safety.BuiltinName, NotRun: "held"}}, safety.ActionHeld)...)
 		return safeAnswer(true, safety.Verdict{})
 	}
-	// The model is asked while the learner's input is checked; in enforce mode every line
-	// waits in the gate for the verdict, and a crisis cancels the call.
-	mctx := ctx
+	// The learner's input is checked before any line of the turn leaves. The built-in screen
+	// takes microseconds and runs first: a crisis it finds never reaches the model. The
+	// classifiers beside it run while the model is asked; every line waits in the gate for
+	// their verdict, and a crisis cancels the call. Observe mode checks beside the turn and
+	// holds nothing.
+	mctx, gflush := ctx, flush
 	emit := send
 	var gate *inputGate
 	if text := learnerText(r.in); guard.Enabled() && strings.TrimSpace(text) != "" {
+		in := safety.Text{Stage: safety.StageInput, Locale: r.sess.Locale, Content: text}
 		var cancelModel context.CancelCauseFunc
 		mctx, cancelModel = context.WithCancelCause(ctx)
 		defer cancelModel(nil)
-		gate = r.startInputCheck(ctx, text, cancelModel)
-		if guard.Enforcing() {
-			emit = func(e Event) { gate.pass(e, send) }
-		} else {
-			gate.open = true // observe: the verdict is audited, and nothing waits for it
+		switch {
+		case !guard.Enforcing():
+			gate = r.startInputCheck(ctx, guard.Check, in, nil, nil, nil, nil)
+		default:
+			v, c := guard.CheckScreen(in)
+			if v.Crisis {
+				r.records = append(r.records, r.safetyRecords(safety.StageInput, []safety.Check{c}, safety.ActionCrisis)...)
+				return safeAnswer(false, v)
+			}
+			if len(guard.Classifiers) == 0 {
+				r.records = append(r.records, r.safetyRecords(safety.StageInput, []safety.Check{c}, safety.ActionNone)...)
+				break
+			}
+			gate = r.startInputCheck(ctx, guard.CheckRemote, in, []safety.Check{c}, cancelModel, send, flush)
+			emit, gflush = gate.pass, gate.flushing
 		}
-		defer func() {
-			<-gate.done // bounded: the screen never blocks, classifiers have their timeout
-			r.records = append(r.records, r.inputRecords(gate)...)
-		}()
+		if gate != nil {
+			defer func() {
+				<-gate.done // bounded: classifiers have their timeout
+				r.records = append(r.records, r.inputRecords(gate)...)
+			}()
+		}
 	}
 	gsend := func(e Event) {
 		if e.Type == EventDelta {
@@ -299,9 +315,9 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 		}
 		gsend(e)
 	}
-	res, err := r.attempts(mctx, gsend, flush, &rep)
+	res, err := r.attempts(mctx, gsend, gflush, &rep)
 	if gate != nil && guard.Enforcing() {
-		crisis, werr := gate.wait(ctx, send)
+		crisis, werr := gate.wait(ctx)
 		switch {
 		case werr != nil:
 			return fail(werr)

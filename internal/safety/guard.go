@@ -108,6 +108,14 @@ func (g *Guard) Check(ctx context.Context, t Text) (Verdict, []Check) {
 	return v, checks
 }
 
+// CheckScreen runs the built-in screen alone, which takes microseconds and never fails: a turn
+// runs it before anything else.
+func (g *Guard) CheckScreen(t Text) (Verdict, Check) {
+	start := time.Now()
+	v := g.Screen.check(t.Stage, t.Content)
+	return v, Check{Classifier: BuiltinName, Verdict: v, Latency: time.Since(start)}
+}
+
 // CheckRemote runs only the classifiers beside the screen (the output windows are checked by
 // the screen as they stream; the whole answer then goes to the classifiers once). With none
 // configured it returns a clean verdict and no Check.
