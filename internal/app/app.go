@@ -153,16 +153,16 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 		return nil, err
 	}
 	// The audit records of all turns go out together, every 200 ms, off every turn's path.
-	audit := redisstore.NewAuditBatcher(redisstore.NewSafetyAudit(client, cfg.RedisPrefix, cfg.TranscriptRetention, 0),
-		200*time.Millisecond, m.SafetyAuditFailed)
+	audit := redisstore.NewSafetyAudit(client, cfg.RedisPrefix, cfg.TranscriptRetention, 0)
+	auditBatch := redisstore.NewAuditBatcher(audit, 200*time.Millisecond, m.SafetyAuditFailed)
 	a.closers = append(a.closers, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = audit.Close(ctx)
+		_ = auditBatch.Close(ctx)
 	})
 	svc := coach.New(coach.Deps{
 		Safety:    guard,
-		Audit:     audit,
+		Audit:     auditBatch,
 		MaskPII:   cfg.PIIRedact == "mask",
 		Store:     a.store,
 		Upstreams: ups,
@@ -188,7 +188,6 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 		Observer: obs,
 	})
 	turnLog := redisstore.NewTurnLog(client, cfg.RedisPrefix)
-	audit := redisstore.NewSafetyAudit(client, cfg.RedisPrefix, cfg.TranscriptRetention, 0)
 	a.api = httpapi.New(httpapi.Deps{
 		Service:         svc,
 		Modules:         moduleCatalog{modules},
