@@ -54,5 +54,5 @@ func (b Backend) NewStore(t *testing.T) (store *Store, client redis.UniversalCli
 // RunClaimScript runs the claim script of session id with token as Claim would, the way go-redis
 // resends it after a lost reply, and returns its raw result.
 func (s *Store) RunClaimScript(ctx context.Context, tenant, id, token string, ttl time.Duration) (any, error) {
-	return claimScript.Run(ctx, s.client, s.keys(id), tenantHeader(tenant), token, ttl.Milliseconds(), s.ttl.Milliseconds()).Result()
+	return claimScript.Run(ctx, s.client, s.keys(id), s.claimArgs(tenant, token, ttl)...).Result()
 }

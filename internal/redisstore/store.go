@@ -129,6 +129,10 @@ type Options struct {
 	// reply included: past it the operation fails as unavailable (store_unavailable), so that a
 	// Redis that stops answering never holds a request longer. Default DefaultOpTimeout.
 	Timeout time.Duration
+	// Retention is the longest a session and its transcript are kept, counted from the
+	// session's creation however active it stays (COACH_TRANSCRIPT_RETENTION): no write gives
+	// any of its keys a TTL reaching past it. Default DefaultRetention.
+	Retention time.Duration
 }
 
 // Defaults of Options.
@@ -138,6 +142,7 @@ const (
 	DefaultTTL                  = 24 * time.Hour
 	DefaultTranscriptMaxEntries = 1000
 	DefaultTranscriptMaxBytes   = 1 << 20
+	DefaultRetention            = 365 * 24 * time.Hour
 )
 
 // Store is a coach.Store in Redis. It is safe for concurrent use.
@@ -148,6 +153,7 @@ type Store struct {
 	maxEntries int
 	maxBytes   int
 	timeout    time.Duration
+	retention  time.Duration
 }
 
 var _ coach.Store = (*Store)(nil)
@@ -173,7 +179,13 @@ func New(client redis.UniversalClient, opts Options) *Store {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultOpTimeout
 	}
-	return &Store{client: client, prefix: opts.Prefix, ttl: opts.TTL, maxEntries: opts.TranscriptMaxEntries, maxBytes: opts.TranscriptMaxBytes, timeout: opts.Timeout}
+	if opts.Retention <= 0 {
+		opts.Retention = DefaultRetention
+	}
+	return &Store{
+		client: client, prefix: opts.Prefix, ttl: opts.TTL, maxEntries: opts.TranscriptMaxEntries,
+		maxBytes: opts.TranscriptMaxBytes, timeout: opts.Timeout, retention: opts.Retention,
+	}
 }
 
 // bound returns ctx with the deadline of one operation (Options.Timeout) unless it has an
@@ -204,21 +216,35 @@ const (
 // tenant is reported as missing, before the lock is looked at, so that neither a lock is taken
 // nor the session's existence revealed.
 //
+// The session's keys get the session ttl again, but never past the end of its retention: the
+// document's createdMs (see record) plus the retention. A session past it is deleted and
+// reported missing, whatever the clock of the instance that wrote its last TTL said.
+//
 // KEYS: document, lock, transcript, transcript counters. ARGV: tenant header, token, lock ttl
-// (ms), session ttl (ms).
+// (ms), session ttl (ms), retention (ms), now (ms since the epoch).
 var claimScript = redis.NewScript(`
 local doc = redis.call('GET', KEYS[1])
 if not doc or string.sub(doc, 1, #ARGV[1]) ~= ARGV[1] then
   return 0
+end
+local ttl = tonumber(ARGV[4])
+local born = string.match(doc, '^"version":%d+,"commit":"[^"]*","createdMs":(%d+),', #ARGV[1] + 1)
+if born then
+  local left = tonumber(born) + tonumber(ARGV[5]) - tonumber(ARGV[6])
+  if left < 1 then
+    redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+    return 0
+  end
+  ttl = math.min(ttl, left)
 end
 local holder = redis.call('GET', KEYS[2])
 if holder and holder ~= ARGV[2] then
   return 1
 end
 redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-redis.call('PEXPIRE', KEYS[3], ARGV[4])
-redis.call('PEXPIRE', KEYS[4], ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('PEXPIRE', KEYS[3], ttl)
+redis.call('PEXPIRE', KEYS[4], ttl)
 return doc
 `)
 
@@ -232,7 +258,8 @@ return doc
 //
 // KEYS: document, lock, transcript, transcript counters. ARGV: token, header of the expected
 // stored document (tenant, previous version), header of the new document (tenant, version,
-// token), new document, session ttl (ms), most entries, most bytes, then the entries.
+// token), new document, session ttl (ms; already capped at the end of the session's retention,
+// see Store.keyTTL), most entries, most bytes, then the entries.
 var commitScript = redis.NewScript(`
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then
   if redis.call('GETRANGE', KEYS[1], 0, #ARGV[3] - 1) == ARGV[3] then
@@ -323,9 +350,14 @@ end
 return 0
 `)
 
-var scripts = []*redis.Script{claimScript, commitScript, transcriptScript, renewScript, releaseScript, deleteScript, allowScript, reserveScript, settleScript}
+var scripts = []*redis.Script{claimScript, commitScript, transcriptScript, renewScript, releaseScript, deleteScript, eraseScript, allowScript, reserveScript, settleScript}
 
 // Create stores a new session. An id that is already taken is an error.
+//
+// A session with a learner reference is added to its learner's index (see learner.go) in the
+// same round trip, in one MULTI/EXEC with the document: both or neither are written (on a
+// cluster, each slot's part is its own transaction, and a failed index write deletes the
+// document again), so that no session of a learner escapes its learner's export and erasure.
 func (s *Store) Create(ctx context.Context, sess *coach.Session) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -334,7 +366,13 @@ func (s *Store) Create(ctx context.Context, sess *coach.Session) error {
 		return err
 	}
 	key := s.docKey(sess.ID)
-	created, err := s.client.SetNX(ctx, key, doc, s.ttl).Result()
+	ttl := s.keyTTL(sess.CreatedAt, time.Now())
+	var created bool
+	if sess.Learner == "" {
+		created, err = s.client.SetNX(ctx, key, doc, ttl).Result()
+	} else {
+		created, err = s.createIndexed(ctx, sess, doc, ttl)
+	}
 	if err != nil {
 		return failure("create", err)
 	}
@@ -403,7 +441,7 @@ func (s *Store) Claim(ctx context.Context, tenant, id string, ttl time.Duration)
 
 // claimArgs returns the ARGV of claimScript.
 func (s *Store) claimArgs(tenant, token string, ttl time.Duration) []any {
-	return []any{tenantHeader(tenant), token, millis(ttl), millis(s.ttl)}
+	return []any{tenantHeader(tenant), token, millis(ttl), millis(s.ttl), millis(s.retention), time.Now().UnixMilli()}
 }
 
 // claimed reads the reply of claimScript that tried to take the lock of session id with token.
@@ -465,7 +503,7 @@ func (s *Store) Commit(ctx context.Context, sess *coach.Session, token string, e
 		versionHeader(sess.Tenant, sess.Version-1),
 		commitHeader(sess.Tenant, sess.Version, token),
 		doc,
-		millis(s.ttl),
+		millis(s.keyTTL(sess.CreatedAt, time.Now())),
 		s.maxEntries,
 		s.maxBytes,
 	)
@@ -601,18 +639,28 @@ func (s *Store) keys(id string) []string {
 	return []string{s.docKey(id), s.lockKey(id), s.transcriptKey(id), s.countersKey(id)}
 }
 
+// keyTTL returns the TTL a write at now gives the keys of a session created at created: the
+// session ttl, cut to what is left of the session's retention (at least a millisecond).
+func (s *Store) keyTTL(created, now time.Time) time.Duration {
+	return max(time.Millisecond, min(s.ttl, created.Add(s.retention).Sub(now)))
+}
+
 // millis returns d in whole milliseconds, at least 1: PX rejects 0.
 func millis(d time.Duration) int64 {
 	return max(1, int64((d+time.Millisecond-1)/time.Millisecond))
 }
 
-// record is the stored session document. Tenant, Version and Commit must stay its first fields,
-// in this order: the scripts recognise a document by those leading bytes (see commitHeader).
+// record is the stored session document. Tenant, Version, Commit and CreatedMs must stay its
+// first fields, in this order: the scripts recognise a document by those leading bytes (see
+// commitHeader), and the claim script reads CreatedMs right after them.
 type record struct {
 	Tenant  string `json:"tenant"`
 	Version int64  `json:"version"`
 	// Commit is the token of the claim whose commit wrote this version, empty after Create.
-	Commit    string            `json:"commit"`
+	Commit string `json:"commit"`
+	// CreatedMs is CreatedAt in milliseconds since the epoch, for the claim script, which
+	// counts the session's retention from it without decoding the document.
+	CreatedMs int64             `json:"createdMs"`
 	ID        string            `json:"id"`
 	Contract  string            `json:"contract"`
 	Locale    string            `json:"locale"`
@@ -626,7 +674,7 @@ type record struct {
 
 func encode(s *coach.Session, token string) ([]byte, error) {
 	b, err := json.Marshal(record{
-		Tenant: s.Tenant, Version: s.Version, Commit: token,
+		Tenant: s.Tenant, Version: s.Version, Commit: token, CreatedMs: s.CreatedAt.UnixMilli(),
 		ID: s.ID, Contract: s.Contract, Locale: s.Locale, State: s.State, History: s.History,
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, Learner: s.Learner, Safety: s.Safety,
 	})

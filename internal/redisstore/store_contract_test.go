@@ -23,6 +23,7 @@ func TestStore(t *testing.T) {
 				return &storetest.Fixture{Store: store, Client: client, Prefix: prefix, FastForward: fastForward}
 			}
 			storetest.StoreContract(t, newFixture)
+			storetest.LearnerContract(t, newFixture)
 			t.Run("resent claim and commit are idempotent", func(t *testing.T) { resentClaimAndCommit(t, newFixture(t)) })
 			t.Run("round trips", func(t *testing.T) { roundTrips(t, b, newFixture(t)) })
 		})

@@ -48,6 +48,7 @@ const longTTL = storetest.LongTTL
 func TestClusterStore(t *testing.T) {
 	c := startCluster(t)
 	storetest.StoreContract(t, func(t *testing.T) *storetest.Fixture { return newFixture(t, c.url) })
+	storetest.LearnerContract(t, func(t *testing.T) *storetest.Fixture { return newFixture(t, c.url) })
 	t.Run("sessions spread over the masters, each in one slot", func(t *testing.T) {
 		f := newFixture(t, c.url)
 		cc, ok := f.Client.(*redis.ClusterClient)

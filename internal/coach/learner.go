@@ -1,0 +1,128 @@
+package coach
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/coachgw/coachgw/internal/safety"
+)
+
+// LearnerStore is implemented by a Store that indexes sessions by their learner reference
+// (Session.Learner), for the data rights of wire contract v1.3: an operator's export and
+// erasure of everything the gateway keeps of one learner. A learner is always a learner of one
+// tenant: the same reference in two tenants names two learners.
+type LearnerStore interface {
+	// LearnerSessions returns the ids of the sessions of learner of tenant. Some may have
+	// expired since they were listed; the caller skips those Get does not find.
+	LearnerSessions(ctx context.Context, tenant, learner string) ([]string, error)
+	// LearnerSafetyEvents returns the safety audit records of learner of tenant, oldest first.
+	LearnerSafetyEvents(ctx context.Context, tenant, learner string) ([]safety.Record, error)
+	// EraseLearner deletes every session of learner of tenant with everything kept with it
+	// (transcript, turn logs), the learner's safety audit records and the index itself. Erasing
+	// a learner with nothing left is not an error.
+	EraseLearner(ctx context.Context, tenant, learner string) error
+}
+
+// LearnerExport is everything the gateway keeps of one learner (GET /v1/learners/{ref}/export).
+type LearnerExport struct {
+	Learner string `json:"learner"`
+	// Sessions are the learner's sessions, oldest first, each with its whole transcript.
+	Sessions []LearnerSession `json:"sessions"`
+	// SafetyEvents are the safety audit records of the learner's turns, oldest first.
+	SafetyEvents []safety.Record `json:"safetyEvents"`
+}
+
+// LearnerSession is one session of a LearnerExport.
+type LearnerSession struct {
+	Session *Session `json:"session"`
+	// Transcript is the session's whole transcript, oldest entry first.
+	Transcript []TranscriptEntry `json:"transcript"`
+}
+
+// learnerStore returns the store's learner index, or an error when the store keeps none.
+func (s *Service) learnerStore(learner string) (LearnerStore, error) {
+	if !ValidLearner(learner) {
+		return nil, Errorf(KindInvalid, CodeInvalidRequest, "learner must be 1 to 128 printable ASCII characters without spaces or '/'")
+	}
+	ls, ok := s.store.(LearnerStore)
+	if !ok {
+		return nil, Errorf(KindInternal, CodeInternal, "the session store keeps no learner index")
+	}
+	return ls, nil
+}
+
+// ExportLearner returns everything kept of learner of tenant: its sessions (state included),
+// their whole transcripts, and its safety audit records. A learner with nothing kept has an
+// empty export, not an error: the gateway does not tell which references it has seen.
+func (s *Service) ExportLearner(ctx context.Context, tenant, learner string) (*LearnerExport, error) {
+	ls, err := s.learnerStore(learner)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := ls.LearnerSessions(ctx, tenant, learner)
+	if err != nil {
+		return nil, err
+	}
+	out := &LearnerExport{Learner: learner, Sessions: []LearnerSession{}, SafetyEvents: []safety.Record{}}
+	for _, id := range ids {
+		if !ValidID(id) {
+			continue
+		}
+		sess, err := s.store.Get(ctx, tenant, id)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if sess.Learner != learner {
+			continue
+		}
+		entries, err := s.wholeTranscript(ctx, tenant, id)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out.Sessions = append(out.Sessions, LearnerSession{Session: sess, Transcript: entries})
+	}
+	slices.SortStableFunc(out.Sessions, func(a, b LearnerSession) int { return a.Session.CreatedAt.Compare(b.Session.CreatedAt) })
+	events, err := ls.LearnerSafetyEvents(ctx, tenant, learner)
+	if err != nil {
+		return nil, err
+	}
+	if events != nil {
+		out.SafetyEvents = events
+	}
+	return out, nil
+}
+
+// wholeTranscript reads every page of the transcript of session id of tenant, oldest first.
+func (s *Service) wholeTranscript(ctx context.Context, tenant, id string) ([]TranscriptEntry, error) {
+	entries := []TranscriptEntry{}
+	var before int64
+	for {
+		page, err := s.store.Transcript(ctx, tenant, id, before, MaxTranscriptPage)
+		if err != nil {
+			return nil, err
+		}
+		entries = append(page.Entries, entries...)
+		// Next only ever goes down; one that does not would page for ever.
+		if page.Next == 0 || before != 0 && page.Next >= before {
+			return entries, nil
+		}
+		before = page.Next
+	}
+}
+
+// EraseLearner deletes everything kept of learner of tenant (see LearnerStore.EraseLearner).
+// It is idempotent: erasing again, or erasing a learner never seen, succeeds.
+func (s *Service) EraseLearner(ctx context.Context, tenant, learner string) error {
+	ls, err := s.learnerStore(learner)
+	if err != nil {
+		return err
+	}
+	return ls.EraseLearner(ctx, tenant, learner)
+}

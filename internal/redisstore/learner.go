@@ -1,0 +1,235 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/coachgw/coachgw/internal/coach"
+)
+
+// A learner's sessions are indexed (wire contract v1.3, data rights), so that an operator can
+// export or erase everything of one learner without reading every session:
+//
+//	{prefix}:{lrn:<tenant>:<sha256 of the learner reference, hex>}   a set of session ids
+//
+// The reference is opaque client data (it may be an e-mail address or a school's pupil
+// number), so the key carries its hash, never the reference itself. Create adds a session to
+// its learner's set in the same MULTI/EXEC as the document, and gives the set the TTL of what
+// is left of the new session's retention: the set lives as long as the newest session it lists
+// may, and no longer. Erasure removes the ids it handled from the set, which Redis deletes
+// when it is empty; a session created by a concurrent request is left listed, for the next
+// erasure to find.
+
+var _ coach.LearnerStore = (*Store)(nil)
+
+// learnerKey returns the key of the index of learner's sessions of tenant.
+func (s *Store) learnerKey(tenant, learner string) string {
+	h := sha256.Sum256([]byte(learner))
+	return s.prefix + ":{lrn:" + tenant + ":" + hex.EncodeToString(h[:]) + "}"
+}
+
+// createIndexed writes sess's document doc (SET NX with ttl) and adds sess to its learner's
+// index in one MULTI/EXEC, index first. It reports whether the document was written.
+func (s *Store) createIndexed(ctx context.Context, sess *coach.Session, doc []byte, ttl time.Duration) (bool, error) {
+	idx := s.learnerKey(sess.Tenant, sess.Learner)
+	var add *redis.IntCmd
+	var set *redis.BoolCmd
+	_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		add = p.SAdd(ctx, idx, sess.ID)
+		p.PExpire(ctx, idx, max(time.Millisecond, sess.CreatedAt.Add(s.retention).Sub(time.Now())))
+		set = p.SetNX(ctx, s.docKey(sess.ID), doc, ttl)
+		return nil
+	})
+	if err != nil {
+		// On a cluster the index and the document are in different slots, so each is its own
+		// transaction: a document written without its index entry must not stay, or the
+		// learner's erasure would miss it.
+		if add != nil && add.Err() != nil && set != nil && set.Err() == nil && set.Val() {
+			_ = s.client.Del(context.WithoutCancel(ctx), s.docKey(sess.ID)).Err()
+		}
+		return false, err
+	}
+	return set.Val(), nil
+}
+
+// LearnerSessions returns the ids of the sessions of learner of tenant that the index lists,
+// sorted. Some may have expired since; a caller reads each and skips those it does not find.
+func (s *Store) LearnerSessions(ctx context.Context, tenant, learner string) ([]string, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	ids, err := s.client.SMembers(ctx, s.learnerKey(tenant, learner)).Result()
+	if err != nil {
+		return nil, failure("learner sessions", err)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// eraseScript deletes the keys of one session of a learner: unless its document exists and is
+// of another tenant or another learner (an index entry that is not this learner's), every key
+// passed, so that what outlived an expired document goes too.
+//
+// KEYS: document, lock, transcript, transcript counters, current-turn pointer. ARGV: tenant
+// header, the learner member as the document encodes it (,"learner":"<ref>").
+var eraseScript = redis.NewScript(`
+local doc = redis.call('GET', KEYS[1])
+if doc then
+  if string.sub(doc, 1, #ARGV[1]) ~= ARGV[1] then
+    return -1
+  end
+  local _, j = string.find(doc, ARGV[2], 1, true)
+  local after = j and string.sub(doc, j + 1, j + 1)
+  if after ~= ',' and after ~= '}' then
+    return -1
+  end
+end
+return redis.call('DEL', unpack(KEYS))
+`)
+
+// EraseLearner deletes everything the store keeps of learner of tenant: every session its index
+// lists (document, lock, transcript, turn pointer and line logs, and any other key of the
+// session's hash tag), its safety audit records, and the index. Erasing a learner with nothing
+// left is not an error. Another tenant's learner with the same reference is untouched: its
+// index is another key, and each session is checked to be of this tenant and learner before it
+// is deleted.
+//
+// It takes several round trips: one script per session, then one scan of the keyspace for the
+// sessions' other keys (each turn's line log is a key of its own, named after the turn, which
+// nothing lists), one per master on a cluster. An erasure is an operator's rare act; turns
+// never pay for it.
+//
+// A turn running on one of the sessions while it is erased fails to commit (its document is
+// gone) and may append its last lines to its line log after the scan: that log expires
+// COACH_RESUME_TTL after the turn.
+func (s *Store) EraseLearner(ctx context.Context, tenant, learner string) error {
+	ids, err := s.LearnerSessions(ctx, tenant, learner)
+	if err != nil {
+		return err
+	}
+	member := `,"learner":` + jsonString(learner)
+	gone := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if !coach.ValidID(id) {
+			continue
+		}
+		n, err := s.eraseSession(ctx, tenant, id, member)
+		if err != nil {
+			return err
+		}
+		if n >= 0 {
+			gone[id] = true
+		}
+	}
+	if len(gone) > 0 {
+		if err := s.sweep(ctx, gone); err != nil {
+			return err
+		}
+	}
+	if len(ids) > 0 {
+		bctx, cancel := s.bound(ctx)
+		defer cancel()
+		members := make([]any, len(ids))
+		for i, id := range ids {
+			members[i] = id
+		}
+		if err := s.client.SRem(bctx, s.learnerKey(tenant, learner), members...).Err(); err != nil {
+			return failure("erase learner", err)
+		}
+	}
+	return nil
+}
+
+// eraseSession runs eraseScript on session id: the number of keys deleted, or -1 when the
+// session is not of tenant's learner.
+func (s *Store) eraseSession(ctx context.Context, tenant, id, member string) (int64, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	keys := append(s.keys(id), s.prefix+":{"+id+"}:turn")
+	n, err := eraseScript.Run(ctx, s.client, keys, tenantHeader(tenant), member).Int64()
+	if err != nil {
+		return 0, failure("erase learner", err)
+	}
+	return n, nil
+}
+
+// sweepCount is how many keys one SCAN step of sweep asks for.
+const sweepCount = 1000
+
+// sweep deletes every key of the sessions ids (keys {prefix}:{<id>}:…), scanning the whole
+// keyspace once (every master of a cluster).
+func (s *Store) sweep(ctx context.Context, ids map[string]bool) error {
+	pattern := globEscape(s.prefix) + ":{*}:*"
+	head := s.prefix + ":{"
+	scan := func(ctx context.Context, c redis.Cmdable) error {
+		var cursor uint64
+		for {
+			keys, next, err := s.scanStep(ctx, c, cursor, pattern)
+			if err != nil {
+				return failure("erase learner", err)
+			}
+			var doomed []string
+			for _, k := range keys {
+				id, _, ok := strings.Cut(strings.TrimPrefix(k, head), "}:")
+				if ok && strings.HasPrefix(k, head) && ids[id] {
+					doomed = append(doomed, k)
+				}
+			}
+			if err := s.unlink(ctx, c, doomed); err != nil {
+				return failure("erase learner", err)
+			}
+			if cursor = next; cursor == 0 {
+				return nil
+			}
+		}
+	}
+	if cc, ok := s.client.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
+	}
+	return scan(ctx, s.client)
+}
+
+// scanStep is one SCAN of c within the operation timeout.
+func (s *Store) scanStep(ctx context.Context, c redis.Cmdable, cursor uint64, pattern string) ([]string, uint64, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	return c.Scan(ctx, cursor, pattern, sweepCount).Result()
+}
+
+// unlink deletes keys, one command each in one pipeline: the keys of different sessions are
+// in different slots, which one multi-key command may not span on a cluster.
+func (s *Store) unlink(ctx context.Context, c redis.Cmdable, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.Unlink(ctx, k)
+		}
+		return nil
+	})
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	return err
+}
+
+// globEscape escapes the characters SCAN's MATCH treats as a pattern.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

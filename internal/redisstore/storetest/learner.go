@@ -1,0 +1,298 @@
+package storetest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/httpapi"
+	"github.com/coachgw/coachgw/internal/redisstore"
+)
+
+// LearnerContract runs the learner index, export reads, erasure and retention (wire contract
+// v1.3, data rights) as every deployment must show them, one subtest per case.
+func LearnerContract(t *testing.T, newFixture func(t *testing.T) *Fixture) {
+	for _, tc := range learnerCases {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, newFixture(t)) })
+	}
+}
+
+// LearnerKey is the documented key of the index of learner's sessions of tenant.
+func (f *Fixture) LearnerKey(tenant, learner string) string {
+	return f.Prefix + ":{lrn:" + tenant + ":" + RefHash(learner) + "}"
+}
+
+// RefHash is the hash of a learner reference that its index key carries.
+func RefHash(learner string) string {
+	h := sha256.Sum256([]byte(learner))
+	return hex.EncodeToString(h[:])
+}
+
+// CreateFor creates a session of learner of tenant.
+func (f *Fixture) CreateFor(t *testing.T, tenant, learner string) *coach.Session {
+	t.Helper()
+	s := NewSession(tenant)
+	s.Learner = learner
+	if err := f.Store.Create(context.Background(), s); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	return s
+}
+
+// Dump returns every key under the fixture's prefix with its contents as text (the members of a
+// list, set, hash or stream joined), scanning every master of a cluster.
+func (f *Fixture) Dump(t *testing.T) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]string{}
+	dump := func(ctx context.Context, c redis.Cmdable) error {
+		var cursor uint64
+		for {
+			keys, next, err := c.Scan(ctx, cursor, f.Prefix+":*", 1000).Result()
+			if err != nil {
+				return err
+			}
+			for _, k := range keys {
+				v, err := contents(ctx, c, k)
+				if err != nil {
+					return fmt.Errorf("%s: %w", k, err)
+				}
+				out[k] = v
+			}
+			if cursor = next; cursor == 0 {
+				return nil
+			}
+		}
+	}
+	var err error
+	if cc, ok := f.Client.(*redis.ClusterClient); ok {
+		var mu sync.Mutex
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			mu.Lock() // the masters are visited at once; out is one map
+			defer mu.Unlock()
+			return dump(ctx, c)
+		})
+	} else {
+		err = dump(ctx, f.Client)
+	}
+	if err != nil {
+		t.Fatalf("dumping the keys: %v", err)
+	}
+	return out
+}
+
+// contents returns the value of key as text, whatever its type.
+func contents(ctx context.Context, c redis.Cmdable, key string) (string, error) {
+	typ, err := c.Type(ctx, key).Result()
+	if err != nil {
+		return "", err
+	}
+	switch typ {
+	case "string":
+		return c.Get(ctx, key).Result()
+	case "list":
+		v, err := c.LRange(ctx, key, 0, -1).Result()
+		return strings.Join(v, "\n"), err
+	case "set":
+		v, err := c.SMembers(ctx, key).Result()
+		return strings.Join(v, "\n"), err
+	case "hash":
+		v, err := c.HGetAll(ctx, key).Result()
+		return fmt.Sprint(v), err
+	case "stream":
+		v, err := c.XRange(ctx, key, "-", "+").Result()
+		return fmt.Sprint(v), err
+	case "none":
+		return "", nil
+	}
+	return "", fmt.Errorf("unexpected type %s", typ)
+}
+
+// learnerTurn commits one turn of session id of tenant with a transcript entry holding text,
+// and writes the turn's line log as the gateway does.
+func learnerTurn(t *testing.T, f *Fixture, tenant, id, text string) {
+	t.Helper()
+	commitTurns(t, f.Store, tenant, id, []coach.TranscriptEntry{Learner(fmt.Sprintf(`{"message":%q}`, text))})
+	log := redisstore.NewTurnLog(f.Client, f.Prefix)
+	turn := coach.NewID()[:16]
+	ctx := context.Background()
+	line := []byte(fmt.Sprintf(`{"type":"delta","text":%q}`+"\n", text))
+	if err := log.Append(ctx, id, turn, 0, line, httpapi.TurnRunning, time.Hour); err != nil {
+		t.Fatalf("turn log Append: %v", err)
+	}
+	if err := log.Append(ctx, id, turn, 1, nil, httpapi.TurnEnded, time.Hour); err != nil {
+		t.Fatalf("turn log Append: %v", err)
+	}
+}
+
+// wantTTLWithin fails t unless key expires, within max.
+func wantTTLWithin(t *testing.T, f *Fixture, key string, max time.Duration) {
+	t.Helper()
+	ttl, err := f.Client.PTTL(context.Background(), key).Result()
+	if err != nil {
+		t.Fatalf("PTTL %s: %v", key, err)
+	}
+	if ttl <= 0 || ttl > max {
+		t.Errorf("TTL of %s = %v, want more than 0 and at most %v", key, ttl, max)
+	}
+}
+
+var learnerCases = []struct {
+	name string
+	run  func(t *testing.T, f *Fixture)
+}{
+	{"a session with a learner is indexed by the hash of the reference, in the create's round trip", func(t *testing.T, f *Fixture) {
+		var hook redisstore.CountingHook
+		f.Client.AddHook(&hook)
+		ctx := context.Background()
+		// A client's first pipeline may open a connection of its own (its handshake would
+		// count); a running gateway's are open.
+		if _, err := f.Client.TxPipelined(ctx, func(p redis.Pipeliner) error { return p.Ping(ctx).Err() }); err != nil {
+			t.Fatalf("warming the pool: %v", err)
+		}
+		s := NewSession("acme")
+		s.Learner = "pupil@example.org"
+		before := hook.Count()
+		if err := f.Store.Create(ctx, s); err != nil {
+			t.Fatalf("Create: %v", err)
+		}
+		// A cluster sends the index and the document to their slots' masters at once.
+		if _, cluster := f.Client.(*redis.ClusterClient); !cluster {
+			if got := hook.Count() - before; got != 1 {
+				t.Errorf("Create with a learner took %d round trips, want 1", got)
+			}
+		}
+		ids, err := f.Store.LearnerSessions(ctx, "acme", s.Learner)
+		if err != nil || !slices.Equal(ids, []string{s.ID}) {
+			t.Errorf("LearnerSessions = %v, %v, want [%s]", ids, err, s.ID)
+		}
+		for k := range f.Dump(t) {
+			if strings.Contains(k, s.Learner) {
+				t.Errorf("key %s holds the learner reference itself", k)
+			}
+		}
+		wantTTLWithin(t, f, f.LearnerKey("acme", s.Learner), redisstore.DefaultRetention)
+		if got := f.Get(t, "acme", s.ID).Learner; got != s.Learner {
+			t.Errorf("stored learner = %q, want %q", got, s.Learner)
+		}
+		// Another tenant's learner with the same reference is another learner.
+		if ids, err := f.Store.LearnerSessions(ctx, "globex", s.Learner); err != nil || len(ids) != 0 {
+			t.Errorf("LearnerSessions of another tenant = %v, %v, want none", ids, err)
+		}
+		// A session without a learner is in no index.
+		plain := f.Create(t, "acme")
+		for k, v := range f.Dump(t) {
+			if strings.Contains(k, ":{lrn:") && strings.Contains(v, plain.ID) {
+				t.Errorf("index %s lists session %s, which has no learner", k, plain.ID)
+			}
+		}
+	}},
+	{"erasure leaves no key and no value of the learner, and every other learner as it was", func(t *testing.T, f *Fixture) {
+		ctx := context.Background()
+		const ref = "pupil-7"
+		a1, a2 := f.CreateFor(t, "acme", ref), f.CreateFor(t, "acme", ref)
+		b := f.CreateFor(t, "acme", "pupil-8")
+		other := f.CreateFor(t, "globex", ref)
+		for _, s := range []*coach.Session{a1, a2, b, other} {
+			learnerTurn(t, f, s.Tenant, s.ID, "first of "+s.ID)
+			learnerTurn(t, f, s.Tenant, s.ID, "second of "+s.ID)
+		}
+		// A lock of a turn in flight goes too.
+		if _, _, err := f.Store.Claim(ctx, "acme", a2.ID, LongTTL); err != nil {
+			t.Fatalf("Claim: %v", err)
+		}
+		before := f.Dump(t)
+		if err := f.Store.EraseLearner(ctx, "acme", ref); err != nil {
+			t.Fatalf("EraseLearner: %v", err)
+		}
+		after := f.Dump(t)
+		erasedIndex := f.LearnerKey("acme", ref)
+		for k, v := range after {
+			for _, id := range []string{a1.ID, a2.ID} {
+				if strings.Contains(k, id) || strings.Contains(v, id) {
+					t.Errorf("after erasure, key %s still refers to erased session %s", k, id)
+				}
+			}
+			if k == erasedIndex {
+				t.Errorf("after erasure, the learner's index %s is still there", k)
+			}
+		}
+		// Everything else is exactly as it was.
+		for k, v := range before {
+			if strings.Contains(k, a1.ID) || strings.Contains(k, a2.ID) || k == erasedIndex {
+				continue
+			}
+			if after[k] != v {
+				t.Errorf("key %s changed by the erasure of another learner: %q, was %q", k, after[k], v)
+			}
+		}
+		for _, s := range []*coach.Session{b, other} {
+			page, err := f.Store.Transcript(ctx, s.Tenant, s.ID, 0, 10)
+			if err != nil || len(page.Entries) != 2 {
+				t.Errorf("transcript of %s after the erasure = %d entries, %v, want 2", s.ID, len(page.Entries), err)
+			}
+		}
+		if ids, err := f.Store.LearnerSessions(ctx, "globex", ref); err != nil || !slices.Equal(ids, []string{other.ID}) {
+			t.Errorf("another tenant's learner's sessions = %v, %v, want [%s]", ids, err, other.ID)
+		}
+		// Erasing again, or erasing a learner never seen, is not an error.
+		for _, learner := range []string{ref, "never-seen"} {
+			if err := f.Store.EraseLearner(ctx, "acme", learner); err != nil {
+				t.Errorf("EraseLearner(%s) again: %v", learner, err)
+			}
+		}
+	}},
+	{"an index entry that is not the learner's session is never erased", func(t *testing.T, f *Fixture) {
+		ctx := context.Background()
+		victim := f.CreateFor(t, "acme", "pupil-8")
+		foreign := f.CreateFor(t, "globex", "pupil-7")
+		// Whatever put them there (a hand-edited index, an id collision), the erasure of
+		// acme's pupil-7 checks each session's tenant and learner first.
+		if err := f.Client.SAdd(ctx, f.LearnerKey("acme", "pupil-7"), victim.ID, foreign.ID).Err(); err != nil {
+			t.Fatalf("SADD: %v", err)
+		}
+		if err := f.Store.EraseLearner(ctx, "acme", "pupil-7"); err != nil {
+			t.Fatalf("EraseLearner: %v", err)
+		}
+		f.Get(t, "acme", victim.ID)
+		f.Get(t, "globex", foreign.ID)
+	}},
+	{"no key of a session outlives its retention, however active the session", func(t *testing.T, f *Fixture) {
+		ctx := context.Background()
+		const retention = 2 * time.Hour
+		store := redisstore.New(f.Client, redisstore.Options{Prefix: f.Prefix, TTL: 24 * time.Hour, Retention: retention})
+		s := NewSession("acme")
+		s.Learner = "pupil-7"
+		s.CreatedAt = s.CreatedAt.Add(-90 * time.Minute)
+		if err := store.Create(ctx, s); err != nil {
+			t.Fatalf("Create: %v", err)
+		}
+		left := 30 * time.Minute
+		wantTTLWithin(t, f, f.DocKey(s.ID), left)
+		wantTTLWithin(t, f, f.LearnerKey("acme", s.Learner), left)
+		commitTurns(t, store, "acme", s.ID, turnEntries(1))
+		for _, k := range []string{f.DocKey(s.ID), f.TranscriptKey(s.ID), f.TranscriptKey(s.ID) + "m"} {
+			wantTTLWithin(t, f, k, left)
+		}
+		// Past its retention, a claim finds no session and deletes what is left of it.
+		late := redisstore.New(f.Client, redisstore.Options{Prefix: f.Prefix, TTL: 24 * time.Hour, Retention: time.Hour})
+		if _, _, err := late.Claim(ctx, "acme", s.ID, LongTTL); !errors.Is(err, coach.ErrNotFound) {
+			t.Errorf("Claim past the retention: error = %v, want %v", err, coach.ErrNotFound)
+		}
+		for k := range f.Dump(t) {
+			if strings.Contains(k, s.ID) {
+				t.Errorf("key %s of a session past its retention is still there", k)
+			}
+		}
+	}},
+}
