@@ -83,7 +83,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 	a.store = redisstore.New(client, redisstore.Options{
 		Prefix: cfg.RedisPrefix, TTL: cfg.SessionTTL,
 		TranscriptMaxEntries: cfg.TranscriptMaxEntries, TranscriptMaxBytes: cfg.TranscriptMaxBytes,
-		Timeout: cfg.RedisTimeout,
+		Timeout: cfg.RedisTimeout, Retention: cfg.TranscriptRetention,
 	})
 	if err := a.store.Prepare(ctx); err != nil {
 		log.Error().Err(err).Msg("Redis does not answer; the gateway is not ready until it does")

@@ -14,14 +14,23 @@ import (
 // tenant: the same reference in two tenants names two learners.
 type LearnerStore interface {
 	// LearnerSessions returns the ids of the sessions of learner of tenant. Some may have
-	// expired since they were listed; the caller skips those Get does not find.
+	// expired since they were listed, or (in a damaged index) not be the learner's; the caller
+	// skips what Get does not find as the learner's.
 	LearnerSessions(ctx context.Context, tenant, learner string) ([]string, error)
-	// LearnerSafetyEvents returns the safety audit records of learner of tenant, oldest first.
-	LearnerSafetyEvents(ctx context.Context, tenant, learner string) ([]safety.Record, error)
 	// EraseLearner deletes every session of learner of tenant with everything kept with it
-	// (transcript, turn logs), the learner's safety audit records and the index itself. Erasing
-	// a learner with nothing left is not an error.
+	// (transcript, turn logs) and the index itself. Erasing a learner with nothing left is not
+	// an error.
 	EraseLearner(ctx context.Context, tenant, learner string) error
+}
+
+// LearnerAudit is implemented by a safety audit that can find and erase the records of one
+// learner (Deps.LearnerAudit).
+type LearnerAudit interface {
+	// LearnerSafetyEvents returns the audit records of learner of tenant, oldest first.
+	LearnerSafetyEvents(ctx context.Context, tenant, learner string) ([]safety.Record, error)
+	// EraseLearnerSafetyEvents deletes the audit records of learner of tenant, leaving nothing
+	// of them in the store; erasing none is not an error.
+	EraseLearnerSafetyEvents(ctx context.Context, tenant, learner string) error
 }
 
 // LearnerExport is everything the gateway keeps of one learner (GET /v1/learners/{ref}/export).
@@ -89,26 +98,29 @@ func (s *Service) ExportLearner(ctx context.Context, tenant, learner string) (*L
 		out.Sessions = append(out.Sessions, LearnerSession{Session: sess, Transcript: entries})
 	}
 	slices.SortStableFunc(out.Sessions, func(a, b LearnerSession) int { return a.Session.CreatedAt.Compare(b.Session.CreatedAt) })
-	events, err := ls.LearnerSafetyEvents(ctx, tenant, learner)
-	if err != nil {
-		return nil, err
-	}
-	if events != nil {
-		out.SafetyEvents = events
+	if s.learnerAudit != nil {
+		events, err := s.learnerAudit.LearnerSafetyEvents(ctx, tenant, learner)
+		if err != nil {
+			return nil, err
+		}
+		if events != nil {
+			out.SafetyEvents = events
+		}
 	}
 	return out, nil
 }
 
 // wholeTranscript reads every page of the transcript of session id of tenant, oldest first.
 func (s *Service) wholeTranscript(ctx context.Context, tenant, id string) ([]TranscriptEntry, error) {
-	entries := []TranscriptEntry{}
+	var entries []TranscriptEntry
 	var before int64
 	for {
 		page, err := s.store.Transcript(ctx, tenant, id, before, MaxTranscriptPage)
 		if err != nil {
 			return nil, err
 		}
-		entries = append(page.Entries, entries...)
+		// Pages come newest first; a store's transcript is bounded (a few pages at most).
+		entries = append(append([]TranscriptEntry{}, page.Entries...), entries...)
 		// Next only ever goes down; one that does not would page for ever.
 		if page.Next == 0 || before != 0 && page.Next >= before {
 			return entries, nil
@@ -117,12 +129,18 @@ func (s *Service) wholeTranscript(ctx context.Context, tenant, id string) ([]Tra
 	}
 }
 
-// EraseLearner deletes everything kept of learner of tenant (see LearnerStore.EraseLearner).
-// It is idempotent: erasing again, or erasing a learner never seen, succeeds.
+// EraseLearner deletes everything kept of learner of tenant: its safety audit records, then its
+// sessions (see LearnerStore.EraseLearner). It is idempotent: erasing again, or erasing a
+// learner never seen, succeeds; an erasure that failed half-way is finished by the next.
 func (s *Service) EraseLearner(ctx context.Context, tenant, learner string) error {
 	ls, err := s.learnerStore(learner)
 	if err != nil {
 		return err
+	}
+	if s.learnerAudit != nil {
+		if err := s.learnerAudit.EraseLearnerSafetyEvents(ctx, tenant, learner); err != nil {
+			return err
+		}
 	}
 	return ls.EraseLearner(ctx, tenant, learner)
 }

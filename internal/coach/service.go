@@ -142,6 +142,8 @@ type Service struct {
 	escalator    Escalator
 	escalateText bool
 	maskPII      bool
+	// learnerAudit is Deps.LearnerAudit.
+	learnerAudit LearnerAudit
 }
 
 // NewService returns a Service with one model endpoint, named "default". obs may be nil.
@@ -171,6 +173,7 @@ func New(d Deps) *Service {
 		store: d.Store, upstreams: d.Upstreams, breaker: d.Breaker, budget: d.Budget, tracer: d.Tracer, contracts: m,
 		opts: d.Options.withDefaults(), obs: d.Observer, now: time.Now,
 		safety: d.Safety, auditor: d.Audit, escalator: d.Escalator, escalateText: d.EscalateText, maskPII: d.MaskPII,
+		learnerAudit: d.LearnerAudit,
 	}
 }
 

@@ -92,6 +92,11 @@ type Deps struct {
 	// MaskPII masks personal data in learner text before any model endpoint sees it
 	// (COACH_PII_REDACT=mask).
 	MaskPII bool
+	// LearnerAudit, when set, is the safety audit whose records of a learner ExportLearner
+	// answers and EraseLearner deletes; nil keeps no records to export or erase. It is the
+	// store behind Audit (which may batch its writes), so that an erasure reaches every record
+	// written.
+	LearnerAudit LearnerAudit
 }
 
 // Deadlines is implemented by a Model whose endpoint needs longer first-byte or idle deadlines

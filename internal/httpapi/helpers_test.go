@@ -77,8 +77,11 @@ func startServer(t *testing.T, change func(*Deps)) *testServer {
 	ts := &testServer{t: t, store: coachtest.NewMemStore(), log: &syncBuffer{},
 		model: &serverModel{Model: coachtest.NewModel(), answer: `{"assistantText":"Tell me more.","step":"claim"}`}}
 	d := Deps{
-		Service: coach.NewService(ts.store, ts.model, contracts(t), coach.Options{}, nil),
-		Log:     zerolog.New(ts.log),
+		Service: coach.New(coach.Deps{
+			Store: ts.store, Upstreams: []coach.Upstream{{Name: "default", Model: ts.model}},
+			Contracts: contracts(t), LearnerAudit: ts.store,
+		}),
+		Log: zerolog.New(ts.log),
 	}
 	if change != nil {
 		change(&d)

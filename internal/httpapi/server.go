@@ -159,6 +159,8 @@ func New(d Deps) *Server {
 	if d.SafetyEvents != nil {
 		v1.GET("/safety/events", s.getSafetyEvents, operatorOnly)
 	}
+	v1.GET("/learners/:ref/export", s.getLearnerExport, operatorOnly)
+	v1.DELETE("/learners/:ref", s.deleteLearner, operatorOnly)
 	v1.GET("/modules", s.listModules)
 	v1.GET("/modules/:id", s.getModule)
 	e.POST("/api/coach", s.postCoach)
@@ -236,7 +238,7 @@ func (s *Server) requestContext(next echo.HandlerFunc) echo.HandlerFunc {
 			s.deps.ObserveHTTP(req.Method, c.Path(), c.Response().Status, time.Since(start))
 		}
 		// The path as a client sent it may be as long as the header limit: clipped like echoed input.
-		log.Info().Str("method", req.Method).Str("path", coach.Clip(req.URL.Path)).
+		log.Info().Str("method", req.Method).Str("path", loggedPath(c)).
 			Int("status", c.Response().Status).Int64("bytes", c.Response().Size).
 			Dur("duration", time.Since(start)).Msg("request")
 		return nil

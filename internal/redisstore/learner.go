@@ -43,7 +43,7 @@ func (s *Store) createIndexed(ctx context.Context, sess *coach.Session, doc []by
 	var set *redis.BoolCmd
 	_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		add = p.SAdd(ctx, idx, sess.ID)
-		p.PExpire(ctx, idx, max(time.Millisecond, sess.CreatedAt.Add(s.retention).Sub(time.Now())))
+		p.PExpire(ctx, idx, s.retentionLeft(sess.CreatedAt, time.Now()))
 		set = p.SetNX(ctx, s.docKey(sess.ID), doc, ttl)
 		return nil
 	})

@@ -50,6 +50,14 @@
 // script to the master that owns its slot. Sessions spread over the masters by their random ids.
 // The tests in package clustertest prove all of this on a real three-master cluster.
 //
+// A session created with a learner reference is also listed in its learner's index,
+// {prefix}:{lrn:<tenant>:<hash>} (see learner.go), written by Create in the same MULTI/EXEC as the
+// document; erasing a learner (EraseLearner) is the one operation that scans the keyspace.
+//
+// No key of a session gets a TTL reaching past Options.Retention from the session's creation (the
+// document's createdMs), however often a write refreshes it: a session's keys expire after
+// Options.TTL without a write, or at the end of its retention, whichever comes first.
+//
 // A tenant's rate limiter (Allow) is one more key, {prefix}:{rl:<tenant>}; an open circuit of a
 // model endpoint (OpenCircuit) is {prefix}:{cb:<endpoint>}, expiring when the circuit's cooldown
 // ends.
@@ -229,7 +237,7 @@ if not doc or string.sub(doc, 1, #ARGV[1]) ~= ARGV[1] then
 end
 local ttl = tonumber(ARGV[4])
 local born = string.match(doc, '^"version":%d+,"commit":"[^"]*","createdMs":(%d+),', #ARGV[1] + 1)
-if born then
+if born and tonumber(born) > 0 then
   local left = tonumber(born) + tonumber(ARGV[5]) - tonumber(ARGV[6])
   if left < 1 then
     redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
@@ -640,9 +648,19 @@ func (s *Store) keys(id string) []string {
 }
 
 // keyTTL returns the TTL a write at now gives the keys of a session created at created: the
-// session ttl, cut to what is left of the session's retention (at least a millisecond).
+// session ttl, cut to what is left of the session's retention (at least a millisecond). A
+// session without a creation time (none the engine makes) has no retention to count from.
 func (s *Store) keyTTL(created, now time.Time) time.Duration {
-	return max(time.Millisecond, min(s.ttl, created.Add(s.retention).Sub(now)))
+	return min(s.ttl, s.retentionLeft(created, now))
+}
+
+// retentionLeft returns what is left at now of the retention of a session created at created,
+// at least a millisecond; the whole retention for a session without a creation time.
+func (s *Store) retentionLeft(created, now time.Time) time.Duration {
+	if created.IsZero() {
+		return s.retention
+	}
+	return max(time.Millisecond, created.Add(s.retention).Sub(now))
 }
 
 // millis returns d in whole milliseconds, at least 1: PX rejects 0.
@@ -659,7 +677,8 @@ type record struct {
 	// Commit is the token of the claim whose commit wrote this version, empty after Create.
 	Commit string `json:"commit"`
 	// CreatedMs is CreatedAt in milliseconds since the epoch, for the claim script, which
-	// counts the session's retention from it without decoding the document.
+	// counts the session's retention from it without decoding the document; 0 (no retention)
+	// for a session without a creation time.
 	CreatedMs int64             `json:"createdMs"`
 	ID        string            `json:"id"`
 	Contract  string            `json:"contract"`
@@ -674,7 +693,7 @@ type record struct {
 
 func encode(s *coach.Session, token string) ([]byte, error) {
 	b, err := json.Marshal(record{
-		Tenant: s.Tenant, Version: s.Version, Commit: token, CreatedMs: s.CreatedAt.UnixMilli(),
+		Tenant: s.Tenant, Version: s.Version, Commit: token, CreatedMs: createdMs(s.CreatedAt),
 		ID: s.ID, Contract: s.Contract, Locale: s.Locale, State: s.State, History: s.History,
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, Learner: s.Learner, Safety: s.Safety,
 	})
@@ -682,6 +701,14 @@ func encode(s *coach.Session, token string) ([]byte, error) {
 		return nil, coach.Wrap(err, coach.KindInternal, coach.CodeInternal, "cannot encode session")
 	}
 	return b, nil
+}
+
+// createdMs returns t in milliseconds since the epoch, 0 for the zero time.
+func createdMs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }
 
 func decode(doc string) (*coach.Session, error) {

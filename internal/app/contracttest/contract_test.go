@@ -743,6 +743,17 @@ var cases = []struct {
 		if a.status != http.StatusOK || json.Unmarshal(a.body, &page) != nil || len(page.Events) != max(want-1, 0) {
 			t.Errorf("events after the first: status %d body %s, want 200 with %d events", a.status, a.body, max(want-1, 0))
 		}
+		// Data rights: the learner's export holds the session; its erasure answers 204.
+		wantError(t, "export with a learner key", learner.call(t, "GET", "/v1/learners/learner-1/export", nil), 403, "forbidden", "")
+		wantError(t, "erasure with a learner key", learner.call(t, "DELETE", "/v1/learners/learner-1", nil), 403, "forbidden", "")
+		wantError(t, "export of a malformed reference", op.call(t, "GET", "/v1/learners/a%20b/export", nil), 400, "invalid_request", "")
+		if a := op.call(t, "GET", "/v1/learners/learner-1/export", nil); a.status != http.StatusOK || !bytes.Contains(a.body, []byte(id)) {
+			t.Errorf("export with the operator key: status %d body %s, want 200 and the session", a.status, a.body)
+		}
+		if a := op.call(t, "DELETE", "/v1/learners/learner-1", nil); a.status != http.StatusNoContent {
+			t.Errorf("erasure with the operator key: status %d body %s, want 204", a.status, a.body)
+		}
+		wantError(t, "the erased session", learner.call(t, "GET", "/v1/sessions/"+id, nil), 404, "session_not_found", "")
 	}},
 	{"operations", func(t *testing.T, h *harness) {
 		for _, path := range []string{"/healthz", "/readyz", "/metrics"} {

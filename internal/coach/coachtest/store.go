@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/safety"
 )
 
 // MemStore is an in-memory coach.Store with the rules of internal/redisstore: a session of
@@ -22,6 +23,8 @@ type MemStore struct {
 	asked    []string
 	// transcripts holds each session's transcript, whose entries are numbered from 1.
 	transcripts map[string][]coach.TranscriptEntry
+	// records are the safety audit records written with Audit, oldest first.
+	records []safety.Record
 }
 
 // stored is a session with the token of the Commit that wrote it, which lets a repeated Commit

@@ -1,0 +1,158 @@
+package coach
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/coachgw/coachgw/internal/safety"
+)
+
+// learnerMemStore is a memStore with a learner index whose listing a test sets, so that it can
+// hold what a real index may: ids of expired sessions and of sessions that are not the learner's.
+// It is the test's LearnerAudit too, and records the erasures in the order they reach it.
+type learnerMemStore struct {
+	*memStore
+	listed map[string][]string // by tenant + "/" + learner
+	events []safety.Record
+	erased []string
+}
+
+func (l *learnerMemStore) EraseLearnerSafetyEvents(_ context.Context, tenant, learner string) error {
+	l.erased = append(l.erased, "events of "+tenant+"/"+learner)
+	return nil
+}
+
+// learnerService returns a Service over st, whose audit is st.
+func learnerService(st *learnerMemStore) *Service {
+	return New(Deps{
+		Store: st, Upstreams: []Upstream{{Name: "default", Model: &fakeModel{}}},
+		Contracts: []Contract{echoContract{}}, Options: testOptions(), LearnerAudit: st,
+	})
+}
+
+func (l *learnerMemStore) LearnerSessions(_ context.Context, tenant, learner string) ([]string, error) {
+	return l.listed[tenant+"/"+learner], nil
+}
+
+func (l *learnerMemStore) LearnerSafetyEvents(_ context.Context, tenant, learner string) ([]safety.Record, error) {
+	var out []safety.Record
+	for _, r := range l.events {
+		if r.Tenant == tenant && r.Learner == learner {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func (l *learnerMemStore) EraseLearner(_ context.Context, tenant, learner string) error {
+	l.erased = append(l.erased, tenant+"/"+learner)
+	return nil
+}
+
+func TestExportLearner(t *testing.T) {
+	ctx := context.Background()
+	st := &learnerMemStore{memStore: newMemStore(), listed: map[string][]string{}}
+	svc := learnerService(st)
+	clock := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	svc.now = func() time.Time { clock = clock.Add(time.Minute); return clock }
+	create := func(tenant, learner string) *Session {
+		t.Helper()
+		s, err := svc.CreateSession(ctx, tenant, "echo", NewSession{Learner: learner})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	older, newer := create("acme", "pupil-7"), create("acme", "pupil-7")
+	someoneElse := create("acme", "pupil-8")
+	otherTenant := create("globex", "pupil-7")
+	// A transcript longer than a page is exported whole, in order.
+	const entries = 2*MaxTranscriptPage + 7
+	for i := range entries {
+		st.transcripts[newer.ID] = append(st.transcripts[newer.ID], TranscriptEntry{Seq: int64(i + 1), Role: TranscriptLearner, Input: json.RawMessage(fmt.Sprintf(`{"message":"%d"}`, i))})
+	}
+	// The index lists them newest first, an expired session and sessions that are not this
+	// learner's: the export holds only this learner's live sessions, oldest first.
+	st.listed["acme/pupil-7"] = []string{newer.ID, NewID(), someoneElse.ID, otherTenant.ID, "not-an-id", older.ID}
+	st.events = []safety.Record{
+		{Tenant: "acme", Learner: "pupil-7", Session: older.ID},
+		{Tenant: "acme", Learner: "pupil-8", Session: someoneElse.ID},
+		{Tenant: "globex", Learner: "pupil-7", Session: otherTenant.ID},
+	}
+	exp, err := svc.ExportLearner(ctx, "acme", "pupil-7")
+	if err != nil {
+		t.Fatalf("ExportLearner: %v", err)
+	}
+	var got []string
+	for _, s := range exp.Sessions {
+		got = append(got, s.Session.ID)
+	}
+	if want := []string{older.ID, newer.ID}; !slices.Equal(got, want) {
+		t.Errorf("exported sessions = %v, want %v", got, want)
+	}
+	if len(exp.Sessions) == 2 {
+		tr := exp.Sessions[1].Transcript
+		if len(tr) != entries || tr[0].Seq != 1 || tr[len(tr)-1].Seq != entries {
+			t.Errorf("exported transcript: %d entries, want %d from seq 1", len(tr), entries)
+		}
+		if tr := exp.Sessions[0].Transcript; tr == nil || len(tr) != 0 {
+			t.Errorf("an empty transcript exports as %#v, want an empty list", tr)
+		}
+	}
+	if len(exp.SafetyEvents) != 1 || exp.SafetyEvents[0].Session != older.ID {
+		t.Errorf("exported safety events = %+v, want the one of %s", exp.SafetyEvents, older.ID)
+	}
+
+	none, err := svc.ExportLearner(ctx, "acme", "never-seen")
+	if err != nil || none.Sessions == nil || len(none.Sessions) != 0 || none.SafetyEvents == nil {
+		t.Errorf("export of a learner never seen = %+v, %v, want empty lists", none, err)
+	}
+}
+
+func TestEraseLearner(t *testing.T) {
+	st := &learnerMemStore{memStore: newMemStore()}
+	svc := learnerService(st)
+	if err := svc.EraseLearner(context.Background(), "acme", "pupil-7"); err != nil {
+		t.Fatalf("EraseLearner: %v", err)
+	}
+	// The records go first: a failure after them leaves the index, and with it the next
+	// erasure's way to the sessions.
+	if want := []string{"events of acme/pupil-7", "acme/pupil-7"}; !slices.Equal(st.erased, want) {
+		t.Errorf("erased = %v, want %v", st.erased, want)
+	}
+}
+
+func TestLearnerRoutesRefuse(t *testing.T) {
+	ctx := context.Background()
+	indexed := learnerService(&learnerMemStore{memStore: newMemStore()})
+	plain := NewService(newMemStore(), &fakeModel{}, []Contract{echoContract{}}, testOptions(), nil)
+	tests := []struct {
+		name    string
+		svc     *Service
+		learner string
+		want    Kind
+	}{
+		{"an empty reference", indexed, "", KindInvalid},
+		{"a reference with a slash", indexed, "a/b", KindInvalid},
+		{"a reference with a space", indexed, "a b", KindInvalid},
+		{"a store without a learner index", plain, "pupil-7", KindInternal},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.svc.ExportLearner(ctx, "acme", tt.learner)
+			var e *Error
+			if !errors.As(err, &e) || e.Kind != tt.want {
+				t.Errorf("ExportLearner error = %v, want kind %d", err, tt.want)
+			}
+			err = tt.svc.EraseLearner(ctx, "acme", tt.learner)
+			if !errors.As(err, &e) || e.Kind != tt.want {
+				t.Errorf("EraseLearner error = %v, want kind %d", err, tt.want)
+			}
+		})
+	}
+}
