@@ -185,7 +185,8 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 			RetryAfterCap:            cfg.RetryAfterCap,
 			TokenReserve:             cfg.TokenReserve,
 		},
-		Observer: obs,
+		Observer:     obs,
+		LearnerAudit: auditBatch,
 	})
 	turnLog := redisstore.NewTurnLog(client, cfg.RedisPrefix)
 	a.api = httpapi.New(httpapi.Deps{

@@ -6,16 +6,20 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/coachgw/coachgw/internal/apptest"
 	"github.com/coachgw/coachgw/internal/config"
 	"github.com/coachgw/coachgw/internal/fakellm"
+	"github.com/coachgw/coachgw/internal/redisstore"
+	"github.com/coachgw/coachgw/internal/safety"
 )
 
 // Keys of the data-rights test: a learner key and an operator key for each of two tenants.
@@ -50,7 +54,8 @@ func call(t *testing.T, g *apptest.Gateway, key, method, path string, body any) 
 // Redis: learner A of acme has two sessions with turns, learner B one, and beta has a learner
 // with A's reference. The export of A holds its sessions and whole transcripts; its erasure
 // leaves no key under the gateway's prefix that names A's sessions or A's index, while B and
-// beta's A keep every key they had.
+// beta's A keep every key they had; A's safety records leave the tenant's audit, B's and beta's
+// stay.
 func TestLearnerExportAndErasure(t *testing.T) {
 	g := apptest.Start(t, func(c *config.Config) {
 		c.APIKeys = []config.APIKey{
@@ -91,6 +96,17 @@ func TestLearnerExportAndErasure(t *testing.T) {
 	b := newSession(learnerKeyAcme, refB)
 	betaA := newSession(learnerKeyBeta, refA)
 
+	// The safety audit holds a record of A's, B's and beta's A's turns.
+	audit := redisstore.NewSafetyAudit(rdb, g.Config.RedisPrefix, time.Hour, 0)
+	for _, r := range []struct{ tenant, ref, id string }{{"acme", refA, a1}, {"acme", refB, b}, {"beta", refA, betaA}} {
+		err := audit.Audit(context.Background(), []safety.Record{{Time: time.Now().UTC(), Tenant: r.tenant, Session: r.id, Learner: r.ref,
+			Stage: safety.StageInput, Classifier: safety.BuiltinName, Categories: []safety.Category{safety.CategorySuicide},
+			Severity: safety.SeverityHigh, Action: safety.ActionCrisis, Mode: safety.ModeEnforce}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	// No key but the tenant's operator key reaches the learner routes.
 	for _, key := range []string{learnerKeyAcme, learnerKeyBeta} {
 		for _, req := range [][2]string{{"GET", "/v1/learners/" + refA + "/export"}, {"DELETE", "/v1/learners/" + refA}} {
@@ -129,7 +145,7 @@ func TestLearnerExportAndErasure(t *testing.T) {
 				s.Session.ID, len(s.Transcript), s.Session.State, s.Session.Learner, refA)
 		}
 	}
-	if len(got) != 2 || !got[a1] || !got[a2] || exp.Learner != refA || exp.SafetyEvents == nil {
+	if len(got) != 2 || !got[a1] || !got[a2] || exp.Learner != refA || len(exp.SafetyEvents) != 1 || !strings.Contains(string(exp.SafetyEvents[0]), a1) {
 		t.Errorf("export = %s, want sessions %s and %s of %s", body, a1, a2, refA)
 	}
 
@@ -155,6 +171,10 @@ func TestLearnerExportAndErasure(t *testing.T) {
 			t.Errorf("the erasure of A took key %s, which is not A's", k)
 		}
 	}
+	events, err := rdb.XRange(context.Background(), g.Config.RedisPrefix+":{audit:acme}", "-", "+").Result()
+	if err != nil || len(events) != 1 || !strings.Contains(fmt.Sprint(events), b) {
+		t.Errorf("acme's audit after the erasure = %v, %v, want B's record alone", events, err)
+	}
 	for _, id := range []string{a1, a2} {
 		if status, _ := call(t, g, learnerKeyAcme, "GET", "/v1/sessions/"+id, nil); status != http.StatusNotFound {
 			t.Errorf("GET erased session %s: %d, want 404", id, status)
@@ -168,7 +188,7 @@ func TestLearnerExportAndErasure(t *testing.T) {
 		}
 	}
 	status, body = call(t, g, operatorKeyBeta, "GET", "/v1/learners/"+refA+"/export", nil)
-	if status != http.StatusOK || !strings.Contains(body, betaA) {
+	if status != http.StatusOK || !strings.Contains(body, betaA) || strings.Count(body, `"classifier"`) != 1 {
 		t.Errorf("beta's export of its learner %s after acme's erasure: %d %s", refA, status, body)
 	}
 	status, body = call(t, g, operatorKeyAcme, "GET", "/v1/learners/"+refA+"/export", nil)

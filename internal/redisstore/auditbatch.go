@@ -19,9 +19,12 @@ type AuditBatcher struct {
 	every  time.Duration
 	in     chan []safety.Record
 	failed func()
-	stop   chan struct{}
-	done   chan struct{}
-	once   sync.Once
+	// flush asks run to write what it holds and what is queued at once, and to close the
+	// channel it passes when that is done.
+	flush chan chan struct{}
+	stop  chan struct{}
+	done  chan struct{}
+	once  sync.Once
 }
 
 // auditBatchMax is the most records written in one round trip.
@@ -35,7 +38,7 @@ var errAuditQueueFull = errors.New("safety audit queue full")
 // is called for each batch the store did not take.
 func NewAuditBatcher(a *SafetyAudit, every time.Duration, failed func()) *AuditBatcher {
 	b := &AuditBatcher{audit: a, every: every, in: make(chan []safety.Record, 4096), failed: failed,
-		stop: make(chan struct{}), done: make(chan struct{})}
+		flush: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	go b.run()
 	return b
 }
@@ -77,6 +80,17 @@ func (b *AuditBatcher) run() {
 			}
 		case <-t.C:
 			write()
+		case done := <-b.flush:
+			for drained := false; !drained; {
+				select {
+				case rs := <-b.in:
+					batch = append(batch, rs...)
+				default:
+					drained = true
+				}
+			}
+			write()
+			close(done)
 		case <-b.stop:
 			for {
 				select {
@@ -100,4 +114,42 @@ func (b *AuditBatcher) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+var _ coach.LearnerAudit = (*AuditBatcher)(nil)
+
+// Flush writes every record queued before it was called, waiting at most until ctx ends.
+func (b *AuditBatcher) Flush(ctx context.Context) error {
+	done := make(chan struct{})
+	select {
+	case b.flush <- done:
+	case <-b.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// LearnerSafetyEvents returns the learner's records (SafetyAudit.LearnerSafetyEvents), those
+// still queued included: it flushes first.
+func (b *AuditBatcher) LearnerSafetyEvents(ctx context.Context, tenant, learner string) ([]safety.Record, error) {
+	if err := b.Flush(ctx); err != nil {
+		return nil, failure("safety audit", err)
+	}
+	return b.audit.LearnerSafetyEvents(ctx, tenant, learner)
+}
+
+// EraseLearnerSafetyEvents erases the learner's records (SafetyAudit.EraseLearnerSafetyEvents)
+// after flushing, so that no record queued before the erasure is written after it.
+func (b *AuditBatcher) EraseLearnerSafetyEvents(ctx context.Context, tenant, learner string) error {
+	if err := b.Flush(ctx); err != nil {
+		return failure("safety audit", err)
+	}
+	return b.audit.EraseLearnerSafetyEvents(ctx, tenant, learner)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/safety"
 )
 
 // A learner's sessions are indexed (wire contract v1.3, data rights), so that an operator can
@@ -232,4 +234,102 @@ func globEscape(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+var _ coach.LearnerAudit = (*SafetyAudit)(nil)
+
+// learnerMember returns how a record of learner's encoding holds it: `,"learner":"<ref>"`,
+// followed by ',' or '}'. (Record's learner is never its first member.)
+func learnerMember(learner string) string { return `,"learner":` + jsonString(learner) }
+
+// auditPage is how many records one XRANGE of LearnerSafetyEvents reads.
+const auditPage = 1000
+
+// LearnerSafetyEvents returns the audit records of learner of tenant within the retention,
+// oldest first, reading the tenant's stream a page at a time.
+func (a *SafetyAudit) LearnerSafetyEvents(ctx context.Context, tenant, learner string) ([]safety.Record, error) {
+	member := learnerMember(learner)
+	var out []safety.Record
+	start := a.cutoff()
+	for {
+		msgs, err := a.client.XRangeN(ctx, a.key(tenant), start, "+", auditPage).Result()
+		if err != nil {
+			return nil, failure("safety audit", err)
+		}
+		for _, m := range msgs {
+			s, _ := m.Values["r"].(string)
+			if !holdsMember(s, member) {
+				continue
+			}
+			var r safety.Record
+			if err := json.Unmarshal([]byte(s), &r); err != nil || r.Learner != learner {
+				continue
+			}
+			r.ID, r.Tenant = m.ID, tenant
+			out = append(out, r)
+		}
+		if len(msgs) < auditPage {
+			return out, nil
+		}
+		start = "(" + msgs[len(msgs)-1].ID
+	}
+}
+
+// holdsMember reports whether the JSON object s has member (see learnerMember) as one of its
+// members.
+func holdsMember(s, member string) bool {
+	i := strings.Index(s, member)
+	return i >= 0 && i+len(member) < len(s) && (s[i+len(member)] == ',' || s[i+len(member)] == '}')
+}
+
+// eraseAuditScript removes the records of one learner from a tenant's audit stream by writing
+// the stream anew without them, with every other record under its own id and the stream's TTL
+// kept. XDEL would only mark them deleted: their bytes would stay in the stream's nodes, in
+// memory and in RDB snapshots, until every other record of the same node went too.
+//
+// KEYS: the stream. ARGV: the learner member (see learnerMember). Returns how many records it
+// removed.
+var eraseAuditScript = redis.NewScript(`
+local entries = redis.call('XRANGE', KEYS[1], '-', '+')
+local keep, hits = {}, 0
+for _, e in ipairs(entries) do
+  local hit = false
+  local f = e[2]
+  for i = 2, #f, 2 do
+    local _, j = string.find(f[i], ARGV[1], 1, true)
+    local after = j and string.sub(f[i], j + 1, j + 1)
+    if after == ',' or after == '}' then
+      hit = true
+    end
+  end
+  if hit then
+    hits = hits + 1
+  else
+    keep[#keep + 1] = e
+  end
+end
+if hits == 0 then
+  return 0
+end
+local ttl = redis.call('PTTL', KEYS[1])
+redis.call('DEL', KEYS[1])
+for _, e in ipairs(keep) do
+  redis.call('XADD', KEYS[1], e[1], unpack(e[2]))
+end
+if #keep > 0 and ttl > 0 then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+end
+return hits
+`)
+
+// EraseLearnerSafetyEvents deletes every audit record of learner of tenant, leaving no byte of
+// them in the stream (see eraseAuditScript). It is one script over the tenant's whole stream
+// (at most about DefaultAuditMaxEntries records): Redis serves nothing else while it runs, so
+// an erasure of a tenant with a full stream pauses that Redis for a moment. Other tenants'
+// streams are other keys, untouched.
+func (a *SafetyAudit) EraseLearnerSafetyEvents(ctx context.Context, tenant, learner string) error {
+	if err := eraseAuditScript.Run(ctx, a.client, []string{a.key(tenant)}, learnerMember(learner)).Err(); err != nil {
+		return failure("safety audit", err)
+	}
+	return nil
 }

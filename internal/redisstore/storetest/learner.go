@@ -17,6 +17,7 @@ import (
 	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/httpapi"
 	"github.com/coachgw/coachgw/internal/redisstore"
+	"github.com/coachgw/coachgw/internal/safety"
 )
 
 // LearnerContract runs the learner index, export reads, erasure and retention (wire contract
@@ -266,6 +267,68 @@ var learnerCases = []struct {
 		}
 		f.Get(t, "acme", victim.ID)
 		f.Get(t, "globex", foreign.ID)
+	}},
+	{"a learner's audit records are found, and erased without a byte left, each tenant's apart", func(t *testing.T, f *Fixture) {
+		ctx := context.Background()
+		audit := redisstore.NewSafetyAudit(f.Client, f.Prefix, time.Hour, 0)
+		const ref = "pupil-7"
+		record := func(tenant, learner, session string) safety.Record {
+			return safety.Record{Time: time.Now().UTC(), Tenant: tenant, Session: session, Learner: learner, Turn: "t1",
+				Stage: safety.StageInput, Classifier: safety.BuiltinName, Categories: []safety.Category{safety.CategorySuicide},
+				Severity: safety.SeverityHigh, Action: safety.ActionCrisis, Mode: safety.ModeEnforce}
+		}
+		a1, a2, b, other := coach.NewID(), coach.NewID(), coach.NewID(), coach.NewID()
+		records := []safety.Record{
+			record("acme", ref, a1), record("acme", "pupil-70", b), record("acme", ref, a2),
+			record("acme", "", b), record("globex", ref, other),
+		}
+		for _, r := range records { // one Audit each, as turns write them
+			if err := audit.Audit(ctx, []safety.Record{r}); err != nil {
+				t.Fatalf("Audit: %v", err)
+			}
+		}
+		got, err := audit.LearnerSafetyEvents(ctx, "acme", ref)
+		if err != nil || len(got) != 2 || got[0].Session != a1 || got[1].Session != a2 || got[0].ID == "" {
+			t.Fatalf("LearnerSafetyEvents = %+v, %v, want the records of %s and %s, with their ids", got, err, a1, a2)
+		}
+		before, _, err := audit.SafetyEvents(ctx, "acme", "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := audit.EraseLearnerSafetyEvents(ctx, "acme", ref); err != nil {
+			t.Fatalf("EraseLearnerSafetyEvents: %v", err)
+		}
+		for k, v := range f.Dump(t) {
+			if strings.Contains(k, "audit:acme") && (strings.Contains(v, a1) || strings.Contains(v, a2) || strings.Contains(v, `"learner":"pupil-7"`)) {
+				t.Errorf("after the erasure, %s still holds the learner's records: %s", k, v)
+			}
+		}
+		// Every other record is kept under its own id, so an operator's cursor still holds.
+		after, _, err := audit.SafetyEvents(ctx, "acme", "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, r := range before {
+			if r.Learner != ref {
+				want = append(want, r.ID)
+			}
+		}
+		var gotIDs []string
+		for _, r := range after {
+			gotIDs = append(gotIDs, r.ID)
+		}
+		if !slices.Equal(gotIDs, want) || len(want) != 2 {
+			t.Errorf("records after the erasure = %v, want the others %v", gotIDs, want)
+		}
+		wantTTLWithin(t, f, f.Prefix+":{audit:acme}", time.Hour)
+		if got, err := audit.LearnerSafetyEvents(ctx, "globex", ref); err != nil || len(got) != 1 {
+			t.Errorf("another tenant's learner's records = %+v, %v, want its one", got, err)
+		}
+		// Erasing again finds nothing to erase.
+		if err := audit.EraseLearnerSafetyEvents(ctx, "acme", ref); err != nil {
+			t.Errorf("EraseLearnerSafetyEvents again: %v", err)
+		}
 	}},
 	{"no key of a session outlives its retention, however active the session", func(t *testing.T, f *Fixture) {
 		ctx := context.Background()
