@@ -145,8 +145,20 @@ func TestLearnerExportAndErasure(t *testing.T) {
 				s.Session.ID, len(s.Transcript), s.Session.State, s.Session.Learner, refA)
 		}
 	}
-	if len(got) != 2 || !got[a1] || !got[a2] || exp.Learner != refA || len(exp.SafetyEvents) != 1 || !strings.Contains(string(exp.SafetyEvents[0]), a1) {
+	if len(got) != 2 || !got[a1] || !got[a2] || exp.Learner != refA {
 		t.Errorf("export = %s, want sessions %s and %s of %s", body, a1, a2, refA)
+	}
+	// The safety events are those of A's turns (the engine audits every check) and the crisis
+	// record written above; none of another learner.
+	crisis := false
+	for _, e := range exp.SafetyEvents {
+		if !strings.Contains(string(e), a1) && !strings.Contains(string(e), a2) {
+			t.Errorf("exported safety event %s is not of A's sessions", e)
+		}
+		crisis = crisis || strings.Contains(string(e), `"action":"crisis"`)
+	}
+	if !crisis || len(exp.SafetyEvents) < 2 {
+		t.Errorf("exported safety events = %s, want the turns' checks and the crisis record", exp.SafetyEvents)
 	}
 
 	hash := sha256.Sum256([]byte(refA))
@@ -172,8 +184,13 @@ func TestLearnerExportAndErasure(t *testing.T) {
 		}
 	}
 	events, err := rdb.XRange(context.Background(), g.Config.RedisPrefix+":{audit:acme}", "-", "+").Result()
-	if err != nil || len(events) != 1 || !strings.Contains(fmt.Sprint(events), b) {
-		t.Errorf("acme's audit after the erasure = %v, %v, want B's record alone", events, err)
+	if err != nil || len(events) == 0 {
+		t.Fatalf("acme's audit after the erasure = %v, %v, want B's records", events, err)
+	}
+	for _, e := range events {
+		if r := fmt.Sprint(e.Values); !strings.Contains(r, b) || strings.Contains(r, refA) {
+			t.Errorf("acme's audit after the erasure holds %s, want B's records alone", r)
+		}
 	}
 	for _, id := range []string{a1, a2} {
 		if status, _ := call(t, g, learnerKeyAcme, "GET", "/v1/sessions/"+id, nil); status != http.StatusNotFound {
@@ -188,7 +205,7 @@ func TestLearnerExportAndErasure(t *testing.T) {
 		}
 	}
 	status, body = call(t, g, operatorKeyBeta, "GET", "/v1/learners/"+refA+"/export", nil)
-	if status != http.StatusOK || !strings.Contains(body, betaA) || strings.Count(body, `"classifier"`) != 1 {
+	if status != http.StatusOK || !strings.Contains(body, betaA) || strings.Count(body, `"classifier"`) != strings.Count(body, `"session":"`+betaA+`","learner"`) {
 		t.Errorf("beta's export of its learner %s after acme's erasure: %d %s", refA, status, body)
 	}
 	status, body = call(t, g, operatorKeyAcme, "GET", "/v1/learners/"+refA+"/export", nil)
