@@ -78,10 +78,13 @@ const (
 	CodeSessionBusy       = "session_busy"
 	CodeSessionComplete   = "session_complete"
 	CodeNoPendingProposal = "no_pending_proposal"
-	CodeVersionConflict   = "version_conflict"
-	CodeStoreUnavailable  = "store_unavailable"
-	CodeShuttingDown      = "shutting_down"
-	CodeInternal          = "internal"
+	// CodeSafetyHold refuses a proposal decision of a session on safety hold: while it holds,
+	// the lesson does not move on (v1.3).
+	CodeSafetyHold       = "safety_hold"
+	CodeVersionConflict  = "version_conflict"
+	CodeStoreUnavailable = "store_unavailable"
+	CodeShuttingDown     = "shutting_down"
+	CodeInternal         = "internal"
 	// CodeTurnCancelled ends a turn that was stopped (DELETE …/turns/current).
 	CodeTurnCancelled = "turn_cancelled"
 

@@ -435,3 +435,22 @@ func TestPIIMaskedBeforeTheModel(t *testing.T) {
 		t.Errorf("history = %+v, want what the learner typed", h)
 	}
 }
+
+func TestHeldSessionRefusesProposalDecisions(t *testing.T) {
+	rig := newSafetyRig(t, safety.ModeEnforce, nil)
+	if _, rep := rig.turn(t, crisisMessage); rep.Outcome != OutcomeCrisis {
+		t.Fatalf("outcome = %q, want crisis", rep.Outcome)
+	}
+	move := func(*Session) (json.RawMessage, error) { return json.RawMessage(`{"turns":9}`), nil }
+	_, err := rig.svc.Update(context.Background(), "t1", rig.sess.ID, "echo", json.RawMessage(`{"action":"accept"}`), move)
+	if AsError(err).Code != CodeSafetyHold {
+		t.Errorf("a decision on a held session: error %v, want %s", err, CodeSafetyHold)
+	}
+	if s := rig.stored(t); string(s.State) != `{"turns":0}` || rig.store.locked(s.ID) {
+		t.Errorf("state %s (locked %v), want it unchanged and released", s.State, rig.store.locked(s.ID))
+	}
+	// A draft edit is the learner's own text, not the lesson moving on.
+	if _, err := rig.svc.Update(context.Background(), "t1", rig.sess.ID, "echo", nil, move); err != nil {
+		t.Errorf("a draft edit on a held session: %v, want it stored", err)
+	}
+}

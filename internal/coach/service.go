@@ -248,9 +248,15 @@ func (s *Service) Update(ctx context.Context, tenant, id, contract string, input
 		return nil, err
 	}
 	var state json.RawMessage
-	if sess.Contract != contract {
+	switch {
+	case sess.Contract != contract:
 		err = Errorf(KindInvalid, CodeInvalidRequest, "this route is for %s sessions, not %s", contract, sess.Contract)
-	} else {
+	case input != nil && sess.Held() && s.safety.Enforcing():
+		// A decision is the learner moving the lesson on (accepting a proposal advances the
+		// step); a held session continues no exercise until an operator clears the hold. A
+		// draft edit (input nil) is the learner's own text and stays possible.
+		err = Errorf(KindConflict, CodeSafetyHold, "the session is on a safety hold: the lesson continues when it is cleared")
+	default:
 		state, err = change(sess)
 	}
 	if err != nil {
