@@ -161,15 +161,18 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 		_ = auditBatch.Close(ctx)
 	})
 	svc := coach.New(coach.Deps{
-		Safety:    guard,
-		Audit:     auditBatch,
-		MaskPII:   cfg.PIIRedact == "mask",
-		Store:     a.store,
-		Upstreams: ups,
-		Breaker:   a.breaker,
-		Budget:    budget(cfg),
-		Tracer:    tracer,
-		Contracts: contracts,
+		Safety:  guard,
+		Audit:   auditBatch,
+		MaskPII: cfg.PIIRedact == "mask",
+		// The adapter drops the text too unless it is configured; the engine leaves it out first.
+		Escalator:    a.escalator(m),
+		EscalateText: cfg.EscalationIncludeText,
+		Store:        a.store,
+		Upstreams:    ups,
+		Breaker:      a.breaker,
+		Budget:       budget(cfg),
+		Tracer:       tracer,
+		Contracts:    contracts,
 		Options: coach.Options{
 			HistoryLimit:             cfg.HistoryLimit,
 			HistoryBytes:             cfg.HistoryBytes,
