@@ -87,7 +87,7 @@ var ruleTable = []ruleSpec{
 		re: `(?:voy a|quiero|pienso) (?:saltar|tirarme|lanzarme) (?:(?:de|desde|por) (?:el|la|un|una|mi)|del) (?:puente|edificio|balcon|ventana|azotea|tejado)`},
 	// Spanish: suicide, passive.
 	{id: "es.passive.no_quiero_vivir", cat: CategorySuicide, sev: SeverityHigh,
-		re: `no quiero (?:seguir )?(?:viviendo|existiendo|existir|estar viva|estar vivo)|no quiero vivir (?:mas )?$|no quiero (?:despertar|despertarme) (?:nunca|mas|nunca mas)`},
+		re: `no quiero (?:seguir )?(?:viviendo|existiendo|existir|estar viva|estar vivo)|no quiero vivir $|no quiero vivir mas $|no quiero (?:despertar|despertarme) (?:nunca|mas|nunca mas)`},
 	{id: "es.passive.ojala", cat: CategorySuicide, sev: SeverityHigh,
 		re: `ojala (?:que )?(?:no (?:despertara|despertase|me despertara|me despierte|hubiera nacido|existiera|existiese)|me muriera|me muera|estuviera muert[oa]|me durmiera y no despertara)`},
 	{id: "es.passive.sin_sentido", cat: CategorySuicide, sev: SeverityHigh,
