@@ -7,7 +7,7 @@ import (
 )
 
 // DefaultHoldback is COACH_SAFETY_HOLDBACK_CHARS's default: the most unchecked model text, in
-// characters, the window keeps back while it waits for a sentence end.
+// characters, the window keeps back while it waits for a clause end.
 const DefaultHoldback = 160
 
 // carryRunes bounds the released text the window keeps as context for the next check. It is
@@ -16,22 +16,22 @@ const carryRunes = 240
 
 // Window releases streamed model text only after the output check has passed on it, so no
 // harmful sentence reaches the learner whole. Deltas go in with Push; what comes out is safe to
-// send. Text is held until a sentence end (". ", "! ", "? ", a line break) lets it go, and
+// send. Text is held until a clause end (". ", "! ", "? ", ", ", ": ", "; ", a line break) lets it go, and
 // never more than the holdback: when the held text would exceed it, the oldest part is checked
 // and released at a word boundary. Each check sees the text being released together with
-// everything still held and the released text since the last sentence end, so a phrase split
+// everything still held and the released text since the last clause end, so a phrase split
 // across deltas or across a release edge is checked whole.
 //
 // A phrase can still start in text released at a holdback edge and end in text that arrives
 // later; then the check that sees it whole reports the hit, only its beginning has reached the
 // learner, and the caller retracts that with a reset line (reason unsafe_output). Rules never
-// span a sentence end, so text released at a sentence end can never become part of a later hit.
+// span a clause end, so text released at a clause end can never become part of a later hit.
 //
 // A Window serves one answer and is not safe for concurrent use. After a hit it releases nothing more.
 type Window struct {
 	screen   *Screen
 	holdback int
-	// carry is the released text since the last sentence end, at most carryRunes runes.
+	// carry is the released text since the last clause end, at most carryRunes runes.
 	carry string
 	// pending is the text not yet released.
 	pending string
@@ -93,7 +93,7 @@ func (w *Window) Released() bool { return w.released > 0 }
 func (w *Window) Held() int { return utf8.RuneCountInString(w.pending) }
 
 // releasePoint returns the byte offset in pending up to which text should be released now:
-// after the last sentence end, or further if that would leave more than the holdback held.
+// after the last clause end, or further if that would leave more than the holdback held.
 func (w *Window) releasePoint() int {
 	cut := lastSentenceEnd(w.pending)
 	rest := w.pending[cut:]
@@ -127,8 +127,8 @@ func (w *Window) release(cut int) string {
 	return out
 }
 
-// lastSentenceEnd returns the offset just after the last sentence end in s (0 if none): a
-// line break, or . ! ? … followed by a space. A full stop not followed by a space ("3.5",
+// lastSentenceEnd returns the offset just after the last clause end in s (0 if none): a line
+// break, or . ! ? … , : ; followed by a space. A full stop not followed by a space ("3.5",
 // "e.g" mid-stream) does not count, because the next delta may continue the word.
 func lastSentenceEnd(s string) int {
 	for i := len(s) - 1; i >= 0; i-- {
@@ -146,10 +146,18 @@ func lastSentenceEnd(s string) int {
 	return 0
 }
 
-// sentenceMarkBefore reports whether s ends in a sentence-ending mark.
+// sentenceMarkBefore reports whether s ends in a mark that ends a clause: a sentence end, or a
+// comma, colon or semicolon. No rule spans one (normalize makes each a token of its own, and
+// rules are written with plain spaces), so text up to one can be released once checked:
+// releasing at clauses rather than whole sentences keeps the learner's first words from
+// waiting for the model's first full stop.
 func sentenceMarkBefore(s string) bool {
 	r, _ := utf8.DecodeLastRuneInString(s)
-	return r == '.' || r == '!' || r == '?' || r == '…'
+	switch r {
+	case '.', '!', '?', '…', ',', ':', ';':
+		return true
+	}
+	return false
 }
 
 // trailingWordStart returns the offset where s's last, possibly unfinished, word starts

@@ -91,6 +91,16 @@ func TestWindowSentenceEndReleasesEarly(t *testing.T) {
 	if rel, _ := w.Flush(); rel != " Now hold it" {
 		t.Errorf("Flush = %q, want the rest", rel)
 	}
+	// A clause end releases too: no rule spans a comma.
+	w = NewWindow(newScreen(t), DefaultHoldback)
+	if rel, _ := w.Push("Breathe in, then hold"); rel != "Breathe in," {
+		t.Errorf("Push = %q, want the clause before the comma released", rel)
+	}
+	// A comma inside a number is no clause end.
+	w = NewWindow(newScreen(t), DefaultHoldback)
+	if rel, _ := w.Push("about 3,5 hours"); rel != "" {
+		t.Errorf("Push = %q, want nothing released", rel)
+	}
 	// A full stop inside a number is not a sentence end.
 	w = NewWindow(newScreen(t), DefaultHoldback)
 	if rel, _ := w.Push("Breathe for 3."); rel != "" {
