@@ -46,9 +46,19 @@ var (
 // replaced by its placeholder. It is idempotent, and text with nothing to mask comes back
 // unchanged (the same string).
 func Mask(s string) string {
-	// E-mail first (its local part may hold digits), then cards (a card number also fits the
-	// looser phone forms), then ids, whose letters keep them apart from phones, then phones.
-	s = replace(s, emailRE, func(string) bool { return true }, Email)
+	// Most text a model is sent (a system prompt's instructions and schema, most learner
+	// turns) holds nothing to mask, and the patterns cost about a microsecond a byte: each kind
+	// is only looked for where its cheap necessary sign is there (an "@"; a run of at least
+	// six digits, the fewest any number or id below has).
+	if strings.IndexByte(s, '@') >= 0 {
+		// E-mail first: its local part may hold digits.
+		s = replace(s, emailRE, func(string) bool { return true }, Email)
+	}
+	if longestDigitRun(s) < minDigits {
+		return s
+	}
+	// Cards next (a card number also fits the looser phone forms), then ids, whose letters
+	// keep them apart from phones, then phones.
 	s = maskCards(s)
 	s = replace(s, curpRE, func(string) bool { return true }, NationalID)
 	s = replace(s, dniRE, dniValid, NationalID)
@@ -250,4 +260,31 @@ func phoneValid(s string) bool {
 	default:
 		return len(d) == 9 || len(d) == 10
 	}
+}
+
+// minDigits is the fewest digits a masked number or id holds: a CURP's date (six); DNI and NIE
+// numbers have seven or eight, phones at least eight, cards thirteen.
+const minDigits = 6
+
+// longestDigitRun returns the most digits in one run of digits joined by at most two
+// separators in a row (" ", ".", "-", "(", ")", "/"), as numbers are written ("(55) 1234 5678").
+// It may count more than any pattern would match, never fewer, so a text it rates below
+// minDigits has nothing to mask but e-mail addresses.
+func longestDigitRun(s string) int {
+	best, run, seps := 0, 0, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case '0' <= c && c <= '9':
+			run++
+			seps = 0
+			best = max(best, run)
+		case c == ' ' || c == '.' || c == '-' || c == '(' || c == ')' || c == '/':
+			if seps++; seps > 2 {
+				run, seps = 0, 0
+			}
+		default:
+			run, seps = 0, 0
+		}
+	}
+	return best
 }

@@ -2,6 +2,7 @@ package pii
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/coachgw/coachgw/internal/fuzzcorpus"
@@ -108,7 +109,22 @@ func FuzzMask(f *testing.F) {
 		if r := luhn16Left(got); r != "" {
 			t.Fatalf("Mask(%q) = %q leaves the Luhn-valid run %s", s, got, r)
 		}
+		if want := maskEverywhere(s); got != want {
+			t.Fatalf("Mask(%q) = %q, but every pattern everywhere gives %q: the prefilter skipped a match", s, got, want)
+		}
 	})
+}
+
+// maskEverywhere is Mask without its prefilter: every pattern over the whole text.
+func maskEverywhere(s string) string {
+	s = replace(s, emailRE, func(string) bool { return true }, Email)
+	s = maskCards(s)
+	s = replace(s, curpRE, func(string) bool { return true }, NationalID)
+	s = replace(s, dniRE, dniValid, NationalID)
+	for _, re := range phoneREs {
+		s = replace(s, re, phoneValid, Phone)
+	}
+	return s
 }
 
 // BenchmarkMask measures masking one learner turn with and without personal data.
@@ -116,6 +132,8 @@ func BenchmarkMask(b *testing.B) {
 	for name, in := range map[string]string{
 		"clean": "In module 3 I learned the 5-4-3-2-1 exercise and on 2024-05-12 I tried it before my exam.",
 		"pii":   "Soy Ana, mi correo es ana@colegio.es, mi móvil 612 345 678 y mi DNI 12345678Z.",
+		// A system prompt: instructions and a schema, about 10 KB, nothing to mask.
+		"prompt": strings.Repeat("You are a coach. Follow the schema {\"type\":\"object\",\"maxItems\":12} exactly, step 3 of 7. ", 120),
 	} {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
