@@ -9,16 +9,19 @@
 /** @typedef {import('./types.js').Usage} Usage */
 /** @typedef {import('./types.js').TurnResult} TurnResult */
 /** @typedef {import('./schemas.js').FrontendCard} FrontendCard */
+/** @typedef {import('./schemas.js').ToulminStep} ToulminStep */
 /** @typedef {import('./schemas.js').ContractResults} ContractResults */
 /** @typedef {import('./schemas.js').SafetyNotice} SafetyNotice */
 /** @typedef {import('./types.js').ResetReason} ResetReason */
 
 /**
- * The data of the data-coach-result part: the NDJSON result line without its `type`.
+ * The data of the data-coach-result part: the NDJSON result line without its `type`. A message
+ * restored from `GET …/chat/messages` has no `session` (the transcript keeps the result; `GET
+ * /v1/sessions/{id}` has the session); a streamed one always has it.
  * @template [R=TurnResult]
  * @typedef {object} CoachResultData
  * @property {R} result the guarded result of the session's contract
- * @property {Session} session the session after the turn
+ * @property {Session} [session] the session after the turn; absent from a restored message
  * @property {boolean} [fallback]
  * @property {string} [upstream]
  * @property {Usage} [usage]
@@ -30,9 +33,11 @@
  * what the chat route streams (safety, card, result, reset, error) and what a learner's message
  * may carry instead of text (select, form, continue). `coach-safety` (v1.3) is a crisis turn's
  * message and crisis resources, first in its assistant message and kept there: show it
- * prominently.
+ * prominently. `coach-decision` is only in a restored conversation (`GET …/chat/messages`): the
+ * learner's decision on a toulmin proposal, made through `POST …/proposal`; a restored
+ * `coach-continue` may name the step it opened (send it as `{}`).
  * @template [R=TurnResult]
- * @typedef {{ 'coach-safety': SafetyNotice, 'coach-card': { card: FrontendCard }, 'coach-result': CoachResultData<R>, 'coach-reset': { reason: ResetReason }, 'coach-error': { error: string, message: string, turn?: string }, 'coach-select': { selected: string }, 'coach-form': { id: string, values: Record<string, unknown> }, 'coach-continue': Record<string, never> }} CoachDataParts
+ * @typedef {{ 'coach-safety': SafetyNotice, 'coach-card': { card: FrontendCard }, 'coach-result': CoachResultData<R>, 'coach-reset': { reason: ResetReason }, 'coach-error': { error: string, message: string, turn?: string }, 'coach-select': { selected: string }, 'coach-form': { id: string, values: Record<string, unknown> }, 'coach-continue': { step?: ToulminStep }, 'coach-decision': { action: 'accept' | 'reject' } }} CoachDataParts
  */
 
 /**

@@ -9,6 +9,7 @@ export { SessionRunner, TurnRunner } from './state.js';
 export { coachTurn, collectTurn, parseEvent, readEvents, resumeTurn, stopTurn, streamTurn, TurnText } from './stream.js';
 
 /** @typedef {import('./types.js').Contract} Contract */
+/** @typedef {import('./types.js').Locale} Locale */
 /** @typedef {import('./types.js').CreateSessionRequest} CreateSessionRequest */
 /** @typedef {import('./types.js').TurnRequest} TurnRequest */
 /** @typedef {import('./types.js').ToulminState} ToulminState */

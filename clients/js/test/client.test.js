@@ -30,6 +30,31 @@ describe('session calls', { skip }, () => {
     await client.deleteSession(s.id); // deleting what is gone is not an error
   });
 
+  test('a locale with a region and a learner reference (v1.3)', async () => {
+    const learner = `lrn-${process.pid}-${Date.now()}`;
+    const s = await client.createSession({ contract: 'toulmin', locale: 'es-MX', learner });
+    assert.equal(s.locale, 'es-MX');
+    assert.equal(s.learner, learner);
+    const got = await client.getSession(s.id);
+    assert.equal(got.locale, 'es-MX', 'the locale is stored');
+    assert.equal(got.learner, learner, 'the learner reference is stored');
+    // The gateway writes the region in capitals, as the crisis resources name it.
+    assert.equal((await client.createSession({ contract: 'cards', locale: 'es-mx' })).locale, 'es-MX');
+    const cases = [
+      { name: 'a region of three letters', body: { contract: 'toulmin', locale: 'es-MEX' } },
+      { name: 'a language the gateway does not speak', body: { contract: 'toulmin', locale: 'fr-FR' } },
+      { name: 'a learner reference with a space', body: { contract: 'toulmin', learner: 'a b' } },
+      { name: 'a learner reference with a slash', body: { contract: 'toulmin', learner: '../x' } },
+      { name: 'a learner reference of 129 characters', body: { contract: 'toulmin', learner: 'x'.repeat(129) } },
+    ];
+    for (const c of cases) {
+      await rejectsWith(client.createSession(c.body), { kind: 'http', status: 400, code: 'invalid_request' }).catch((err) => {
+        throw new Error(`${c.name}: ${err.message}`);
+      });
+    }
+    await client.deleteSession(s.id);
+  });
+
   test('modules', async () => {
     const list = await client.listModules();
     const anxiety = list.find((m) => m.id === 'anxiety-basics');

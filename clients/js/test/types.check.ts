@@ -2,7 +2,7 @@
 // TypeScript user writes must type-check, and the mistakes marked @ts-expect-error must not.
 
 import { CoachClient, CoachError, collectTurn, TurnText } from '@coachgw/client';
-import type { CoachAIResult, CoachUIMessage, FrontendCard, Session, StructuredResponse, ToulminState, TurnEvent } from '@coachgw/client';
+import type { CoachAIResult, CoachDataParts, CoachUIMessage, FrontendCard, Locale, Session, StructuredResponse, ToulminState, TurnEvent } from '@coachgw/client';
 import { chatError, chatRoutes } from '@coachgw/client/ai';
 import { streamTurn } from '@coachgw/client/stream.js';
 import { useCoachSession as useVueSession, useCoachTurn as useVueTurn } from '@coachgw/client/vue';
@@ -72,6 +72,19 @@ export async function results(id: string) {
   client.streamTurn(id, { text: 'hi' });
   // @ts-expect-error contract is one of the three
   await client.createSession({ contract: 'poetry' });
+  // v1.3: a locale with a region, and an opaque learner reference.
+  const mx = await client.createSession({ contract: 'toulmin', locale: 'es-MX', learner: 'lrn-42' });
+  mx.learner satisfies string | undefined;
+  await client.createSession({ contract: 'cards', locale: 'en' });
+  await client.createSession({ contract: 'cards', locale: 'en-US' });
+  const locale: Locale = 'es';
+  await client.createSession({ contract: 'module', module: 'anxiety-basics', locale });
+  // @ts-expect-error the gateway speaks English and Spanish only
+  await client.createSession({ contract: 'toulmin', locale: 'fr' });
+  // @ts-expect-error a region follows its language after a hyphen
+  await client.createSession({ contract: 'toulmin', locale: 'es_MX' });
+  // @ts-expect-error a learner reference is a string
+  await client.createSession({ contract: 'toulmin', learner: 42 });
   const page = await client.messages(id, { limit: 10 });
   page.next satisfies number | null;
   const ev: TurnEvent = { type: 'delta', text: 'x' };
@@ -129,6 +142,11 @@ export async function resume(id: string) {
 export function aiTypes(m: CoachUIMessage<'toulmin'>, any: CoachUIMessage) {
   for (const p of m.parts) {
     if (p.type === 'data-coach-result') p.data.result.assistantText.length;
+    // @ts-expect-error a restored result has no session: check before reading it
+    if (p.type === 'data-coach-result') p.data.session.version;
+    if (p.type === 'data-coach-result') p.data.session?.version satisfies number | undefined;
+    if (p.type === 'data-coach-decision') p.data.action satisfies 'accept' | 'reject';
+    if (p.type === 'data-coach-continue') p.data.step satisfies CoachAIResult['step'] | undefined;
     if (p.type === 'data-coach-card') p.data.card.type satisfies FrontendCard['type'];
     if (p.type === 'data-coach-error') p.data.error.length;
     if (p.type === 'data-coach-safety') p.data.resources[0]?.phone satisfies string | undefined;
@@ -139,6 +157,12 @@ export function aiTypes(m: CoachUIMessage<'toulmin'>, any: CoachUIMessage) {
     // @ts-expect-error any contract's result: not every one has assistantText
     if (p.type === 'data-coach-result') p.data.result.assistantText;
   }
+  // The parts a learner's message is sent with.
+  const continued: CoachUIMessage = { id: 'u1', role: 'user', parts: [{ type: 'data-coach-continue', data: {} }] };
+  const chose: CoachUIMessage['parts'][number] = { type: 'data-coach-select', data: { selected: 'b' } };
+  // @ts-expect-error a decision is accept or reject
+  const maybe: CoachDataParts['coach-decision'] = { action: 'maybe' };
+  void [continued, chose, maybe];
   const e = chatError(new Error('{"error":"session_not_found","message":"no such session"}'), m);
   e.error satisfies string;
   e.field satisfies string | undefined;

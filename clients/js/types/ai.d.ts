@@ -3,6 +3,7 @@ export type Session = import('./types.js').Session;
 export type Usage = import('./types.js').Usage;
 export type TurnResult = import('./types.js').TurnResult;
 export type FrontendCard = import('./schemas.js').FrontendCard;
+export type ToulminStep = import('./schemas.js').ToulminStep;
 export type ContractResults = import('./schemas.js').ContractResults;
 export type SafetyNotice = import('./schemas.js').SafetyNotice;
 export type ResetReason = import('./types.js').ResetReason;
@@ -12,9 +13,9 @@ export type CoachResultData<R = TurnResult> = {
      */
     result: R;
     /**
-     * the session after the turn
+     * the session after the turn; absent from a restored message
      */
-    session: Session;
+    session?: Session;
     fallback?: boolean;
     upstream?: string;
     usage?: Usage;
@@ -44,7 +45,12 @@ export type CoachDataParts<R = TurnResult> = {
         id: string;
         values: Record<string, unknown>;
     };
-    'coach-continue': Record<string, never>;
+    'coach-continue': {
+        step?: ToulminStep;
+    };
+    'coach-decision': {
+        action: 'accept' | 'reject';
+    };
 };
 export type CoachUIMessage<C extends Contract = Contract> = import('ai').UIMessage<unknown, CoachDataParts<ContractResults[C]>>;
 export type CoachChatError = {
@@ -61,15 +67,18 @@ export type CoachChatError = {
 /** @typedef {import('./types.js').Usage} Usage */
 /** @typedef {import('./types.js').TurnResult} TurnResult */
 /** @typedef {import('./schemas.js').FrontendCard} FrontendCard */
+/** @typedef {import('./schemas.js').ToulminStep} ToulminStep */
 /** @typedef {import('./schemas.js').ContractResults} ContractResults */
 /** @typedef {import('./schemas.js').SafetyNotice} SafetyNotice */
 /** @typedef {import('./types.js').ResetReason} ResetReason */
 /**
- * The data of the data-coach-result part: the NDJSON result line without its `type`.
+ * The data of the data-coach-result part: the NDJSON result line without its `type`. A message
+ * restored from `GET …/chat/messages` has no `session` (the transcript keeps the result; `GET
+ * /v1/sessions/{id}` has the session); a streamed one always has it.
  * @template [R=TurnResult]
  * @typedef {object} CoachResultData
  * @property {R} result the guarded result of the session's contract
- * @property {Session} session the session after the turn
+ * @property {Session} [session] the session after the turn; absent from a restored message
  * @property {boolean} [fallback]
  * @property {string} [upstream]
  * @property {Usage} [usage]
@@ -80,9 +89,11 @@ export type CoachChatError = {
  * what the chat route streams (safety, card, result, reset, error) and what a learner's message
  * may carry instead of text (select, form, continue). `coach-safety` (v1.3) is a crisis turn's
  * message and crisis resources, first in its assistant message and kept there: show it
- * prominently.
+ * prominently. `coach-decision` is only in a restored conversation (`GET …/chat/messages`): the
+ * learner's decision on a toulmin proposal, made through `POST …/proposal`; a restored
+ * `coach-continue` may name the step it opened (send it as `{}`).
  * @template [R=TurnResult]
- * @typedef {{ 'coach-safety': SafetyNotice, 'coach-card': { card: FrontendCard }, 'coach-result': CoachResultData<R>, 'coach-reset': { reason: ResetReason }, 'coach-error': { error: string, message: string, turn?: string }, 'coach-select': { selected: string }, 'coach-form': { id: string, values: Record<string, unknown> }, 'coach-continue': Record<string, never> }} CoachDataParts
+ * @typedef {{ 'coach-safety': SafetyNotice, 'coach-card': { card: FrontendCard }, 'coach-result': CoachResultData<R>, 'coach-reset': { reason: ResetReason }, 'coach-error': { error: string, message: string, turn?: string }, 'coach-select': { selected: string }, 'coach-form': { id: string, values: Record<string, unknown> }, 'coach-continue': { step?: ToulminStep }, 'coach-decision': { action: 'accept' | 'reject' } }} CoachDataParts
  */
 /**
  * A UI message of the chat route: the AI SDK's UIMessage with coachgw's data parts typed. C

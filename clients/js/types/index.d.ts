@@ -5,6 +5,7 @@ export { DEFAULT_MAX_LINE_BYTES, LineBuffer, readNDJSON } from './ndjson.js';
 export { SessionRunner, TurnRunner } from './state.js';
 export { coachTurn, collectTurn, parseEvent, readEvents, resumeTurn, stopTurn, streamTurn, TurnText } from './stream.js';
 export type Contract = import('./types.js').Contract;
+export type Locale = import('./types.js').Locale;
 export type CreateSessionRequest = import('./types.js').CreateSessionRequest;
 export type TurnRequest = import('./types.js').TurnRequest;
 export type ToulminState = import('./types.js').ToulminState;
@@ -55,6 +56,7 @@ export type TurnEvent<R = TurnResult> = import('./types.js').TurnEvent<R>;
 export type ResultEvent<R = TurnResult> = import('./types.js').ResultEvent<R>;
 export type CollectedTurn<R = TurnResult> = import('./stream.js').CollectedTurn<R>;
 /** @typedef {import('./types.js').Contract} Contract */
+/** @typedef {import('./types.js').Locale} Locale */
 /** @typedef {import('./types.js').CreateSessionRequest} CreateSessionRequest */
 /** @typedef {import('./types.js').TurnRequest} TurnRequest */
 /** @typedef {import('./types.js').ToulminState} ToulminState */

@@ -100,13 +100,23 @@ export type Limits = {
      */
     draftChars?: number;
 };
+export type Locale = 'en' | 'es' | `${'en' | 'es'}-${string}`;
 export type CreateSessionRequest = {
     contract: Contract;
     /**
      * the learning module of a module session
      */
     module?: string;
-    locale?: 'en' | 'es';
+    /**
+     * default `en`
+     */
+    locale?: Locale;
+    /**
+     * an opaque reference of your own to the learner (v1.3; 1 to 128
+     * printable ASCII characters without spaces or `/`), by which an operator exports or erases
+     * everything of that learner; never a name or an e-mail address
+     */
+    learner?: string;
 };
 export type TurnRequest = {
     message?: string;
@@ -294,10 +304,20 @@ export type MessagesPage = {
  * @property {number} [draftChars] a draft value (toulmin only)
  */
 /**
+ * A session's language, optionally with a region (v1.3): the language (`en` or `es`) chooses the
+ * prompts, the region (`es-MX`, `en-US`, …) the crisis resources of a safety line. The gateway
+ * takes a region of two letters; a type cannot say that, so any suffix type-checks and the
+ * gateway answers `400 invalid_request` for one it does not take.
+ * @typedef {'en' | 'es' | `${'en' | 'es'}-${string}`} Locale
+ */
+/**
  * @typedef {object} CreateSessionRequest
  * @property {Contract} contract
  * @property {string} [module] the learning module of a module session
- * @property {'en' | 'es'} [locale]
+ * @property {Locale} [locale] default `en`
+ * @property {string} [learner] an opaque reference of your own to the learner (v1.3; 1 to 128
+ *   printable ASCII characters without spaces or `/`), by which an operator exports or erases
+ *   everything of that learner; never a name or an e-mail address
  */
 /**
  * A learner's turn. toulmin: `message` and optionally `step` (the step the UI believes is
