@@ -8,35 +8,25 @@ import { chatError, chatRoutes } from '@coachgw/client';
 import { DefaultChatTransport } from 'ai';
 
 /** @typedef {import('@coachgw/client').CoachChatError} CoachChatError */
+/** @typedef {import('@coachgw/client').CreateSessionRequest} CreateSessionRequest */
+/** @typedef {import('@coachgw/client').Session} Session */
+/** @typedef {import('@coachgw/client').TurnResult} TurnResult */
+/** @typedef {import('@coachgw/client').CoachAIResult} CoachAIResult */
+/** @typedef {import('@coachgw/client').FrontendCard} FrontendCard */
+/** @typedef {import('@coachgw/client').StructuredResponse} StructuredResponse */
 
 /**
- * A frontend card (api/schemas/card.json), as far as this example reads it.
- * @typedef {{ type: string, content?: string, options?: { id: string, label: string }[], new_level?: number, message?: string }} Card
+ * A UI message of the chat route: the AI SDK's UIMessage with coachgw's data parts typed
+ * (data-coach-result, -card, -safety, -reset, -error, and the learner's -select, -form,
+ * -continue and, restored, -decision), from @coachgw/client.
+ * @typedef {import('@coachgw/client').CoachUIMessage} CoachMessage
  */
-
-/**
- * The data of the data-coach-result part: the NDJSON result line without its type. result is
- * the toulmin CoachAIResult, the cards frontend card, or the module structured response. A
- * message restored from GET …/chat/messages has no session (the transcript keeps the result).
- * @typedef {{ result: Record<string, any>, session?: { id: string, contract: string, version: number, state: Record<string, any> }, fallback?: boolean, turn?: string }} CoachResult
- */
-
-/**
- * coachgw's data parts, named without their "data-" prefix as the AI SDK's types want them.
- * @typedef {{
- *   'coach-card': { card: Card },
- *   'coach-result': CoachResult,
- *   'coach-reset': { reason: string },
- *   'coach-error': { error: string, message: string },
- *   'coach-select': { selected: string },
- *   'coach-form': { id: string, values: Record<string, unknown> },
- *   'coach-continue': { step?: string },
- *   'coach-decision': { action: 'accept' | 'reject' },
- * }} CoachDataParts
- */
-
-/** @typedef {import('ai').UIMessage<never, CoachDataParts>} CoachMessage */
 /** @typedef {CoachMessage['parts'][number]} CoachPart */
+/**
+ * The data of a data-coach-result part: the result, and the session after the turn, which a
+ * message restored from GET …/chat/messages does not have (the transcript keeps the result).
+ * @typedef {import('@coachgw/client').CoachDataParts['coach-result']} CoachResult
+ */
 /** @typedef {{ block?: number, blockType?: string, discarded?: boolean }} TextMetadata */
 
 /**
@@ -47,7 +37,13 @@ import { DefaultChatTransport } from 'ai';
  */
 export function textMetadata(part) {
   const meta = part.type === 'text' ? part.providerMetadata?.coachgw : undefined;
-  return /** @type {TextMetadata} */ (meta ?? {});
+  if (!meta) return {};
+  /** @type {TextMetadata} */
+  const out = {};
+  if (typeof meta.block === 'number') out.block = meta.block;
+  if (typeof meta.blockType === 'string') out.blockType = meta.blockType;
+  if (meta.discarded === true) out.discarded = true;
+  return out;
 }
 
 /**
@@ -68,6 +64,38 @@ export function visibleParts(message) {
 export function resultOf(message) {
   for (const p of message?.parts ?? []) if (p.type === 'data-coach-result') return p.data;
   return undefined;
+}
+
+// Which contract's result a data-coach-result part holds: each contract's result has a member the
+// others lack (toulmin's CoachAIResult its assistantText, a cards session's frontend card its
+// type, a module session's structured response its meta), so the result narrows by its shape,
+// without a cast.
+
+/**
+ * isToulmin says whether result is a toulmin CoachAIResult.
+ * @param {TurnResult} result
+ * @returns {result is CoachAIResult}
+ */
+export function isToulmin(result) {
+  return 'assistantText' in result;
+}
+
+/**
+ * isCard says whether result is a cards session's frontend card.
+ * @param {TurnResult} result
+ * @returns {result is FrontendCard}
+ */
+export function isCard(result) {
+  return 'type' in result;
+}
+
+/**
+ * isModule says whether result is a module session's structured response.
+ * @param {TurnResult} result
+ * @returns {result is StructuredResponse}
+ */
+export function isModule(result) {
+  return 'meta' in result;
 }
 
 /**
@@ -160,7 +188,7 @@ export async function stopTurn({ gateway, sessionId, apiKey }) {
 /**
  * createSession creates a session on the gateway and returns its id.
  * @param {string} gateway
- * @param {{ contract: 'toulmin' | 'cards' | 'module', module?: string }} body
+ * @param {CreateSessionRequest} body
  * @param {string} [apiKey]
  * @returns {Promise<string>}
  */
@@ -171,5 +199,28 @@ export async function createSession(gateway, body, apiKey) {
     body: JSON.stringify(body),
   });
   if (res.status !== 201) throw new Error(`creating a ${body.contract} session: ${res.status} ${await res.text()}`);
-  return (await res.json()).id;
+  const session = /** @type {Session} */ (await res.json());
+  return session.id;
+}
+
+/**
+ * getSession reads a session (GET /v1/sessions/{id}): a reloaded page's toulmin step is in its
+ * state, which a restored conversation does not carry.
+ * @param {{ gateway: string, sessionId: string, apiKey?: string }} options
+ * @returns {Promise<Session>}
+ */
+export async function getSession({ gateway, sessionId, apiKey }) {
+  const res = await fetch(`${gateway}/v1/sessions/${encodeURIComponent(sessionId)}`, { headers: apiKey ? { Authorization: `Bearer ${apiKey}` } : undefined });
+  if (!res.ok) throw new Error(`reading the session: ${res.status} ${await res.text()}`);
+  return /** @type {Session} */ (await res.json());
+}
+
+/**
+ * toulminStep returns the current step of a toulmin session, '' for another contract's.
+ * @param {Session} session
+ * @returns {string}
+ */
+export function toulminStep(session) {
+  const step = session.contract === 'toulmin' ? session.state.step : undefined;
+  return typeof step === 'string' ? step : '';
 }

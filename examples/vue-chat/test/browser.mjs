@@ -119,6 +119,9 @@ async function main() {
       assert(/step grounds/.test(await lastAssistant(page).getByTestId('result').innerText()), 'the next turn coaches the grounds');
       await reloadRestores(page);
       assert((await page.locator('[data-role=user]').nth(2).innerText()).includes('accepted'), 'the decision is restored too');
+      // The step is the session's, read back after the reload (the restored results have none).
+      const step = await page.getByTestId('step').innerText({ timeout: 5000 });
+      assert(step === 'grounds', `after the reload the step is ${JSON.stringify(step)}, want "grounds"`);
     });
 
     await scenario('cards drill', async (page) => {

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DefaultChatTransport, readUIMessageStream } from 'ai';
 
-import { createChat, createSession, loadMessages, resultOf, stopTurn, textMetadata, visibleParts } from '../src/coach.js';
+import { createChat, createSession, getSession, isCard, isModule, isToulmin, loadMessages, resultOf, stopTurn, textMetadata, toulminStep, visibleParts } from '../src/coach.js';
 
 const GATEWAY = (process.env.COACHGW_URL ?? '').replace(/\/+$/, '');
 const FAKELLM = (process.env.FAKELLM_URL ?? '').replace(/\/+$/, '');
@@ -283,6 +283,15 @@ for (const [contract, options, first] of [
     const messages = await loadMessages({ gateway: GATEWAY, sessionId: id });
     assert.deepEqual(messages.map((m) => m.role), ['user', 'assistant']);
     assert.equal(messages[1].id, before.lastMessage.id, "the restored answer has the id it was streamed under (its turn's)");
+    // The restored result: the contract's, told apart by its shape; no session (the page reads
+    // the session for the toulmin step).
+    const restoredResult = resultOf(messages[1]);
+    assert.equal(restoredResult?.session, undefined, 'a restored result has no session');
+    const kinds = { toulmin: isToulmin, cards: isCard, module: isModule };
+    for (const [kind, is] of Object.entries(kinds)) {
+      assert.equal(is(restoredResult.result), kind === contract, `${kind}'s guard on a ${contract} result`);
+    }
+    assert.equal(toulminStep(await getSession({ gateway: GATEWAY, sessionId: id })), contract === 'toulmin' ? 'claim' : '');
     const chat = createChat({ gateway: GATEWAY, sessionId: id, messages });
     const restored = shown(chat);
     await chat.resumeStream();
