@@ -44,11 +44,17 @@ func Open(rawURL string) (redis.UniversalClient, error) {
 }
 
 // DefaultTimeout bounds every exchange with Redis that the client makes on its own (dialling,
-// reading a reply, writing a command, waiting for a pooled connection) unless the URL sets its
-// own. Store also gives each operation a deadline of Options.Timeout (which is usually the
+// reading a reply, writing a command) unless the URL sets its own. Store also gives each operation a deadline of Options.Timeout (which is usually the
 // shorter), so that a Redis that stops answering (paused, partitioned) gets a
 // store_unavailable within that bound instead of a request hanging for the TCP timeout.
 const DefaultTimeout = 2 * time.Second
+
+// poolWait bounds the wait for a pooled connection when the URL sets none. The store's
+// operations carry their own deadline (COACH_REDIS_TIMEOUT), which go-redis honours while
+// waiting for a connection too, so this is only the bound of a caller without one: a burst of
+// turns that outnumbers the pool on a busy machine waits for a connection as long as its own
+// deadline allows, rather than failing at a fixed DefaultTimeout below it.
+const poolWait = 10 * time.Second
 
 // bounded returns t with the bounds every client of the gateway needs where the URL did not set
 // them: the timeouts of DefaultTimeout, context deadlines honoured on the socket (go-redis
@@ -59,10 +65,13 @@ const DefaultTimeout = 2 * time.Second
 // buys.
 func (t target) bounded() target {
 	timeouts := func(dial, read, write, pool *time.Duration) {
-		for _, d := range []*time.Duration{dial, read, write, pool} {
+		for _, d := range []*time.Duration{dial, read, write} {
 			if *d == 0 {
 				*d = DefaultTimeout
 			}
+		}
+		if *pool == 0 {
+			*pool = poolWait
 		}
 	}
 	switch {
