@@ -83,6 +83,11 @@ type Config struct {
 	// the mode coachgw+log, in the same interleaved rounds: on a shared machine, the cost of
 	// the log is then measured under the same noise as the gateway without it.
 	TurnLogAB bool
+	// SafetyAB runs, besides the gateway (whose learner-safety checks run in their default
+	// mode, enforce), a second gateway with them off (COACH_SAFETY_MODE=off) as the mode
+	// coachgw/safety-off, in the same interleaved rounds: the difference is what the input
+	// screen and the output window cost a turn, measured under the same noise.
+	SafetyAB bool
 	// Upstreams, when positive, configures the gateway with COACH_UPSTREAMS of that many
 	// endpoints instead of OPENAI_BASE_URL: fakellm first, then fallback endpoints on loopback
 	// ports where nothing listens. With a healthy first endpoint the others are never asked, so
@@ -330,8 +335,9 @@ func measureHop(direct, relayed string) (float64, error) {
 	return ms(rl - d), nil
 }
 
-// gatewayEnv is the gateway's configuration: the usual environment variables.
-func (r *runner) gatewayEnv(turnLog bool) ([]string, error) {
+// gatewayEnv is the gateway's configuration: the usual environment variables, with the
+// resumable-turn line log on or off and the learner-safety checks in safetyMode.
+func (r *runner) gatewayEnv(turnLog bool, safetyMode string) ([]string, error) {
 	ups, err := r.upstreams()
 	if err != nil {
 		return nil, err
@@ -357,6 +363,12 @@ func (r *runner) gatewayEnv(turnLog bool) ([]string, error) {
 		"COACH_API_KEYS", "",
 		"COACH_API_KEYS_FILE", "",
 		"COACH_RESUME_TTL", map[bool]string{true: "5m", false: "0"}[turnLog],
+		// The built-in screen alone, whatever the bench's own environment says: no moderation
+		// endpoint, guard model or escalation webhook.
+		"COACH_SAFETY_MODE", safetyMode,
+		"COACH_MODERATION_URL", "", "COACH_MODERATION_MODEL", "",
+		"COACH_GUARD_URL", "", "COACH_GUARD_MODEL", "",
+		"COACH_ESCALATION_URL", "", "COACH_ESCALATION_SECRET", "",
 	), nil
 }
 
@@ -411,7 +423,7 @@ type modeAcc struct {
 func (r *runner) level(ctx context.Context, c int) (Level, error) {
 	turns, rounds, perWorker := r.cfg.turnsFor(c)
 	lvl := Level{Concurrency: c, TurnsPerMode: turns, Rounds: rounds, TurnsPerWorker: perWorker}
-	env, err := r.gatewayEnv(r.cfg.TurnLog)
+	env, err := r.gatewayEnv(r.cfg.TurnLog, "enforce")
 	if err != nil {
 		return lvl, err
 	}
@@ -422,7 +434,7 @@ func (r *runner) level(ctx context.Context, c int) (Level, error) {
 	defer gw.stop()
 	var gwLog *child
 	if r.cfg.TurnLogAB {
-		env, err := r.gatewayEnv(true)
+		env, err := r.gatewayEnv(true, "enforce")
 		if err != nil {
 			return lvl, err
 		}
@@ -430,6 +442,17 @@ func (r *runner) level(ctx context.Context, c int) (Level, error) {
 			return lvl, err
 		}
 		defer gwLog.stop()
+	}
+	var gwOff *child
+	if r.cfg.SafetyAB {
+		env, err := r.gatewayEnv(r.cfg.TurnLog, "off")
+		if err != nil {
+			return lvl, err
+		}
+		if gwOff, err = startChild(ctx, r.cfg.Self, roleGateway, env, r.cfg.Stderr); err != nil {
+			return lvl, err
+		}
+		defer gwOff.stop()
 	}
 	px, err := startChild(ctx, r.cfg.Self, roleProxy, childEnv(UpstreamEnv, r.up.base), r.cfg.Stderr)
 	if err != nil {
@@ -440,6 +463,9 @@ func (r *runner) level(ctx context.Context, c int) (Level, error) {
 	procs := map[Mode]*child{Proxy: px, Coachgw: gw}
 	if gwLog != nil {
 		targets[CoachgwLog], procs[CoachgwLog] = gwLog.url(), gwLog
+	}
+	if gwOff != nil {
+		targets[CoachgwSafetyOff], procs[CoachgwSafetyOff] = gwOff.url(), gwOff
 	}
 	modes := r.modes()
 
@@ -514,10 +540,14 @@ func (r *runner) warmUp(ctx context.Context, level, c int, targets map[Mode]stri
 
 // modes returns the paths the run measures, in the order of its first round.
 func (r *runner) modes() []Mode {
+	modes := []Mode{Direct, Proxy, Coachgw}
 	if r.cfg.TurnLogAB {
-		return []Mode{Direct, Proxy, Coachgw, CoachgwLog}
+		modes = append(modes, CoachgwLog)
 	}
-	return []Mode{Direct, Proxy, Coachgw}
+	if r.cfg.SafetyAB {
+		modes = append(modes, CoachgwSafetyOff)
+	}
+	return modes
 }
 
 // closeIdle closes the idle connections on both sides of fakellm and the client, and with
@@ -614,6 +644,7 @@ func record(s *samples, rec *turnRec, err error) {
 	s.ttllAbs = append(s.ttllAbs, rec.last-rec.send)
 	s.toModel = append(s.toModel, rec.arrive-rec.send)
 	s.fromModel = append(s.fromModel, rec.first-rec.flushes[rec.sc.first])
+	s.held = append(s.held, rec.flushes[rec.recvChunk[0]]-rec.flushes[rec.sc.first])
 	s.deltas += len(rec.recv)
 }
 
@@ -913,7 +944,7 @@ func (a *modeAcc) result(m Mode) ModeResult {
 		Mode: m.String(), Turns: s.turns, Errors: s.errs, ErrorSamples: s.errSamples, Deltas: s.deltas,
 		TTFD: summarize(s.ttfd), TTLL: summarize(s.ttll), Delta: summarize(s.delta),
 		TTFDAbs: summarize(s.ttfdAbs), TTLLAbs: summarize(s.ttllAbs),
-		ToModel: summarize(s.toModel), FromModel: summarize(s.fromModel),
+		ToModel: summarize(s.toModel), FromModel: summarize(s.fromModel), Held: summarize(s.held),
 		WallSeconds: float64(a.wall) / float64(time.Second),
 	}
 	if a.wall > 0 {

@@ -175,3 +175,59 @@ func TestBenchTurnLogAB(t *testing.T) {
 	}
 	checkXML(t, rep.SVG())
 }
+
+// TestBenchSafetyAB runs the gateway with its learner-safety checks enforced and off in the same
+// rounds (-safety-ab): both paths must run without errors; the one with the checks off relays the
+// first text in the line it arrives with, while the one enforcing them holds it for a sentence
+// end, which the bench must see as model time waited (first line held); and the report must
+// name the cost.
+func TestBenchSafetyAB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var progress strings.Builder
+	res, err := Run(ctx, Config{
+		Levels: []int{2}, Turns: 4, Rounds: 2, Hold: -1,
+		Shape:    Shape{Chunks: 150, ChunkMin: 3, ChunkMax: 8},
+		Seed:     7,
+		RedisURL: redistest.URL(t),
+		SafetyAB: true,
+		Progress: &progress, Stderr: testWriter{t},
+		Command: "smoke",
+	})
+	if err != nil {
+		t.Fatalf("Run: %v\nprogress:\n%s", err, progress.String())
+	}
+	l := res.Levels[0]
+	on, off := l.mode("coachgw"), l.mode("coachgw/safety-off")
+	if on == nil || off == nil {
+		t.Fatalf("modes %+v, want coachgw and coachgw/safety-off", l.Modes)
+	}
+	for _, m := range []*ModeResult{on, off} {
+		if m.Errors != 0 || m.Turns != l.TurnsPerMode {
+			t.Errorf("%s: %d errors in %d turns (%q), want none in %d", m.Mode, m.Errors, m.Turns, m.ErrorSamples, l.TurnsPerMode)
+		}
+		if m.CPUPerTurnUs <= 0 || m.MallocsPerTurn <= 0 {
+			t.Errorf("%s: CPU %v µs and %v allocs per turn, want both measured", m.Mode, m.CPUPerTurnUs, m.MallocsPerTurn)
+		}
+	}
+	if off.Held.N != off.Turns || off.Held.Max != 0 {
+		t.Errorf("coachgw/safety-off: first line held %+v, want 0 in each of %d turns (text relayed as it comes)", off.Held, off.Turns)
+	}
+	if on.Held.N != on.Turns || on.Held.Max <= 0 {
+		t.Errorf("coachgw: first line held %+v, want a wait for a sentence end in some of %d turns", on.Held, on.Turns)
+	}
+	if on.Deltas >= off.Deltas {
+		t.Errorf("coachgw sent %d delta lines, safety off %d: want fewer, the window releases sentences, not chunks", on.Deltas, off.Deltas)
+	}
+	rep := &Report{Runs: []*Result{res}, Chart: "bench.svg", Regenerate: []string{"smoke"}}
+	md := rep.Markdown()
+	for _, want := range []string{"| 2 | coachgw/safety-off |", "learner safety (enforce vs off, built-in screen) adds ≤ 300 ms to TTFD p95", "another path, **coachgw/safety-off**"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the markdown lacks %q:\n%s", want, md)
+		}
+	}
+	checkXML(t, rep.SVG())
+}

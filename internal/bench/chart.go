@@ -27,7 +27,7 @@ var (
 		{"TTLL overhead", func(m *ModeResult) Summary { return m.TTLL }},
 		{"per-delta latency", func(m *ModeResult) Summary { return m.Delta }},
 	}
-	chartColors = map[string]string{"direct": "#8c8c8c", "proxy": "#3b75af", "coachgw": "#e8762b", "coachgw+log": "#b3452c"}
+	chartColors = map[string]string{"direct": "#8c8c8c", "proxy": "#3b75af", "coachgw": "#e8762b", "coachgw+log": "#b3452c", "coachgw/safety-off": "#6a9f58"}
 )
 
 // SVG draws, per level and per metric, one box plot per path on a logarithmic axis, so that
@@ -48,12 +48,17 @@ func (r *Report) SVG() string {
 	w(`<text x="%d" y="18" font-size="14" font-weight="bold">coachgw vs proxy vs direct: what each path adds (log scales, one per panel)</text>`+"\n", chartLabelW)
 	lx := chartLabelW
 	legend := []string{"direct", "proxy", "coachgw"}
-	if paths > 3 {
-		legend = append(legend, "coachgw+log")
+	for _, name := range []string{CoachgwLog.String(), CoachgwSafetyOff.String()} {
+		for _, l := range levels {
+			if l.mode(name) != nil {
+				legend = append(legend, name)
+				break
+			}
+		}
 	}
 	for _, name := range legend {
 		w(`<rect x="%d" y="28" width="12" height="12" fill="%s"/><text x="%d" y="38">%s</text>`+"\n", lx, chartColors[name], lx+16, name)
-		lx += 90
+		lx += max(90, 26+7*len(name)) // about 7 px a character at 11 px
 	}
 	w(`<text x="%d" y="38" fill="#555">box p25-p75, line p50, whiskers p1-p99, dot max</text>`+"\n", lx+10)
 

@@ -28,6 +28,10 @@ const (
 	// CoachgwLog: the same turn through a second gateway that keeps its resumable-turn line
 	// log (Config.TurnLogAB), so that the cost of the log is measured in the same rounds.
 	CoachgwLog
+	// CoachgwSafetyOff: the same turn through a second gateway with its learner-safety checks
+	// off (COACH_SAFETY_MODE=off; Config.SafetyAB), so that what enforcing them costs is
+	// measured in the same rounds as coachgw, which runs the default, enforce.
+	CoachgwSafetyOff
 )
 
 func (m Mode) String() string {
@@ -38,16 +42,20 @@ func (m Mode) String() string {
 		return "proxy"
 	case CoachgwLog:
 		return "coachgw+log"
+	case CoachgwSafetyOff:
+		return "coachgw/safety-off"
 	default:
 		return "coachgw"
 	}
 }
 
 // gateway reports whether m runs turns through a coachgw gateway.
-func (m Mode) gateway() bool { return m == Coachgw || m == CoachgwLog }
+func (m Mode) gateway() bool { return m == Coachgw || m == CoachgwLog || m == CoachgwSafetyOff }
 
 // isGateway is gateway for a mode's name in a result.
-func isGateway(name string) bool { return name == Coachgw.String() || name == CoachgwLog.String() }
+func isGateway(name string) bool {
+	return name == Coachgw.String() || name == CoachgwLog.String() || name == CoachgwSafetyOff.String()
+}
 
 // userMessage is the learner's message of every turn; the tag follows it.
 const userMessage = "I think cities should close their centres to private cars by 2030, because cars make streets unsafe."

@@ -60,6 +60,12 @@ func (r *Report) Markdown() string {
 			break
 		}
 	}
+	for _, l := range r.levels() {
+		if l.mode(CoachgwSafetyOff.String()) != nil {
+			w("With `-safety-ab` another path, **coachgw/safety-off**, is a second gateway, alike but for its learner-safety checks (`COACH_SAFETY_MODE=off`; coachgw runs the default, `enforce`, with the built-in screen alone), run in the same interleaved rounds: the difference between the two is what the input screen and the output window cost. The window holds model text until a sentence end (or `COACH_SAFETY_HOLDBACK_CHARS`), so under enforce the first delta waits for the model to finish its first sentence: *first line held* is that wait, the model's own time from its first text to the chunk completing the first line the gateway sent, and it is part of the TTFD overhead.\n\n")
+			break
+		}
+	}
 
 	levels := r.levels()
 	w("## Latency (ms)\n\n")
@@ -259,6 +265,18 @@ func (r *Report) targets() []target {
 		out = append(out, target{fmt.Sprintf("c=%d: resumable turns (line log on) add ≤ 0.2 ms to TTFD p50", l.Concurrency),
 			fmt.Sprintf("%s ms (p95 %s ms); Redis round trips/turn %.2f on, %.2f off", signed(d50), signed(log.TTFD.P95-gw.TTFD.P95), log.RedisPerTurn, gw.RedisPerTurn),
 			verdict(d50 <= 0.2)})
+	}
+	for _, l := range levels {
+		on, off := l.mode(Coachgw.String()), l.mode(CoachgwSafetyOff.String())
+		if on == nil || off == nil {
+			continue
+		}
+		d50, d95 := on.TTFD.P50-off.TTFD.P50, on.TTFD.P95-off.TTFD.P95
+		out = append(out, target{fmt.Sprintf("c=%d: learner safety (enforce vs off, built-in screen) adds ≤ 300 ms to TTFD p95", l.Concurrency),
+			fmt.Sprintf("%s ms p95 (p50 %s ms); first line held p50 / p95 %s / %s ms (off: %s / %s); CPU µs/turn %.0f on, %.0f off; allocs/turn %.0f on, %.0f off",
+				signed(d95), signed(d50), fmtMs(on.Held.P50), fmtMs(on.Held.P95), fmtMs(off.Held.P50), fmtMs(off.Held.P95),
+				on.CPUPerTurnUs, off.CPUPerTurnUs, on.MallocsPerTurn, off.MallocsPerTurn),
+			verdict(d95 <= 300)})
 	}
 	var mem []string
 	memOK, memSeen := true, false

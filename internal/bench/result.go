@@ -91,6 +91,9 @@ type ModeResult struct {
 	// coachgw: HTTP, claim, prompt, model request) and the first text's way back.
 	ToModel   Summary `json:"toModel"`
 	FromModel Summary `json:"fromModel"`
+	// Held is the part of FromModel spent waiting for the model: its own time from the first
+	// text to the piece completing the first line the path sent (see samples.held).
+	Held Summary `json:"firstLineHeld"`
 	// Delta is the per-line latency: arrival minus fakellm's flush of the completing piece.
 	Delta Summary `json:"perDelta"`
 	// Deltas counts text-carrying lines: SSE events for direct and proxy, delta lines for

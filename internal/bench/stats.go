@@ -65,6 +65,11 @@ type samples struct {
 	// toModel and fromModel split ttfd: from sending the request to its arrival at fakellm,
 	// and from fakellm's flush of the first text to its arrival at the client.
 	toModel, fromModel []int64
+	// held is, per turn, the model's own time from the flush of the first text to the flush of
+	// the piece that completed the first text-carrying line: zero for a path that relays text
+	// as it comes, the wait for a sentence end (or the holdback) for a gateway whose output
+	// window holds text until it is checked.
+	held []int64
 	// delta holds, per text-carrying line, the time it reached the client minus the time
 	// fakellm flushed the chunk that completed it.
 	delta  []int64
@@ -91,6 +96,7 @@ func (s *samples) merge(o *samples) {
 	s.ttllAbs = append(s.ttllAbs, o.ttllAbs...)
 	s.toModel = append(s.toModel, o.toModel...)
 	s.fromModel = append(s.fromModel, o.fromModel...)
+	s.held = append(s.held, o.held...)
 	s.delta = append(s.delta, o.delta...)
 	s.turns += o.turns
 	s.deltas += o.deltas
