@@ -106,7 +106,8 @@ func evaluate(t *testing.T, s *Screen, set, file string, stage Stage) score {
 }
 
 // TestCorpusPrecisionRecall is the evaluation the README reports: per language and stage, the
-// benign set raises nothing and recall clears minRecall. Run with -v to see the table.
+// benign set raises nothing and recall clears minRecall, and the README and docs/safety.md show
+// the table as measured. Run with -v to see the table.
 func TestCorpusPrecisionRecall(t *testing.T) {
 	s, err := NewScreen()
 	if err != nil {
@@ -126,6 +127,17 @@ func TestCorpusPrecisionRecall(t *testing.T) {
 			r.set, r.positives, r.benign, r.tp, r.fn, r.fp, r.precision(), r.recall())
 	}
 	t.Logf("built-in screen on testdata/safety:\n%s", table.String())
+	// The README and the safety page show this table; a rule or corpus change that moves a
+	// figure must move them too.
+	for _, page := range []string{"../../README.md", "../../docs/safety.md"} {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), table.String()) {
+			t.Errorf("%s does not show the evaluation as measured; want the table:\n%s", page, table.String())
+		}
+	}
 	for _, r := range rows {
 		for _, m := range r.misses {
 			t.Logf("%s miss: %s", r.set, m)
