@@ -146,12 +146,12 @@ async function start(page, contract, locale = 'en', base = BASE) {
   return panel;
 }
 
-/** waitTurns waits until the panel has completed n turns and is idle. */
-async function waitTurns(page, contract, n) {
+/** waitTurns waits (up to timeout ms) until the panel has completed n turns and is idle. */
+async function waitTurns(page, contract, n, timeout = WAIT) {
   await page.waitForFunction(([sel, want]) => {
     const el = document.querySelector(sel);
     return el && Number(el.dataset.turns) >= want && el.dataset.busy === 'false';
-  }, [`[data-testid="${contract}-panel"]`, n], { timeout: WAIT });
+  }, [`[data-testid="${contract}-panel"]`, n], { timeout });
 }
 
 async function say(page, text, { enter = false } = {}) {
@@ -1337,14 +1337,112 @@ async function keptTurn(page) {
   return page.evaluate(() => JSON.parse(sessionStorage.getItem(`coachgw.turn.${location.hash.split('/').pop()}`) || 'null'));
 }
 
-/** midAnswer waits until the coach's streaming bubble shows text and the panel has kept some lines. */
-async function midAnswer(page) {
-  await page.waitForFunction(() => {
-    const el = document.querySelector('[data-testid="msg-assistant"][data-streaming="true"] .msg-body');
+// TOULMIN_STREAMING is where the toulmin panel streams an answer.
+const TOULMIN_STREAMING = '[data-testid="msg-assistant"][data-streaming="true"] .msg-body';
+
+/**
+ * midAnswer waits until the answer streaming in the element of selector (the toulmin panel's
+ * bubble by default) shows text and the panel has kept some lines.
+ */
+async function midAnswer(page, selector = TOULMIN_STREAMING) {
+  await page.waitForFunction((sel) => {
+    const el = document.querySelector(sel);
     const kept = sessionStorage.getItem(`coachgw.turn.${location.hash.split('/').pop()}`);
     return el && !el.querySelector('.typing') && el.textContent.trim().length > 0 && kept && JSON.parse(kept).after > 1;
+  }, selector);
+}
+
+/** storedMessages reads the transcript the gateway stored for the session the page shows. */
+async function storedMessages(page) {
+  const sess = await sessionOf(page);
+  return page.evaluate(async (id) => (await (await fetch(`/v1/sessions/${id}/messages`)).json()).messages, sess.id);
+}
+
+/** plain is text as a page shows it: markdown marks and list markers out, white space collapsed. */
+function plain(text) {
+  return text.replace(/^\s*(?:[-+]|\d+\.)\s+/gm, '').replace(/[*_`#>]/g, '').replace(/\s+/g, ' ').trim();
+}
+
+/** announcements records what the panel's live region says from now on (window.__announced). */
+async function announcements(page) {
+  await page.evaluate(() => {
+    window.__announced = [];
+    const el = document.querySelector('[data-testid="announcer"]');
+    new MutationObserver(() => { if (el.textContent) window.__announced.push(el.textContent); }).observe(el, { childList: true, characterData: true, subtree: true });
   });
 }
+
+// RESUMABLE says, for the cards and module panels, what the resume and stop scenarios need: how
+// the turn to resume or stop comes about, where its answer streams, its Stop button, and how it
+// shows. The module's turns take half a minute each on the slow gateway: its scenarios use its
+// opening turn.
+const RESUMABLE = {
+  cards: {
+    streaming: '[data-testid="card-pending"][data-streaming="true"] .card-content',
+    stop: 'cards-stop',
+    // answers: the elements of the answers shown (the pending card is not one); before: how
+    // many there are before the turn.
+    answers: '[data-testid="card"]',
+    before: 1,
+    // ready waits for the session to be where the turn starts (after its opening turn).
+    ready: (page) => waitTurns(page, 'cards', 1),
+    // ask starts the turn: Continue on the first card, a scenario.
+    async ask(page) {
+      const card = page.locator('[data-testid="card"][data-active="true"]').last();
+      assertEq(await card.getAttribute('data-card-type'), 'scenario', 'the first card');
+      await card.getByTestId('card-continue').click();
+    },
+    // texts are what the stored result shows as text.
+    texts: (r) => [r.content],
+    // streamed returns the text streamed so far, by block: the card's content is one.
+    streamed: (events) => ({ 0: events.filter((e) => e.type === 'delta').map((e) => e.text).join('') }),
+    // asked checks how the learner's input shows once the turn is over.
+    async asked(page) {
+      assertEq(await page.getByTestId('card-answer').count(), 1, 'the answer shows once, under its card');
+      assertEq((await page.getByTestId('card-answer').textContent()).trim(), 'Continued', 'as the learner gave it');
+      assertEq(await page.locator('[data-testid="card"][data-active="true"]').count(), 1, 'one card to answer');
+    },
+    // stopped checks the panel after Stop: the card is there to answer again, with the focus.
+    async stopped(page) {
+      const card = page.locator('[data-testid="card"][data-active="true"]');
+      assertEq(await card.count(), 1, 'the card is there to answer again');
+      assert(!(await card.getByTestId('card-continue').isDisabled()), 'and can be answered');
+      assertEq(await focused(page), 'card-continue', 'the focus on its Continue');
+    },
+  },
+  module: {
+    streaming: '[data-testid="module-response"][data-streaming="true"] .blocks',
+    stop: 'composer-stop',
+    answers: '[data-testid="module-response"]',
+    before: 0,
+    ready: async () => {},
+    ask: async () => {},
+    texts: (r) => (r.content.text_blocks || []).map((b) => b.content),
+    streamed(events) {
+      const blocks = {};
+      for (const e of events.filter((x) => x.type === 'delta')) blocks[e.block || 0] = (blocks[e.block || 0] || '') + e.text;
+      return blocks;
+    },
+    async asked(page) {
+      assertEq(await page.getByTestId('msg-auto').count(), 1, 'the opening message shows once, as sent');
+      assertEq(await page.getByTestId('composer-input').inputValue(), '', 'and is not in the box');
+    },
+    async stopped(page) {
+      assertEq(await page.getByTestId('msg-auto').count(), 1, 'the opening message stays, to send again');
+      assertEq(await page.getByTestId('retry-button').count(), 1, 'with Retry');
+      assertEq(await focused(page), 'composer-input', 'focus in the message box');
+      // A message of the learner's own, stopped, goes back into the box.
+      const message = 'Can you tell me more about this?';
+      await say(page, message);
+      await midAnswer(page, this.streaming);
+      await page.getByTestId('composer-stop').click();
+      await page.waitForFunction(() => document.querySelector('[data-testid="turn-error"]')?.dataset.errorCode === 'turn_cancelled' && document.querySelector('[data-testid="module-panel"]')?.dataset.busy === 'false');
+      assertEq(await page.getByTestId('msg-user').count(), 0, 'the stopped message is not shown as sent');
+      assertEq(await page.getByTestId('composer-input').inputValue(), message, 'the message is back in the box');
+      assertEq(await focused(page), 'composer-input', 'focus in the message box');
+    },
+  },
+};
 
 /** resumeAfters records the `after` of every resume request the page makes. */
 function resumeAfters(page) {
@@ -1651,6 +1749,93 @@ async function safetyScenarios() {
   }));
 }
 
+// The cards and module panels go on with an answer after a reload, and stop one, as the toulmin
+// panel does.
+async function resumePanelScenarios() {
+  if (!SLOW_BASE) return;
+  for (const [contract, p] of Object.entries(RESUMABLE)) {
+    await scenario(`resume ${contract}: a reload mid-answer continues the same answer in place, shown and announced once; axe clean resumed`, () => withPage(`resume-${contract}`, async (page) => {
+      const afters = resumeAfters(page);
+      await start(page, contract, 'en', SLOW_BASE);
+      await p.ready(page);
+      await p.ask(page);
+      await midAnswer(page, p.streaming);
+      const kept = await keptTurn(page);
+      assert(kept && kept.turn && kept.after > 1, `the turn id and line count are kept (${JSON.stringify(kept && { turn: kept.turn, after: kept.after })})`);
+      const before = p.streamed(kept.events);
+      await page.reload();
+      await restored(page, contract);
+      // The answer so far is back, each block in its place, before the rest arrives (once drawn:
+      // the panel draws streamed text at the next animation frame).
+      await page.waitForFunction((sel) => document.querySelector(sel)?.textContent.trim().length > 0, p.streaming);
+      await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+      const shown = await page.evaluate((sel) => {
+        const el = document.querySelector(sel);
+        const blocks = el ? [...el.querySelectorAll(':scope > [data-index]')] : [];
+        return blocks.length ? Object.fromEntries(blocks.map((b) => [b.dataset.index, b.textContent])) : { 0: el ? el.textContent : '' };
+      }, p.streaming);
+      for (const [index, text] of Object.entries(before)) {
+        const words = plain(text).split(' ').slice(0, 3).join(' ');
+        assert(plain(shown[index] || '').startsWith(words), `block ${index} is back in place as it was (${JSON.stringify(shown[index] || '').slice(0, 80)} vs ${JSON.stringify(words)})`);
+      }
+      assert(afters.some((n) => n >= kept.after), `resumed after the lines kept (${afters.join(',')} vs ${kept.after})`);
+      assert(await page.getByTestId(p.stop).isVisible(), 'Stop shows while the resumed answer streams');
+      await announcements(page);
+      await axeClean(page, `${contract}: a resumed answer streaming`);
+      await waitTurns(page, contract, 1, 60_000);
+      assertEq(await page.locator(p.answers).count(), p.before + 1, 'the resumed answer, once');
+      await p.asked(page);
+      const coach = (await storedMessages(page)).filter((m) => m.role === 'coach' && m.result);
+      assertEq(coach.length, p.before + 1, 'the answer stored once');
+      const r = coach.at(-1).result;
+      // Its text once in the answer (the one answer after the first): blocks long enough to say.
+      const last = plain(await page.locator(p.answers).last().textContent());
+      const long = p.texts(r).map(plain).filter((text) => text.length >= 30);
+      assert(long.length > 0, 'the answer has text to look for');
+      for (const text of long) assertEq(countOf(last, text.slice(0, 30)), 1, `the answer's text shows once (${text.slice(0, 30)})`);
+      for (const text of Object.values(before)) {
+        assert(plain(p.texts(r).join(' ')).includes(plain(text).split(' ').slice(0, 3).join(' ')), 'the answer finished is the one shown before the reload');
+      }
+      const announced = await page.evaluate(() => window.__announced);
+      assertEq(announced.length, 1, `the answer is announced once (${JSON.stringify(announced).slice(0, 200)})`);
+      assertEq(await keptTurn(page), null, 'nothing kept once the turn is over');
+      assert(!(await page.getByTestId(p.stop).isVisible()), 'Stop goes when the answer has ended');
+      await settle(page); // the answer's last reveal may still be scrolling
+      await axeClean(page, `${contract}: after a resumed answer`);
+    }));
+
+    await scenario(`resume ${contract}: Stop ends the answer with turn_cancelled, stores nothing; by keyboard; axe clean`, () => withPage(`resume-${contract}-stop`, async (page) => {
+      await start(page, contract, 'en', SLOW_BASE);
+      await p.ready(page);
+      const stored = await storedMessages(page);
+      const version = (await sessionOf(page)).version;
+      await p.ask(page);
+      await midAnswer(page, p.streaming);
+      const stop = page.getByTestId(p.stop);
+      assert(await stop.isVisible(), 'Stop shows while the coach answers');
+      await axeClean(page, `${contract}: while an answer streams, with Stop`);
+      await stop.focus();
+      await page.keyboard.press('Enter');
+      await page.waitForFunction(() => document.querySelector('[data-testid="turn-error"]')?.dataset.errorCode === 'turn_cancelled');
+      assert(/stopped/i.test(await page.getByTestId('error-text').textContent()), 'the learner is told in words');
+      assertEq(await page.locator(p.answers).count(), p.before, 'the stopped answer is gone');
+      assertEq(await page.locator(p.streaming).count(), 0, 'nothing streams');
+      assert(!(await stop.isVisible()), 'Stop goes when the answer has ended');
+      await p.stopped(page);
+      assertEq(JSON.stringify(await storedMessages(page)), JSON.stringify(stored), 'nothing stored');
+      assertEq((await sessionOf(page)).version, version, 'the session did not move');
+      assertEq(await keptTurn(page), null, 'nothing kept');
+      await axeClean(page, `${contract}: after Stop`);
+      // A reload after the stop does not bring the cancelled answer back.
+      await page.reload();
+      await restored(page, contract);
+      await page.waitForFunction((sel) => document.querySelector(sel)?.dataset.busy === 'false', `[data-testid="${contract}-panel"]`);
+      assertEq(await page.getByTestId('turn-error').count(), 0, 'no old error after a reload');
+      assertEq(await page.locator(p.answers).count(), p.before, 'no stopped answer after a reload');
+    }));
+  }
+}
+
 async function main() {
   await unitScenarios();
   if (!BASE) {
@@ -1671,6 +1856,7 @@ async function main() {
     await issue22Scenarios();
     await resumeScenarios();
     await safetyScenarios();
+    await resumePanelScenarios();
   } catch (err) {
     console.log(`FAIL browser: ${err.message}`);
     results.push({ name: 'browser', ok: false });

@@ -10,6 +10,7 @@ import { clear, frame, h, reveal } from './dom.js';
 import { limitCounter, messageLimit } from './limits.js';
 import { renderMarkdown } from './markdown.js';
 import { Turns, loadDraft, storeDraft, uid } from './turn.js';
+import { resumeTurn, stopButton } from './resume.js';
 
 const CONTINUE = '[Continue]';
 
@@ -75,10 +76,17 @@ export function mountCards({ root, session, t, resumed, touched = () => {}, newS
   // Not a live region: Turns announces each new card once, not every streamed delta.
   const feed = h('div', { class: 'card-feed', testid: 'card-feed' });
   const status = h('div', { class: 'turn-status', testid: 'turn-status' });
+  // Stop, while the coach writes the next card: under the feed, where that card appears, and
+  // after the card just answered in the Tab order. The turn ends with nothing stored, and the
+  // answered card takes the focus back.
+  const stop = stopButton(t, { testid: 'cards-stop', class: 'cards-stop', onStop: () => turns.stop() });
   const panel = h('section', { class: 'panel panel-cards', testid: 'cards-panel' },
-    h('header', { class: 'cards-head' }, levelEl, phaseEl), feed, status);
+    h('header', { class: 'cards-head' }, levelEl, phaseEl), feed, stop, status);
   root.append(panel);
-  const turns = new Turns({ sessionId: () => sess.id, t, root: panel, status, sync, session, newSession: newSession && (() => newSession()) });
+  const turns = new Turns({
+    sessionId: () => sess.id, t, root: panel, status, sync, session, newSession: newSession && (() => newSession()),
+    onBusy: (busy) => { stop.hidden = !busy; },
+  });
   // The text typed into the active card survives a reload under this key.
   const draftKey = `${sess.id}.card`;
 
@@ -101,6 +109,25 @@ export function mountCards({ root, session, t, resumed, touched = () => {}, newS
    * @param {string | null} summary
    */
   async function act(body, prev, summary) {
+    await turns.send(body, turnView(prev, summary), { meta: { summary } });
+  }
+
+  // resume goes on with the turn a reload left running: the answer to the active card (the
+  // last one drawn from the transcript, or none for the opening turn), the card streamed so
+  // far, then the rest.
+  async function resume() {
+    await resumeTurn(turns, (meta) => turnView(active, meta && typeof meta.summary === 'string' ? meta.summary : null),
+      { known: Number(session.version) || 0 });
+  }
+
+  // turnView shows the turn that answers prev: the card being generated, with its content as it
+  // streams and a level_up card before it, then the result card in its place.
+  /**
+   * @param {CardView | null} prev
+   * @param {string | null} summary
+   * @returns {import('./turn.js').TurnView}
+   */
+  function turnView(prev, summary) {
     // The card that shows the streamed content, made by begin() before anything else uses it.
     let pending = /** @type {HTMLElement} */ (/** @type {unknown} */ (null));
     let content = pending;
@@ -124,11 +151,26 @@ export function mountCards({ root, session, t, resumed, touched = () => {}, newS
         next.focus();
       }
     };
-    await turns.send(body, {
+    // drop takes the turn off the screen (it failed, or is in the transcript already): prev is
+    // the active card again, with the focus.
+    const drop = () => {
+      live = false;
+      pending?.remove();
+      levelCard?.el.remove();
+      levelCard = null;
+      acknowledged = true;
+      showLevel(sess.state.level);
+      prev?.lock(false);
+      prev?.focus();
+    };
+    return {
       begin() {
         prev?.lock(true);
         text = '';
         live = true;
+        pending?.remove();
+        levelCard?.el.remove();
+        levelCard = null;
         content = h('div', { class: 'card-content', testid: 'card-content' }, typing(t));
         pending = cardFrame('pending', t, content, { testid: 'card-pending' });
         pending.dataset.streaming = 'true';
@@ -164,17 +206,9 @@ export function mountCards({ root, session, t, resumed, touched = () => {}, newS
         turns.announce([levelCard ? levelCard.el.textContent : '', next.el.querySelector('.card-content')?.textContent || ''].filter(Boolean).join(' '));
         if (acknowledged) revealNext();
       },
-      fail() {
-        live = false;
-        pending?.remove();
-        levelCard?.el.remove();
-        levelCard = null;
-        acknowledged = true;
-        showLevel(sess.state.level);
-        prev?.lock(false);
-        prev?.focus();
-      },
-    });
+      fail: drop,
+      discard: drop,
+    };
   }
 
   // show renders card as the active card; withDraft gives it the text kept for the active card
@@ -227,17 +261,17 @@ export function mountCards({ root, session, t, resumed, touched = () => {}, newS
         prev = null;
       }
     }
-    // A session whose transcript is gone (or older than transcripts) still has its last card;
-    // one without any card yet (its first turn failed) begins now.
+    // A session whose transcript is gone (or older than transcripts) still has its last card.
     if (!active && sess.state.lastCard) show(sess.state.lastCard, false);
-    if (!active) {
-      panel.dataset.restored = 'true';
-      act({ message: t('beginMessage') }, null, null);
-      return;
+    if (active) {
+      reveal(active.el, { align: 'top' });
+      active.focus();
     }
-    reveal(active?.el, { align: 'top' });
-    active?.focus();
     panel.dataset.restored = 'true';
+    await resume();
+    // A session without any card yet (its first turn failed, or there is none to go on with)
+    // begins now.
+    if (!active && !turns.busy) act({ message: t('beginMessage') }, null, null);
   }
 
   // answerSummary says under card what the learner answered with input.

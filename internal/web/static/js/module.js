@@ -9,6 +9,7 @@ import { client } from './coach.js';
 import { append, clear, frame, h, reveal } from './dom.js';
 import { renderInline, renderMarkdown } from './markdown.js';
 import { Turns, bubble, composer, uid } from './turn.js';
+import { composerStop, resumeTurn } from './resume.js';
 import { messageLimit } from './limits.js';
 
 /**
@@ -55,12 +56,15 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
   root.append(panel);
 
   // The forms rendered so far by id (the latest with each id), to mark the answered ones.
-  /** @type {Map<string, {el: HTMLFormElement, answered: (values: object) => void, title: string, form: any}>} */
+  /** @type {Map<string, {el: HTMLFormElement, answered: (values: object) => void, reopen: () => void, title: string, form: any}>} */
   const forms = new Map();
+  // Stop, while the coach answers: the turn ends with nothing stored, wherever it runs.
+  const showStop = composerStop(t, box, () => turns.stop());
   const turns = new Turns({
     sessionId: () => sess.id, t, root: panel, status, sync, session,
     newSession: newSession && (() => newSession(box.input.value)),
     onBusy: (busy) => {
+      showStop(busy);
       box.setLocked(busy);
       transcript.querySelectorAll('.suggestions button').forEach((b) => { /** @type {HTMLButtonElement} */ (b).disabled = busy; });
     },
@@ -111,19 +115,52 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
    */
   async function send(body, shown, fromBox = false) {
     if (turns.busy) return false;
-    const userMsg = bubble('user', t('you'), shown, body.auto ? { class: 'msg-auto', testid: 'msg-auto' } : {});
-    if (!body.auto && typeof body.message === 'string') touched(body.message);
+    const auto = Boolean(body.auto);
+    if (!auto && typeof body.message === 'string') touched(body.message);
     delete body.auto;
-    transcript.append(userMsg);
-    reveal(userMsg);
-    // Older quick replies answer an older question.
-    transcript.querySelectorAll('.suggestions').forEach((s) => s.remove());
+    // What a reload needs to draw the turn again: the learner's bubble, the message (back in the
+    // box should the turn fail then), the form answered.
+    const meta = { shown, auto, message: auto ? undefined : body.message, form: body.form };
+    const v = turnView(meta, { fromBox });
+    const ok = await turns.send(body, v, { retry: fromBox ? () => box.submit() : null, meta });
+    return ok || !v.failedHard();
+  }
+
+  // resume goes on with the turn a reload left running: the learner's bubble (and the form as it
+  // was answered), the blocks streamed so far in their places, then the rest.
+  async function resume() {
+    await resumeTurn(turns, (meta) => turnView(meta || {}, { resumed: true }), { known: Number(session.version) || 0, box, transcript });
+  }
+
+  // turnView shows one turn: the learner's bubble (meta.shown; none for a resumed turn whose meta
+  // was not kept), the coach's message with its blocks as they stream, then the response.
+  /**
+   * @param {{shown?: unknown, auto?: unknown, form?: any}} meta
+   * @param {{fromBox?: boolean, resumed?: boolean}} options resumed: the turn is resumed after a
+   *   reload (a failure takes the bubble away; Retry is not offered)
+   */
+  function turnView(meta, { fromBox = false, resumed = false }) {
+    const userMsg = typeof meta.shown === 'string'
+      ? bubble('user', t('you'), meta.shown, meta.auto ? { class: 'msg-auto', testid: 'msg-auto' } : {})
+      : null;
+    if (userMsg) {
+      transcript.append(userMsg);
+      reveal(userMsg);
+    }
+    const answered = resumed && meta.form && typeof meta.form.id === 'string' ? forms.get(meta.form.id) : undefined;
+    answered?.answered(meta.form.values || {});
+    // Older quick replies answer an older question: hidden while the turn runs, gone with its
+    // response, back if it fails or turns out to be in the transcript already.
+    const older = [.../** @type {NodeListOf<HTMLElement>} */ (transcript.querySelectorAll('.suggestions'))];
+    older.forEach((el) => { el.hidden = true; });
+    const putBack = () => older.forEach((el) => { el.hidden = false; });
 
     // The coach's message and its blocks, made by begin() before anything else uses them.
     let resp = /** @type {HTMLElement} */ (/** @type {unknown} */ (null));
     let blocksEl = resp;
     let streamed = new Map(); // block index → {type, text, el}
     let live = false;
+    let hardFailure = false;
     const render = frame(() => {
       if (!live) return;
       for (const b of streamed.values()) {
@@ -136,18 +173,26 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
       }
       reveal(resp);
     });
-    let hardFailure = false;
-    const ok = await turns.send(body, {
+    const drop = () => {
+      live = false;
+      resp?.remove();
+      putBack();
+    };
+    return {
+      /** failedHard says whether the learner's input is gone from the transcript (it failed for good, or back in the box). */
+      failedHard: () => hardFailure,
       begin() {
-        userMsg.classList.remove('msg-failed');
+        userMsg?.classList.remove('msg-failed');
         streamed = new Map();
         live = true;
+        resp?.remove();
         blocksEl = h('div', { class: 'blocks' }, typingLine(t));
         resp = h('article', { class: 'msg msg-assistant module-response', testid: 'module-response', dataset: { streaming: 'true' } },
           h('header', { class: 'msg-who' }, t('coach')), blocksEl);
         transcript.append(resp);
         reveal(resp);
       },
+      /** @param {any} line */
       delta(line) {
         blocksEl.querySelector('.typing')?.remove();
         const index = Number.isInteger(line.block) ? line.block : 0;
@@ -169,9 +214,11 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
         streamed = new Map();
         clear(blocksEl).append(typingLine(t));
       },
+      /** @param {any} line */
       result(line) {
         live = false;
         sess = line.session;
+        older.forEach((el) => el.remove());
         const r = line.result || {};
         const done = responseEl(r, Boolean(line.fallback));
         resp.replaceWith(done);
@@ -188,15 +235,23 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
         }
         reveal(resp);
       },
+      /** @param {import('./coach.js').CoachErrorType} err */
       fail(err) {
-        live = false;
-        resp?.remove();
-        userMsg.classList.add('msg-failed');
-        hardFailure = fromBox || !err.retryable;
-        if (hardFailure) userMsg.remove();
+        drop();
+        answered?.reopen();
+        userMsg?.classList.add('msg-failed');
+        hardFailure = resumed || fromBox || !err.retryable;
+        if (hardFailure) userMsg?.remove();
       },
-    }, { retry: fromBox ? () => box.submit() : null });
-    return ok || !hardFailure;
+      discard() {
+        drop();
+        userMsg?.remove();
+      },
+      accepted() {
+        // The gateway took the turn: a reload resumes it rather than finding the text in the box.
+        if (fromBox) box.sent();
+      },
+    };
   }
 
   // responseEl renders a finished response as the coach's message.
@@ -321,6 +376,11 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
         fields.disabled = true;
         el.dataset.sent = 'true';
       },
+      // reopen takes the answer back (its resumed turn failed), unless a later response superseded the form.
+      reopen() {
+        delete el.dataset.sent;
+        if (!el.dataset.superseded) fields.disabled = false;
+      },
     });
     return el;
   }
@@ -438,6 +498,7 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
     box.setLocked(false);
     box.focus();
     panel.dataset.restored = 'true';
+    await resume();
   }
 
   showProgress(null);

@@ -15,6 +15,7 @@ import { asCoachError, canRetry, client } from './coach.js';
 import { clear, frame, h, reveal } from './dom.js';
 import { renderMarkdown } from './markdown.js';
 import { Turns, bubble, composer, uid } from './turn.js';
+import { composerStop, resumeTurn } from './resume.js';
 import { draftLimit, limitCounter, messageLimit } from './limits.js';
 
 /**
@@ -67,17 +68,12 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
   root.append(panel);
 
   // Stop, while the coach answers: the turn ends with nothing stored, wherever it runs.
-  const stopButton = h('button', { type: 'button', class: 'btn btn-ghost composer-stop', testid: 'composer-stop', hidden: true,
-    onclick: () => { box.focus(); turns.stop(); } }, t('stop'));
-  box.el.insertBefore(stopButton, box.el.querySelector('.composer-meta'));
+  const showStop = composerStop(t, box, () => turns.stop());
   const turns = new Turns({
     sessionId: () => sess.id, t, root: panel, status, sync, session,
     newSession: newSession && (() => newSession(box.input.value)),
     onBusy: (busy) => {
-      // Stop takes Send's place while the coach answers (Send could not send then anyway).
-      stopButton.hidden = !busy;
-      const sendButton = box.el.querySelector('[data-testid="composer-send"]');
-      if (sendButton instanceof HTMLElement) sendButton.hidden = busy;
+      showStop(busy);
       box.setLocked(busy || state().isComplete);
       draftFields.disabled = busy;
       proposalSlot.querySelectorAll('button').forEach((b) => { b.disabled = busy; });
@@ -300,34 +296,8 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
   // resume goes on with the turn a reload left running: the learner's message as it was sent,
   // the answer so far, then the rest as the gateway writes it.
   async function resume() {
-    /** @type {ReturnType<typeof turnView> | null} */
-    let v = null;
-    const view = {
-      /** @param {any} meta */
-      begin(meta) {
-        const message = meta && typeof meta.message === 'string' ? meta.message : null;
-        v = turnView(message, true);
-        // The message was sent: it is no longer a draft in the box.
-        if (message !== null && box.input.value.trim() === message.trim()) box.setText('');
-        v.begin();
-      },
-      /** @param {any} line */ delta(line) { v?.delta(line); },
-      reset() { v?.reset(); },
-      /** @param {any} line */ result(line) { v?.result(line); },
-      /** @param {any} err */
-      fail(err) {
-        v?.fail(err);
-        // The message of a failed turn goes back into the box, to edit or send again.
-        if (v?.message && box.input.value.trim() === '') box.setText(v.message);
-      },
-      discard() { v?.discard(); },
-    };
-    await turns.resume(view, { known: Number(session.version) || 0 });
-    // A message whose turn the gateway took just before the page went (its id had not arrived,
-    // so the box kept a copy) is in the transcript now: the copy is no unsent text any more.
-    const sent = [...transcript.querySelectorAll('[data-testid="msg-user"] .msg-body')].pop();
-    const kept = box.input.value.trim();
-    if (kept && sent && sent.textContent?.trim() === kept) box.setText('');
+    await resumeTurn(turns, (meta) => turnView(meta && typeof meta.message === 'string' ? meta.message : null, true),
+      { known: Number(session.version) || 0, box, transcript });
   }
 
   // turnView shows one turn of the coach: the learner's message (none for a continue turn), the
@@ -358,7 +328,6 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
       reveal(reply);
     });
     return {
-      message,
       begin() {
         userMsg?.classList.remove('msg-failed');
         text = '';
