@@ -1351,14 +1351,15 @@ const TOULMIN_STREAMING = '[data-testid="msg-assistant"][data-streaming="true"] 
 
 /**
  * midAnswer waits until the answer streaming in the element of selector (the toulmin panel's
- * bubble by default) shows text and the panel has kept some lines.
+ * bubble by default) shows text and the panel has kept more than `lines` lines. (A card's text
+ * comes in two or three lines, the last just before the result: one is enough there.)
  */
-async function midAnswer(page, selector = TOULMIN_STREAMING) {
-  await page.waitForFunction((sel) => {
+async function midAnswer(page, selector = TOULMIN_STREAMING, lines = 1) {
+  await page.waitForFunction(([sel, n]) => {
     const el = document.querySelector(sel);
     const kept = sessionStorage.getItem(`coachgw.turn.${location.hash.split('/').pop()}`);
-    return el && !el.querySelector('.typing') && el.textContent.trim().length > 0 && kept && JSON.parse(kept).after > 1;
-  }, selector);
+    return el && !el.querySelector('.typing') && el.textContent.trim().length > 0 && kept && JSON.parse(kept).after > n;
+  }, [selector, lines]);
 }
 
 /** storedMessages reads the transcript the gateway stored for the session the page shows. */
@@ -1388,6 +1389,8 @@ async function announcements(page) {
 const RESUMABLE = {
   cards: {
     streaming: '[data-testid="card-pending"][data-streaming="true"] .card-content',
+    // lines: how many lines the panel must have kept for midAnswer (more than).
+    lines: 0,
     stop: 'cards-stop',
     // answers: the elements of the answers shown (the pending card is not one); before: how
     // many there are before the turn.
@@ -1421,6 +1424,7 @@ const RESUMABLE = {
   },
   module: {
     streaming: '[data-testid="module-response"][data-streaming="true"] .blocks',
+    lines: 1,
     stop: 'composer-stop',
     answers: '[data-testid="module-response"]',
     before: 0,
@@ -1443,7 +1447,7 @@ const RESUMABLE = {
       // A message of the learner's own, stopped, goes back into the box.
       const message = 'Can you tell me more about this?';
       await say(page, message);
-      await midAnswer(page, this.streaming);
+      await midAnswer(page, this.streaming, this.lines);
       await page.getByTestId('composer-stop').click();
       await page.waitForFunction(() => document.querySelector('[data-testid="turn-error"]')?.dataset.errorCode === 'turn_cancelled' && document.querySelector('[data-testid="module-panel"]')?.dataset.busy === 'false');
       assertEq(await page.getByTestId('msg-user').count(), 0, 'the stopped message is not shown as sent');
@@ -1768,9 +1772,9 @@ async function resumePanelScenarios() {
       await start(page, contract, 'en', SLOW_BASE);
       await p.ready(page);
       await p.ask(page);
-      await midAnswer(page, p.streaming);
+      await midAnswer(page, p.streaming, p.lines);
       const kept = await keptTurn(page);
-      assert(kept && kept.turn && kept.after > 1, `the turn id and line count are kept (${JSON.stringify(kept && { turn: kept.turn, after: kept.after })})`);
+      assert(kept && kept.turn && kept.after > p.lines, `the turn id and line count are kept (${JSON.stringify(kept && { turn: kept.turn, after: kept.after })})`);
       const before = p.streamed(kept.events);
       await page.reload();
       await restored(page, contract);
@@ -1819,7 +1823,7 @@ async function resumePanelScenarios() {
       const stored = await storedMessages(page);
       const version = (await sessionOf(page)).version;
       await p.ask(page);
-      await midAnswer(page, p.streaming);
+      await midAnswer(page, p.streaming, p.lines);
       const stop = page.getByTestId(p.stop);
       assert(await stop.isVisible(), 'Stop shows while the coach answers');
       await axeClean(page, `${contract}: while an answer streams, with Stop`);
