@@ -23,11 +23,12 @@ import (
 //
 // The reference is opaque client data (it may be an e-mail address or a school's pupil
 // number), so the key carries its hash, never the reference itself. Create adds a session to
-// its learner's set in the same MULTI/EXEC as the document, and gives the set the TTL of what
-// is left of the new session's retention: the set lives as long as the newest session it lists
-// may, and no longer. Erasure removes the ids it handled from the set, which Redis deletes
-// when it is empty; a session created by a concurrent request is left listed, for the next
-// erasure to find.
+// its learner's set in the same MULTI/EXEC as the document (on a cluster, where the two are in
+// different slots, in a transaction of its own just before it; see createIndexed), and gives
+// the set the TTL of what is left of the new session's retention: the set lives as long as the
+// newest session it lists may, and no longer. Erasure removes the ids it handled from the set,
+// which Redis deletes when it is empty; a session created by a concurrent request is left
+// listed, for the next erasure to find.
 
 var _ coach.LearnerStore = (*Store)(nil)
 
@@ -38,24 +39,42 @@ func (s *Store) learnerKey(tenant, learner string) string {
 }
 
 // createIndexed writes sess's document doc (SET NX with ttl) and adds sess to its learner's
-// index in one MULTI/EXEC, index first. It reports whether the document was written.
+// index, index first. It reports whether the document was written.
+//
+// On a single Redis (or a Sentinel-watched master) both go in one MULTI/EXEC, one round trip:
+// both or neither are written. On a cluster the index ({lrn:…}) and the document ({<id>}) are
+// in different slots, which no transaction may span (go-redis refuses it with CROSSSLOT before
+// sending anything), so there they are two steps, in this order: the index's own MULTI/EXEC,
+// then the document. A session is thus never stored without its index entry, whatever fails in
+// between, and so never escapes its learner's export or erasure. What a failure between the
+// steps can leave is the reverse, an entry whose document was not written: Create reports the
+// error, and the entry is harmless, since export skips the sessions it does not find and
+// erasure deletes only the keys of a session that is gone or of this tenant and learner (see
+// eraseScript). It is removed by the next erasure or expires with the index. It is not removed
+// here: after an error the document may have been written anyway (a reply lost on the way
+// back), and removing its entry would unlist it.
 func (s *Store) createIndexed(ctx context.Context, sess *coach.Session, doc []byte, ttl time.Duration) (bool, error) {
 	idx := s.learnerKey(sess.Tenant, sess.Learner)
-	var add *redis.IntCmd
+	keep := s.retentionLeft(sess.CreatedAt, time.Now())
+	index := func(p redis.Pipeliner) {
+		p.SAdd(ctx, idx, sess.ID)
+		p.PExpire(ctx, idx, keep)
+	}
+	if _, cluster := s.client.(*redis.ClusterClient); cluster {
+		if _, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			index(p)
+			return nil
+		}); err != nil {
+			return false, err
+		}
+		return s.client.SetNX(ctx, s.docKey(sess.ID), doc, ttl).Result()
+	}
 	var set *redis.BoolCmd
-	_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		add = p.SAdd(ctx, idx, sess.ID)
-		p.PExpire(ctx, idx, s.retentionLeft(sess.CreatedAt, time.Now()))
+	if _, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		index(p)
 		set = p.SetNX(ctx, s.docKey(sess.ID), doc, ttl)
 		return nil
-	})
-	if err != nil {
-		// On a cluster the index and the document are in different slots, so each is its own
-		// transaction: a document written without its index entry must not stay, or the
-		// learner's erasure would miss it.
-		if add != nil && add.Err() != nil && set != nil && set.Err() == nil && set.Val() {
-			_ = s.client.Del(context.WithoutCancel(ctx), s.docKey(sess.ID)).Err()
-		}
+	}); err != nil {
 		return false, err
 	}
 	return set.Val(), nil

@@ -28,9 +28,10 @@
 // than Options.TranscriptMaxBytes, always keeping the newest one.
 //
 // Every operation touches the keys of one session (or the one key of a rate limiter, Allow), and
-// so exactly one slot:
+// so exactly one slot, but for the learner's index (below), which is a slot of its own:
 //
 //	Create   SET NX            {prefix}:{<id>}:s
+//	  with a learner, also     SADD, PEXPIRE {prefix}:{lrn:<tenant>:<hash>} (one MULTI/EXEC; two on a cluster)
 //	Get      GET               {prefix}:{<id>}:s
 //	Claim       script         {prefix}:{<id>}:s, :lock, :t and :tm
 //	Commit      script         {prefix}:{<id>}:s, :lock, :t and :tm
@@ -52,7 +53,9 @@
 //
 // A session created with a learner reference is also listed in its learner's index,
 // {prefix}:{lrn:<tenant>:<hash>} (see learner.go), written by Create in the same MULTI/EXEC as the
-// document; erasing a learner (EraseLearner) is the one operation that scans the keyspace.
+// document; on a cluster, where the two are in different slots, in a MULTI/EXEC of its own just
+// before the document's SET NX, so that no session is ever stored unlisted. Erasing a learner
+// (EraseLearner) is the one operation that scans the keyspace (every master of a cluster).
 //
 // No key of a session gets a TTL reaching past Options.Retention from the session's creation (the
 // document's createdMs), however often a write refreshes it: a session's keys expire after
@@ -363,9 +366,10 @@ var scripts = []*redis.Script{claimScript, commitScript, transcriptScript, renew
 // Create stores a new session. An id that is already taken is an error.
 //
 // A session with a learner reference is added to its learner's index (see learner.go) in the
-// same round trip, in one MULTI/EXEC with the document: both or neither are written (on a
-// cluster, each slot's part is its own transaction, and a failed index write deletes the
-// document again), so that no session of a learner escapes its learner's export and erasure.
+// same round trip, in one MULTI/EXEC with the document: both or neither are written. On a
+// cluster the index and the document are in different slots, and it takes two round trips,
+// index first (see createIndexed). Either way no session of a learner escapes its learner's
+// export and erasure.
 func (s *Store) Create(ctx context.Context, sess *coach.Session) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()

@@ -167,11 +167,14 @@ var learnerCases = []struct {
 		if err := f.Store.Create(ctx, s); err != nil {
 			t.Fatalf("Create: %v", err)
 		}
-		// A cluster sends the index and the document to their slots' masters at once.
-		if _, cluster := f.Client.(*redis.ClusterClient); !cluster {
-			if got := hook.Count() - before; got != 1 {
-				t.Errorf("Create with a learner took %d round trips, want 1", got)
-			}
+		// On a cluster the index and the document are in different slots, which no transaction
+		// spans: the index's MULTI/EXEC goes first, then the document's SET NX.
+		want := int64(1)
+		if _, cluster := f.Client.(*redis.ClusterClient); cluster {
+			want = 2
+		}
+		if got := hook.Count() - before; got != want {
+			t.Errorf("Create with a learner took %d round trips, want %d", got, want)
 		}
 		ids, err := f.Store.LearnerSessions(ctx, "acme", s.Learner)
 		if err != nil || !slices.Equal(ids, []string{s.ID}) {
@@ -195,6 +198,46 @@ var learnerCases = []struct {
 		for k, v := range f.Dump(t) {
 			if strings.Contains(k, ":{lrn:") && strings.Contains(v, plain.ID) {
 				t.Errorf("index %s lists session %s, which has no learner", k, plain.ID)
+			}
+		}
+	}},
+	{"a failed create never leaves a session its learner's index does not list", func(t *testing.T, f *Fixture) {
+		ctx := context.Background()
+		var cut outage
+		f.Client.AddHook(&cut)
+		t.Cleanup(cut.disarm)
+		// Redis goes away at the index's write, or at the document's, and stays away: nothing
+		// can be undone afterwards. Whichever part was written must not be a session that its
+		// learner's export and erasure would miss.
+		for _, at := range []string{"index", "document"} {
+			learner := "pupil-" + at
+			s := NewSession("acme")
+			s.Learner = learner
+			if at == "index" {
+				cut.arm(f.LearnerKey("acme", learner))
+			} else {
+				cut.arm(f.DocKey(s.ID))
+			}
+			err := f.Store.Create(ctx, s)
+			cut.disarm()
+			if err == nil {
+				t.Fatalf("Create with Redis gone at the %s's write succeeded", at)
+			}
+			ids, err := f.Store.LearnerSessions(ctx, "acme", learner)
+			if err != nil {
+				t.Fatalf("LearnerSessions: %v", err)
+			}
+			if _, err := f.Store.Get(ctx, "acme", s.ID); err == nil && !slices.Contains(ids, s.ID) {
+				t.Errorf("gone at the %s's write: session %s is stored, and its learner's index lists only %v", at, s.ID, ids)
+			}
+			// An entry left without its document is skipped by the erasure, and goes with it.
+			if err := f.Store.EraseLearner(ctx, "acme", learner); err != nil {
+				t.Fatalf("EraseLearner after a failed create: %v", err)
+			}
+			for k := range f.Dump(t) {
+				if strings.Contains(k, s.ID) || k == f.LearnerKey("acme", learner) {
+					t.Errorf("gone at the %s's write: key %s is left after the learner's erasure", at, k)
+				}
 			}
 		}
 	}},
@@ -358,4 +401,74 @@ var learnerCases = []struct {
 			}
 		}
 	}},
+}
+
+// errOutage is the error of every command an outage stops.
+var errOutage = errors.New("storetest: Redis is gone")
+
+// outage is a redis.Hook that plays Redis going away in the middle of an operation: once armed
+// with a key, the first command or pipeline (a transaction included) that names that key fails
+// without being sent, and so does every one after it, until it is disarmed. Its zero value is
+// disarmed; it is safe for concurrent use.
+type outage struct {
+	mu   sync.Mutex
+	at   string
+	down bool
+}
+
+// arm makes the first command naming key, and every one after it, fail.
+func (o *outage) arm(key string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.at, o.down = key, false
+}
+
+// disarm lets every command through again.
+func (o *outage) disarm() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.at, o.down = "", false
+}
+
+// stops reports whether cmds must fail, and if so sets their error.
+func (o *outage) stops(cmds ...redis.Cmder) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.at == "" {
+		return false
+	}
+	for _, c := range cmds {
+		if slices.Contains(c.Args()[1:], any(o.at)) {
+			o.down = true
+		}
+	}
+	if o.down {
+		for _, c := range cmds {
+			c.SetErr(errOutage)
+		}
+	}
+	return o.down
+}
+
+// DialHook leaves dialling alone.
+func (o *outage) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessHook fails a command once Redis is gone.
+func (o *outage) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if o.stops(cmd) {
+			return errOutage
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// ProcessPipelineHook fails a pipeline or transaction once Redis is gone.
+func (o *outage) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if o.stops(cmds...) {
+			return errOutage
+		}
+		return next(ctx, cmds)
+	}
 }
