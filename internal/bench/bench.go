@@ -31,8 +31,8 @@
 //     and the end of each phase, and Redis round trips those of the gateway's count (the hook on
 //     its Redis client, exposed on /metrics).
 //   - memory per open stream: with the proxy and then the gateway rid of idle connections, N
-//     streams are opened through it and paused mid-text, and its RSS is compared with its RSS
-//     before them.
+//     streams are opened through it and paused mid-text, once the gateway's output window has
+//     released their first text, and its RSS is compared with its RSS before them.
 package bench
 
 import (
@@ -47,12 +47,15 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/coachgw/coachgw/internal/safety"
 )
 
 // Config is one run of the bench.
@@ -179,10 +182,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("raising the open-file limit: %w", err)
 	}
 	r := &runner{cfg: cfg, clk: clock{base: time.Now()}, files: files}
+	screen, err := safety.NewScreen()
+	if err != nil {
+		return nil, err
+	}
 	for i := range cfg.Scripts {
-		sc, err := newScript(cfg.Shape, cfg.Seed+uint64(i))
+		sc, err := newScript(cfg.Shape, cfg.Seed+uint64(i), screen)
 		if err != nil {
 			return nil, err
+		}
+		if cfg.Hold >= 0 && sc.holdAfter() < 0 {
+			return nil, fmt.Errorf("a %d-chunk answer (script %d) reaches the learner only at its end, so its stream cannot be held with text out: give the answers more chunks, or skip the memory measurement (hold -1)",
+				cfg.Shape.Chunks, i)
 		}
 		r.scripts = append(r.scripts, sc)
 	}
@@ -366,6 +377,8 @@ func (r *runner) gatewayEnv(turnLog bool, safetyMode string) ([]string, error) {
 		// The built-in screen alone, whatever the bench's own environment says: no moderation
 		// endpoint, guard model or escalation webhook.
 		"COACH_SAFETY_MODE", safetyMode,
+		// The window's default holdback, which the hold point is worked out with (script.released).
+		"COACH_SAFETY_HOLDBACK_CHARS", strconv.Itoa(safety.DefaultHoldback),
 		"COACH_MODERATION_URL", "", "COACH_MODERATION_MODEL", "",
 		"COACH_GUARD_URL", "", "COACH_GUARD_MODEL", "",
 		"COACH_ESCALATION_URL", "", "COACH_ESCALATION_SECRET", "",
@@ -782,8 +795,9 @@ func (r *runner) saveProfile(ctx context.Context, proc *child, name, file string
 	}
 }
 
-// hold opens n streams of mode m through proc (the gateway or the proxy), pauses each a few
-// pieces into its text, and measures proc's memory with all of them open.
+// hold opens n streams of mode m through proc (the gateway or the proxy), pauses each once its
+// first text has reached the client (see script.holdAfter), and measures proc's memory with
+// all of them open.
 func (r *runner) hold(ctx context.Context, m Mode, proc *child, n int) (*Hold, error) {
 	base := proc.url()
 	var sessions []string
@@ -836,8 +850,7 @@ func (r *runner) hold(ctx context.Context, m Mode, proc *child, n int) (*Hold, e
 				return
 			}
 			rec := r.newTurn(m)
-			rec.hold, rec.gate = true, gate
-			rec.holdAfter = min(rec.sc.first+8, len(rec.sc.pieces)-1)
+			rec.hold, rec.gate, rec.holdAfter = true, gate, rec.sc.holdAfter()
 			var once sync.Once
 			release := func(ok bool) {
 				once.Do(func() {
@@ -866,8 +879,8 @@ func (r *runner) hold(ctx context.Context, m Mode, proc *child, n int) (*Hold, e
 	case <-ctx.Done():
 	}
 	h.OpenSeconds = float64(r.clk.now()-start) / float64(time.Second)
-	// The client has a stream's first delta before fakellm reaches the hold point a few pieces
-	// later; wait (briefly) until every opened stream is paused there.
+	// The client may have a stream's first delta before fakellm reaches the hold point a few
+	// pieces later; wait (briefly) until every opened stream is paused there.
 	for deadline := time.Now().Add(30 * time.Second); r.up.held.Load() < opened.Load() && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}

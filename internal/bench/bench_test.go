@@ -34,7 +34,8 @@ func TestMain(m *testing.M) {
 // TestBenchSmoke runs a tiny bench end to end (no pauses, concurrency 1 and 4, a few turns):
 // every path must finish every turn, a coachgw turn must cost exactly two Redis round trips
 // by the gateway's own count and three commands by the relay's (which sees commands, not
-// pipelines), and the report must render.
+// pipelines), besides learner safety's audit batches, every stream held must reach its pause
+// with text out, and the report must render.
 func TestBenchSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes")
@@ -71,14 +72,7 @@ func TestBenchSmoke(t *testing.T) {
 			if m.Mode != "coachgw" {
 				continue
 			}
-			if m.RedisPerTurn != 2 {
-				t.Errorf("%s: %v Redis round trips per turn (%v), want 2", name, m.RedisPerTurn, m.RedisRoundTrips)
-			}
-			// Three commands in those two round trips: the claim, then the commit and the
-			// usage settlement pipelined together.
-			if m.RelayPerTurn != 3 {
-				t.Errorf("%s: the relay saw %v commands per turn (%v), want 3", name, m.RelayPerTurn, m.RelayCommands)
-			}
+			checkTurnRoundTrips(t, name, m)
 			if m.CPUPerTurnUs <= 0 || m.AllocPerTurn <= 0 {
 				t.Errorf("%s: CPU %v µs and %v bytes per turn, want both measured", name, m.CPUPerTurnUs, m.AllocPerTurn)
 			}
@@ -91,12 +85,57 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	rep := &Report{Runs: []*Result{res}, Chart: "bench.svg", Regenerate: []string{"smoke"}}
 	md := rep.Markdown()
-	for _, want := range []string{"## Latency (ms)", "| 4 | coachgw |", "## Targets", "2.00 (evalsha"} {
+	for _, want := range []string{"## Latency (ms)", "| 4 | coachgw |", "## Targets", "(evalsha "} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the markdown lacks %q:\n%s", want, md)
 		}
 	}
 	checkXML(t, rep.SVG())
+}
+
+// auditCommands are the commands of learner safety's audit writes as the relay sees them: the
+// records of all turns go out together, one pipeline of an XADD per record and an XTRIM and a
+// PEXPIRE per tenant every 200 ms (redisstore.AuditBatcher), beside the turns rather than in
+// their path, so a phase has as many of them as its length allows, whatever its turns.
+var auditCommands = map[string]bool{"XADD": true, "XTRIM": true, "PEXPIRE": true}
+
+// checkTurnRoundTrips checks a coachgw phase's Redis round trips: exactly two per turn, the claim
+// (evalsha) and a pipeline of three commands (EVALSHA each by the relay's count: the claim, then
+// the commit and the usage settlement together); besides them, only the audit's batches, each
+// a pipeline of its own (one XTRIM apiece, the bench having one tenant). One batch may be in
+// flight as the phase's counts are read, seen by the relay and not yet by the gateway's hook,
+// which counts a round trip when its answer is back.
+func checkTurnRoundTrips(t *testing.T, name string, m ModeResult) {
+	t.Helper()
+	turns := int64(m.Turns)
+	var pipelines int64
+	for label, n := range m.RedisRoundTrips {
+		switch {
+		case label == "evalsha" && n != turns:
+			t.Errorf("%s: %d claims (evalsha) for %d turns, want one a turn", name, n, turns)
+		case label == "pipeline":
+			pipelines = n
+		case label != "evalsha" && !notRoundTrips[label]:
+			t.Errorf("%s: %d round trips labelled %s (%v), want only evalsha and pipeline", name, n, label, m.RedisRoundTrips)
+		}
+	}
+	var other int64
+	for cmd, n := range m.RelayCommands {
+		switch {
+		case cmd == "EVALSHA" && n != 3*turns:
+			t.Errorf("%s: the relay saw %d EVALSHA for %d turns (%v), want 3 a turn", name, n, turns, m.RelayCommands)
+		case cmd != "EVALSHA" && !auditCommands[cmd] && !notRoundTrips[cmd]:
+			other += n
+		}
+	}
+	if other > 0 {
+		t.Errorf("%s: the relay saw commands other than the turns' and the audit's (%v)", name, m.RelayCommands)
+	}
+	batches := m.RelayCommands["XTRIM"]
+	if extra := pipelines - turns; extra < 0 || extra > batches+1 {
+		t.Errorf("%s: %d pipelines for %d turns and %d audit batches (%v; relay %v), want one a turn besides the batches",
+			name, pipelines, turns, batches, m.RedisRoundTrips, m.RelayCommands)
+	}
 }
 
 // checkXML fails t unless s is well-formed XML.
@@ -135,7 +174,7 @@ func TestBenchTurnLogAB(t *testing.T) {
 	var progress strings.Builder
 	res, err := Run(ctx, Config{
 		Levels: []int{2}, Turns: 4, Rounds: 2, Hold: -1,
-		Shape:     Shape{Chunks: 150, ChunkMin: 3, ChunkMax: 8},
+		Shape:     Shape{Chunks: 600, ChunkMin: 3, ChunkMax: 8},
 		Seed:      7,
 		RedisURL:  redistest.URL(t),
 		TurnLogAB: true,
@@ -161,10 +200,15 @@ func TestBenchTurnLogAB(t *testing.T) {
 	if off.RedisPerTurn < 2 {
 		t.Errorf("coachgw: %v Redis round trips per turn (%v), want at least the claim and the commit", off.RedisPerTurn, off.RedisRoundTrips)
 	}
+	// What the log adds is compared with the turn's delta lines: batched, it costs a round trip
+	// per 100 ms of a turn plus its first and last; appending line by line, one per delta.
+	// Learner safety (enforced) sends a delta per clause, not per chunk, which is why the answers
+	// are long: about 80 deltas a turn against a handful of batches, so that a log writing per
+	// line fails this by far and a batched one passes even on a loaded machine.
 	deltasPerTurn := float64(on.Deltas) / float64(on.Turns)
-	if on.RedisPerTurn <= off.RedisPerTurn || on.RedisPerTurn >= deltasPerTurn/4 {
-		t.Errorf("coachgw+log: %v Redis round trips per turn (%v) for %v deltas, want more than without the log and far fewer than the deltas",
-			on.RedisPerTurn, on.RedisRoundTrips, deltasPerTurn)
+	if logPerTurn := on.RedisPerTurn - off.RedisPerTurn; logPerTurn <= 0 || logPerTurn >= deltasPerTurn/4 {
+		t.Errorf("coachgw+log: %v Redis round trips per turn (%v), %v without the log (%v), for %v deltas: want the log's share above 0 and far below the deltas",
+			on.RedisPerTurn, on.RedisRoundTrips, off.RedisPerTurn, off.RedisRoundTrips, deltasPerTurn)
 	}
 	rep := &Report{Runs: []*Result{res}, Chart: "bench.svg", Regenerate: []string{"smoke"}}
 	md := rep.Markdown()

@@ -109,7 +109,7 @@ func (r *Report) Markdown() string {
 		}
 	}
 	w("\n## Memory per open stream\n\n")
-	w("Per level, the fresh proxy and the fresh gateway, warmed up (16 turns) and rid of idle connections, then N streams opened through each and paused by fakellm eight chunks after their first text, all at once. RSS growth is VmRSS with the streams open minus VmRSS before them (after a forced GC), divided by N; *after GC* forces a collection with the streams still open; Go heap and stacks are HeapInuse and StackInuse after that GC. The proxy's figures are the floor: what a plain Go reverse proxy needs per stream.\n\n")
+	w("Per level, the fresh proxy and the fresh gateway, warmed up (16 turns) and rid of idle connections, then N streams opened through each and paused by fakellm with text out, all at once: eight chunks after their first text or, when it comes later, just after the chunk that lets the gateway's output window (learner safety in its default mode, enforce) release its first text. RSS growth is VmRSS with the streams open minus VmRSS before them (after a forced GC), divided by N; *after GC* forces a collection with the streams still open; Go heap and stacks are HeapInuse and StackInuse after that GC. The proxy's figures are the floor: what a plain Go reverse proxy needs per stream.\n\n")
 	w("| N | path | opened | errors | time to open all (s) | RSS growth / stream | RSS after GC / stream | Go heap / stream | goroutine stacks / stream | goroutines / stream |\n")
 	w("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, l := range levels {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/coachgw/coachgw/internal/safety"
 )
 
 // Shape is the scripted model stream: how many chunks, how many bytes each, and the pause
@@ -57,6 +59,11 @@ type script struct {
 	// first is the piece that completes the first byte of assistantText: the earliest moment
 	// any client, whatever path it takes, can show text.
 	first int
+	// released is the piece after which the gateway's output window (learner safety enforced,
+	// the default holdback) has released text: its first clause end, or the holdback's worth
+	// of text, whichever comes first; len(pieces) when it releases nothing before the text
+	// ends. A gateway turn's first delta cannot come before it.
+	released int
 }
 
 // Fixed parts of every scripted answer. The tail keeps the session where it is (shouldAdvance
@@ -82,7 +89,9 @@ const prose = "Good start. Your claim takes a clear position: cities should clos
 
 // newScript builds the answer for shape with randomness from seed. Piece sizes are drawn
 // first; assistantText is then filled so that the answer is exactly as long as the pieces.
-func newScript(shape Shape, seed uint64) (*script, error) {
+// screen is the gateway's built-in screen, through which the script is run once to find where
+// the output window first releases text.
+func newScript(shape Shape, seed uint64, screen *safety.Screen) (*script, error) {
 	if err := shape.validate(); err != nil {
 		return nil, err
 	}
@@ -107,6 +116,7 @@ func newScript(shape Shape, seed uint64) (*script, error) {
 	if err := s.index(); err != nil {
 		return nil, err
 	}
+	s.released = s.windowRelease(screen, safety.DefaultHoldback)
 	return s, nil
 }
 
@@ -233,6 +243,47 @@ func (s *script) index() error {
 	}
 	s.first = int(s.chunkOf[0])
 	return nil
+}
+
+// holdPause is how many pieces of text, at least, a held stream gets before its pause.
+const holdPause = 8
+
+// holdAfter returns how many events fakellm flushes before it pauses a held stream: at least
+// holdPause pieces from the first text on, and every piece up to the one that lets the
+// gateway's output window release its first text, so that a stream is held with text out
+// whichever path it takes (the proxy's client has text from piece first on, the gateway's from
+// piece released on). The last piece is never flushed, so the stream stays open; -1 when the
+// window releases nothing before it.
+func (s *script) holdAfter() int {
+	if s.released >= len(s.pieces)-1 {
+		return -1
+	}
+	return min(max(s.first+holdPause, s.released+1), len(s.pieces)-1)
+}
+
+// windowRelease returns the piece after which an output window over screen with holdback
+// releases its first text, when assistantText is pushed into it as the pieces complete it (the
+// gateway may push the same text in fewer, larger deltas; the window's first release depends
+// only on the text pushed so far, so the piece is the same). It returns len(pieces) when the
+// window releases nothing before the text ends. The bench runs the gateway's own window rather
+// than a copy of its rules, so that a change to where it releases moves the hold point with it.
+func (s *script) windowRelease(screen *safety.Screen, holdback int) int {
+	w := safety.NewWindow(screen, holdback)
+	at := 0
+	for k := range s.pieces {
+		end := at
+		for end < len(s.chunkOf) && int(s.chunkOf[end]) <= k {
+			end++
+		}
+		if end == at {
+			continue
+		}
+		if out, _ := w.Push(s.text[at:end]); out != "" {
+			return k
+		}
+		at = end
+	}
+	return len(s.pieces)
 }
 
 // pieceOf returns the piece that holds raw byte off.

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/coachgw/coachgw/internal/extract"
+	"github.com/coachgw/coachgw/internal/safety"
 )
 
 // textCollector streams the root assistantText, as the toulmin contract does.
@@ -24,11 +25,23 @@ func (c *textCollector) Text(_ int, _ extract.Path, text []byte) { c.text = appe
 
 func (c *textCollector) End(int, extract.Path, []byte) {}
 
+// newScreen returns the gateway's built-in screen.
+func newScreen(t *testing.T) *safety.Screen {
+	t.Helper()
+	s, err := safety.NewScreen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // TestScript checks the scripted answers: the pieces are the answer, the answer is a valid
-// CoachAIResult whose assistantText is the script's text, and the piece the script says
-// completes each byte of the text is the one after which the gateway's own extractor has
-// emitted that byte.
+// CoachAIResult whose assistantText is the script's text, the piece the script says completes
+// each byte of the text is the one after which the gateway's own extractor has emitted that
+// byte, and the piece the script says lets the output window release text is the one after
+// which a window fed by that extractor first does.
 func TestScript(t *testing.T) {
+	screen := newScreen(t)
 	shapes := []struct {
 		name  string
 		shape Shape
@@ -41,17 +54,17 @@ func TestScript(t *testing.T) {
 	for _, tt := range shapes {
 		t.Run(tt.name, func(t *testing.T) {
 			for seed := range uint64(40) {
-				sc, err := newScript(tt.shape, seed)
+				sc, err := newScript(tt.shape, seed, screen)
 				if err != nil {
 					t.Fatalf("seed %d: %v", seed, err)
 				}
-				checkScript(t, tt.shape, sc)
+				checkScript(t, tt.shape, sc, screen)
 			}
 		})
 	}
 }
 
-func checkScript(t *testing.T, shape Shape, sc *script) {
+func checkScript(t *testing.T, shape Shape, sc *script, screen *safety.Screen) {
 	t.Helper()
 	if got := strings.Join(sc.pieces, ""); got != sc.raw {
 		t.Fatalf("the pieces join to %q, want the answer %q", got, sc.raw)
@@ -76,13 +89,23 @@ func checkScript(t *testing.T, shape Shape, sc *script) {
 		t.Fatalf("assistantText %q, step %q; want %q, claim", doc.AssistantText, doc.Step, sc.text)
 	}
 	// Feed the pieces to the extractor and note, for every byte of text, the piece after which
-	// it had been emitted.
+	// it had been emitted, and the piece after which a window fed with what it emitted first
+	// released text.
 	var c textCollector
 	ex := extract.New(&c)
 	want := make([]int, 0, len(sc.text))
+	win := safety.NewWindow(screen, safety.DefaultHoldback)
+	released := len(sc.pieces)
 	for k, p := range sc.pieces {
 		if err := ex.Write([]byte(p)); err != nil {
 			t.Fatalf("extractor: %v", err)
+		}
+		if emitted := string(c.text[len(want):]); emitted != "" && released == len(sc.pieces) {
+			if out, v := win.Push(emitted); v.Crisis {
+				t.Fatalf("the output window flags the scripted text: %+v", v)
+			} else if out != "" {
+				released = k
+			}
 		}
 		for len(want) < len(c.text) {
 			want = append(want, k)
@@ -99,6 +122,16 @@ func checkScript(t *testing.T, shape Shape, sc *script) {
 	if sc.first != want[0] {
 		t.Errorf("first = %d, want %d", sc.first, want[0])
 	}
+	if sc.released != released {
+		t.Errorf("released = %d, want %d (first text at piece %d)", sc.released, released, sc.first)
+	}
+	// A held stream is paused after the gateway's first text has been flushed, and before the
+	// answer's last piece, so that it stays open.
+	if h := sc.holdAfter(); h >= 0 && (h <= sc.released || h >= len(sc.pieces)) {
+		t.Errorf("holdAfter() = %d with the first release at piece %d of %d, want between them", h, sc.released, len(sc.pieces))
+	} else if h < 0 && shape == DefaultShape {
+		t.Errorf("holdAfter() = -1: the default answer releases no text before its last piece (piece %d of %d)", sc.released, len(sc.pieces))
+	}
 	for end := 1; end <= len(sc.text); end++ {
 		if got := sc.chunkOfDelta(end); got != want[end-1] {
 			t.Fatalf("chunkOfDelta(%d) = %d, want %d", end, got, want[end-1])
@@ -110,11 +143,12 @@ func checkScript(t *testing.T, shape Shape, sc *script) {
 }
 
 func TestScriptHasEscapesAndUnicode(t *testing.T) {
-	sc, err := newScript(DefaultShape, 1)
+	screen := newScreen(t)
+	sc, err := newScript(DefaultShape, 1, screen)
 	if err != nil {
 		t.Fatal(err)
 	}
-	long, err := newScript(Shape{Chunks: 400, ChunkMin: 3, ChunkMax: 8}, 1)
+	long, err := newScript(Shape{Chunks: 400, ChunkMin: 3, ChunkMax: 8}, 1, screen)
 	if err != nil {
 		t.Fatal(err)
 	}
