@@ -161,6 +161,39 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// runAB runs a small bench of two gateway paths in the same rounds (set turns its flag on) with
+// answers of chunks chunks, and fails the test unless both ran every turn without errors.
+func runAB(t *testing.T, chunks int, set func(*Config), a, b string) (*Result, *ModeResult, *ModeResult) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var progress strings.Builder
+	cfg := Config{
+		Levels: []int{2}, Turns: 4, Rounds: 2, Hold: -1,
+		Shape:    Shape{Chunks: chunks, ChunkMin: 3, ChunkMax: 8},
+		Seed:     7,
+		RedisURL: redistest.URL(t),
+		Progress: &progress, Stderr: testWriter{t},
+		Command: "smoke",
+	}
+	set(&cfg)
+	res, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Run: %v\nprogress:\n%s", err, progress.String())
+	}
+	l := res.Levels[0]
+	ma, mb := l.mode(a), l.mode(b)
+	if ma == nil || mb == nil {
+		t.Fatalf("modes %+v, want %s and %s", l.Modes, a, b)
+	}
+	for _, m := range []*ModeResult{ma, mb} {
+		if m.Errors != 0 || m.Turns != l.TurnsPerMode {
+			t.Errorf("%s: %d errors in %d turns (%q), want none in %d", m.Mode, m.Errors, m.Turns, m.ErrorSamples, l.TurnsPerMode)
+		}
+	}
+	return res, ma, mb
+}
+
 // TestBenchTurnLogAB runs the gateway with and without its line log in the same rounds
 // (-turn-log-ab): both paths must run without errors, the one with the log at more Redis round
 // trips per turn than the one without it but far fewer than a round trip per delta, and the
@@ -169,31 +202,7 @@ func TestBenchTurnLogAB(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var progress strings.Builder
-	res, err := Run(ctx, Config{
-		Levels: []int{2}, Turns: 4, Rounds: 2, Hold: -1,
-		Shape:     Shape{Chunks: 600, ChunkMin: 3, ChunkMax: 8},
-		Seed:      7,
-		RedisURL:  redistest.URL(t),
-		TurnLogAB: true,
-		Progress:  &progress, Stderr: testWriter{t},
-		Command: "smoke",
-	})
-	if err != nil {
-		t.Fatalf("Run: %v\nprogress:\n%s", err, progress.String())
-	}
-	l := res.Levels[0]
-	off, on := l.mode("coachgw"), l.mode("coachgw+log")
-	if off == nil || on == nil {
-		t.Fatalf("modes %+v, want coachgw and coachgw+log", l.Modes)
-	}
-	for _, m := range []*ModeResult{off, on} {
-		if m.Errors != 0 || m.Turns != l.TurnsPerMode {
-			t.Errorf("%s: %d errors in %d turns (%q), want none in %d", m.Mode, m.Errors, m.Turns, m.ErrorSamples, l.TurnsPerMode)
-		}
-	}
+	res, off, on := runAB(t, 600, func(c *Config) { c.TurnLogAB = true }, "coachgw", "coachgw+log")
 	// A phase's count is read when its last turn's response has ended; the log's last batch
 	// of that turn may come just after and be counted in the next phase, so the counts are
 	// checked loosely (TestBenchSmoke checks the gateway's own two exactly).
@@ -229,30 +238,8 @@ func TestBenchSafetyAB(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var progress strings.Builder
-	res, err := Run(ctx, Config{
-		Levels: []int{2}, Turns: 4, Rounds: 2, Hold: -1,
-		Shape:    Shape{Chunks: 150, ChunkMin: 3, ChunkMax: 8},
-		Seed:     7,
-		RedisURL: redistest.URL(t),
-		SafetyAB: true,
-		Progress: &progress, Stderr: testWriter{t},
-		Command: "smoke",
-	})
-	if err != nil {
-		t.Fatalf("Run: %v\nprogress:\n%s", err, progress.String())
-	}
-	l := res.Levels[0]
-	on, off := l.mode("coachgw"), l.mode("coachgw/safety-off")
-	if on == nil || off == nil {
-		t.Fatalf("modes %+v, want coachgw and coachgw/safety-off", l.Modes)
-	}
+	res, on, off := runAB(t, 150, func(c *Config) { c.SafetyAB = true }, "coachgw", "coachgw/safety-off")
 	for _, m := range []*ModeResult{on, off} {
-		if m.Errors != 0 || m.Turns != l.TurnsPerMode {
-			t.Errorf("%s: %d errors in %d turns (%q), want none in %d", m.Mode, m.Errors, m.Turns, m.ErrorSamples, l.TurnsPerMode)
-		}
 		if m.CPUPerTurnUs <= 0 || m.MallocsPerTurn <= 0 {
 			t.Errorf("%s: CPU %v µs and %v allocs per turn, want both measured", m.Mode, m.CPUPerTurnUs, m.MallocsPerTurn)
 		}

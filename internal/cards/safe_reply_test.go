@@ -9,15 +9,8 @@ import (
 	"time"
 
 	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/coach/coachtest"
 )
-
-// safeTexts are gateway-written answers with what a careless encoding would break: quotes,
-// newlines, markup characters, Spanish.
-var safeTexts = []struct{ name, text string }{
-	{"plain", "I'm really glad you told me. You don't have to go through this alone."},
-	{"quotes and newlines", "You said \"I can't do this\".\nThat sounds really hard.\n\nCall or text 988 <any time> & stay with me."},
-	{"spanish", "Gracias por contármelo. ¿Estás a salvo ahora mismo? Puedes llamar al 024, también por la noche: aquí sigo contigo."},
-}
 
 func hold() *coach.SafetyHold {
 	return &coach.SafetyHold{Hold: true, Since: time.Date(2025, 5, 1, 12, 0, 0, 0, time.UTC)}
@@ -44,11 +37,11 @@ func TestSafeReply(t *testing.T) {
 			coach.TurnInput{Message: strPtr(ContinueMessage)}, hold()},
 	}
 	for _, s := range sessions {
-		for _, tt := range safeTexts {
-			t.Run(s.name+"/"+tt.name, func(t *testing.T) {
+		for _, tt := range coachtest.SafeTexts {
+			t.Run(s.name+"/"+tt.Name, func(t *testing.T) {
 				sess := session(t, state{}, nil)
 				sess.State, sess.Safety = json.RawMessage(s.state), s.hold
-				out, err := begin(t, New(Config{}), sess, s.in).SafeReply(tt.text)
+				out, err := begin(t, New(Config{}), sess, s.in).SafeReply(tt.Text)
 				if err != nil {
 					t.Fatalf("SafeReply: %v", err)
 				}
@@ -57,14 +50,14 @@ func TestSafeReply(t *testing.T) {
 				if err := json.Unmarshal(out.Result, &card); err != nil {
 					t.Fatal(err)
 				}
-				if want := (Card{Type: TypeInsight, Content: tt.text}); !reflect.DeepEqual(card, want) {
+				if want := (Card{Type: TypeInsight, Content: tt.Text}); !reflect.DeepEqual(card, want) {
 					t.Errorf("result = %s, want an insight card of the text alone", out.Result)
 				}
 				if !validCard(card) {
 					t.Errorf("the seed's validateCard rejects %s", out.Result)
 				}
-				if out.Tail != tt.text {
-					t.Errorf("Tail = %q, want the card's content %q", out.Tail, tt.text)
+				if out.Tail != tt.Text {
+					t.Errorf("Tail = %q, want the card's content %q", out.Tail, tt.Text)
 				}
 				if !bytes.Equal(out.State, []byte(s.state)) {
 					t.Errorf("State = %s, want the stored state %s", out.State, s.state)

@@ -9,16 +9,9 @@ import (
 	"time"
 
 	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/coach/coachtest"
 	"github.com/coachgw/coachgw/internal/schema"
 )
-
-// safeTexts are gateway-written answers with what a careless encoding would break: quotes,
-// newlines, markup characters, Spanish.
-var safeTexts = []struct{ name, text string }{
-	{"plain", "I'm really glad you told me. You don't have to go through this alone."},
-	{"quotes and newlines", "You said \"I can't do this\".\nThat sounds really hard.\n\nCall or text 988 <any time> & stay with me."},
-	{"spanish", "Gracias por contármelo. ¿Estás a salvo ahora mismo? Puedes llamar al 024, también por la noche: aquí sigo contigo."},
-}
 
 // TestSafeReply checks the answer a held or crisis turn gets: one paragraph with text and no
 // form, progress as it was (what the learner's input mentioned is not counted, no milestone),
@@ -48,8 +41,8 @@ func TestSafeReply(t *testing.T) {
 		{"held, a message", "anxiety-basics", "", message("sigo aquí"), held, nil},
 	}
 	for _, s := range sessions {
-		for _, tt := range safeTexts {
-			t.Run(s.name+"/"+tt.name, func(t *testing.T) {
+		for _, tt := range coachtest.SafeTexts {
+			t.Run(s.name+"/"+tt.Name, func(t *testing.T) {
 				sess := newSession(t, c, s.module, "es-US")
 				sess.State, sess.Safety = json.RawMessage(s.state), s.hold
 				if s.state == "" {
@@ -60,7 +53,7 @@ func TestSafeReply(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Begin: %v", err)
 				}
-				out, err := tn.(coach.SafeReplier).SafeReply(tt.text)
+				out, err := tn.(coach.SafeReplier).SafeReply(tt.Text)
 				if err != nil {
 					t.Fatalf("SafeReply: %v", err)
 				}
@@ -72,7 +65,7 @@ func TestSafeReply(t *testing.T) {
 					t.Errorf("result %s does not follow structured-response.json: %v", out.Result, err)
 				}
 				res := resultDoc(t, out.Result)
-				wantContent := map[string]any{"text_blocks": []any{map[string]any{"type": "paragraph", "content": tt.text}}}
+				wantContent := map[string]any{"text_blocks": []any{map[string]any{"type": "paragraph", "content": tt.Text}}}
 				if got := res["content"]; !reflect.DeepEqual(got, wantContent) {
 					t.Errorf("content = %v, want one paragraph of the text, no form, next step or media", got)
 				}
@@ -94,10 +87,10 @@ func TestSafeReply(t *testing.T) {
 				if got := meta["progress"]; !reflect.DeepEqual(got, want) {
 					t.Errorf("progress = %v, want %v (as before the turn, no milestone)", got, want)
 				}
-				if out.Tail != tt.text {
-					t.Errorf("Tail = %q, want the paragraph's content %q", out.Tail, tt.text)
+				if out.Tail != tt.Text {
+					t.Errorf("Tail = %q, want the paragraph's content %q", out.Tail, tt.Text)
 				}
-				if e := out.TailDelta(); e.Block != 0 || e.BlockType != "paragraph" || e.Text != tt.text {
+				if e := out.TailDelta(); e.Block != 0 || e.BlockType != "paragraph" || e.Text != tt.Text {
 					t.Errorf("TailDelta = %+v, want the text in block 0, a paragraph", e)
 				}
 				if !bytes.Equal(out.State, stored) {

@@ -9,16 +9,9 @@ import (
 	"time"
 
 	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/coach/coachtest"
 	"github.com/coachgw/coachgw/internal/schema"
 )
-
-// safeTexts are gateway-written answers with what a careless encoding would break: quotes,
-// newlines, markup characters, Spanish.
-var safeTexts = []struct{ name, text string }{
-	{"plain", "I'm really glad you told me. You don't have to go through this alone."},
-	{"quotes and newlines", "You said \"I can't do this\".\nThat sounds really hard.\n\nCall or text 988 <any time> & stay with me."},
-	{"spanish", "Gracias por contármelo. ¿Estás a salvo ahora mismo? Puedes llamar al 024, también por la noche: aquí sigo contigo."},
-}
 
 // TestSafeReply checks the answer a held or crisis turn gets: a CoachAIResult that validates,
 // carries text and the session's step and nothing else, sent in full as the tail, with the
@@ -42,14 +35,14 @@ func TestSafeReply(t *testing.T) {
 			coach.TurnInput{Message: ptr("ok")}, held},
 	}
 	for _, s := range sessions {
-		for _, tt := range safeTexts {
-			t.Run(s.name+"/"+tt.name, func(t *testing.T) {
+		for _, tt := range coachtest.SafeTexts {
+			t.Run(s.name+"/"+tt.Name, func(t *testing.T) {
 				sess := &coach.Session{Locale: "es-US", State: json.RawMessage(s.state), Safety: s.hold}
 				tr, err := New().Begin(sess, s.in)
 				if err != nil {
 					t.Fatalf("Begin: %v", err)
 				}
-				out, err := tr.(coach.SafeReplier).SafeReply(tt.text)
+				out, err := tr.(coach.SafeReplier).SafeReply(tt.Text)
 				if err != nil {
 					t.Fatalf("SafeReply: %v", err)
 				}
@@ -64,12 +57,12 @@ func TestSafeReply(t *testing.T) {
 				if err := json.Unmarshal([]byte(s.state), &st); err != nil {
 					t.Fatal(err)
 				}
-				want := map[string]any{"assistantText": tt.text, "step": st.Step}
+				want := map[string]any{"assistantText": tt.Text, "step": st.Step}
 				if got := doc.(map[string]any); !reflect.DeepEqual(got, want) {
 					t.Errorf("result = %v, want %v (no proposal, no advance, no question)", got, want)
 				}
-				if out.Tail != tt.text {
-					t.Errorf("Tail = %q, want the assistantText %q", out.Tail, tt.text)
+				if out.Tail != tt.Text {
+					t.Errorf("Tail = %q, want the assistantText %q", out.Tail, tt.Text)
 				}
 				if !bytes.Equal(out.State, []byte(s.state)) {
 					t.Errorf("State = %s, want the stored state %s", out.State, s.state)

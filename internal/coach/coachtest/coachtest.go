@@ -27,3 +27,11 @@ func DeltaText(events []coach.Event) string {
 	}
 	return b.String()
 }
+
+// SafeTexts are gateway-written answers (coach.SafeReplier's texts) with what a careless encoding would break: quotes,
+// newlines, markup characters, Spanish. Every contract's SafeReply test runs them.
+var SafeTexts = []struct{ Name, Text string }{
+	{"plain", "I'm really glad you told me. You don't have to go through this alone."},
+	{"quotes and newlines", "You said \"I can't do this\".\nThat sounds really hard.\n\nCall or text 988 <any time> & stay with me."},
+	{"spanish", "Gracias por contármelo. ¿Estás a salvo ahora mismo? Puedes llamar al 024, también por la noche: aquí sigo contigo."},
+}
