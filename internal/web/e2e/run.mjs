@@ -18,6 +18,7 @@ import { chromium } from 'playwright-core';
 
 import { charCount, draftLimit, messageLimit } from '../static/js/limits.js';
 import { parseBlocks, parseInline } from '../static/js/markdown.js';
+import { sessionLocale } from '../static/js/i18n.js';
 
 // axe-core, the accessibility engine every screen state is checked with.
 const AXE_SOURCE = await readFile(fileURLToPath(import.meta.resolve('axe-core/axe.min.js')), 'utf8');
@@ -76,9 +77,35 @@ async function scenario(name, fn) {
 
 let context = null;
 
-/** withPage runs fn on a new page; it fails on uncaught page errors and saves a screenshot on failure. */
-async function withPage(name, fn, { viewport = { width: 1280, height: 900 } } = {}) {
-  const page = await context.newPage();
+/**
+ * launch starts Chromium with a profile of its own, its languages (navigator.languages and
+ * Accept-Language) those of locale; close() stops it and removes the profile.
+ */
+async function launch(locale) {
+  const profile = await mkdtemp(path.join(os.tmpdir(), 'coachgw-chromium-'));
+  try {
+    const ctx = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      viewport: { width: 1280, height: 900 },
+      locale,
+    });
+    return { context: ctx, async close() { await ctx.close().catch(() => {}); await rm(profile, { recursive: true, force: true }); } };
+  } catch (err) {
+    await rm(profile, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/**
+ * withPage runs fn on a new page; it fails on uncaught page errors and saves a screenshot on
+ * failure. The page is the shared browser's (en-US), or with locale that of a browser of its
+ * own in that locale.
+ */
+async function withPage(name, fn, { viewport = { width: 1280, height: 900 }, locale = '' } = {}) {
+  const own = locale ? await launch(locale) : null;
+  const page = await (own ? own.context : context).newPage();
   await page.setViewportSize(viewport);
   page.setDefaultTimeout(WAIT);
   const problems = [];
@@ -95,6 +122,7 @@ async function withPage(name, fn, { viewport = { width: 1280, height: 900 } } = 
     throw err;
   } finally {
     await page.close();
+    await own?.close();
   }
 }
 
@@ -259,6 +287,23 @@ async function unitScenarios() {
     assertEq(messageLimit({ contract: 'toulmin', limits: { messageChars: 300, draftChars: 250 } }), 300, 'reported toulmin message');
     assertEq(draftLimit({ contract: 'toulmin', limits: { messageChars: 300, draftChars: 250 } }), 250, 'reported toulmin draft');
     assertEq(messageLimit({ contract: 'module', limits: { messageChars: 'x' } }), 8000, 'an unusable report is ignored');
+  });
+
+  await scenario('unit: a new session takes the region of the browser\'s first language that is its own', async () => {
+    for (const [lang, languages, want] of [
+      ['en', ['en-US', 'en'], 'en-US'],
+      ['es', ['es-MX', 'es', 'en-US'], 'es-MX'],
+      ['es', ['en-US', 'es-us'], 'es-US'],
+      ['en', ['es-ES', 'en-GB'], 'en-GB'],
+      ['es', ['en-US', 'en'], 'es'],
+      ['en', ['en'], 'en'],
+      ['es', ['es-419', 'es'], 'es'],
+      ['es', ['es-419', 'es-AR'], 'es-AR'],
+      ['es', ['es-Latn-MX'], 'es-MX'],
+      ['en', ['en_US'], 'en-US'],
+      ['en', ['eng-US', 'de-DE'], 'en'],
+      ['en', [], 'en'],
+    ]) assertEq(sessionLocale(lang, languages), want, `${lang} with ${JSON.stringify(languages)}`);
   });
 
   await scenario('unit: markdown parses model text without ever producing markup', async () => {
@@ -862,6 +907,33 @@ async function browserScenarios() {
     await page.emulateMedia({ colorScheme: 'light' });
     assert(await luminance(page) > 0.8, 'light again when the preference is light');
   }));
+
+  await scenario('locale: a session takes the region of the browser\'s language, en-US and es-MX', async () => {
+    // pick starts a session in the language chosen on the start screen and returns its locale,
+    // as the gateway stored it, and the panel's language.
+    const pick = async (page, lang) => {
+      await page.goto(`${BASE}/`);
+      await page.getByTestId('start-screen').waitFor();
+      await page.getByTestId('locale-select').selectOption(lang);
+      await page.getByTestId('start-screen').waitFor();
+      await page.getByTestId('contract-toulmin').check();
+      await page.getByTestId('start-button').click();
+      await page.getByTestId('toulmin-panel').waitFor();
+      return [(await sessionOf(page)).locale, await page.evaluate(() => document.documentElement.lang)];
+    };
+    await withPage('locale-en-US', async (page) => {
+      assertEq(await page.evaluate(() => navigator.languages.join()), 'en-US', 'the browser\'s languages');
+      assertEq(JSON.stringify(await pick(page, 'en')), '["en-US","en"]', 'English in an en-US browser');
+      assertEq(JSON.stringify(await pick(page, 'es')), '["es","es"]', 'Spanish in an en-US browser: no region of its own');
+    }, { locale: 'en-US' });
+    await withPage('locale-es-MX', async (page) => {
+      await page.goto(`${BASE}/`);
+      assertEq(await page.getByTestId('locale-select').inputValue(), 'es', 'an es-MX browser starts in Spanish');
+      assertEq(JSON.stringify(await pick(page, 'es')), '["es-MX","es"]', 'Spanish in an es-MX browser');
+      assertEq((await page.getByTestId('composer-send').textContent()).trim(), 'Enviar', 'the panel of an es-MX session speaks Spanish');
+      assertEq(JSON.stringify(await pick(page, 'en')), '["en","en"]', 'English in an es-MX browser: no region of its own');
+    }, { locale: 'es-MX' });
+  });
 
   await scenario('locale es: Spanish labels and a streamed Spanish turn', () => withPage('es', async (page) => {
     await start(page, 'toulmin', 'es');
@@ -1564,79 +1636,102 @@ async function resumeScenarios() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Issue 23: a crisis turn's safety line (gateway v1.3). Until the engine sends safety lines, the
-// harness plays the engine's part on the wire, as the contract has it: the crisis turn's stream
-// gets the safety line first and its result's session the hold; while it holds, GET of the
-// session carries the hold and /messages keeps the notice on the crisis turn's coach entry. The
-// rest is the real gateway's (sessions, versions, transcript, the turns themselves).
+// Issue 23: a crisis turn's safety line (gateway v1.3), from the real gateway: its built-in
+// screen finds a crisis in what the learner wrote (phrases of testdata/safety/*.jsonl) before
+// the model is asked, and the turn answers with the safety line, the contract's supportive
+// answer and a session on hold. The resources are those of the session's locale, which the
+// panel takes from the browser's languages (sessionLocale): each scenario runs in a browser of
+// its own locale. The expectations below are the gateway's built-in resources
+// (internal/safety/resources.go).
 
-const NOTICE_EN = {
-  kind: 'crisis', locale: 'en-US', message: "You don't have to go through this alone. You can talk to someone right now, any time, for free.",
+const NOTICE_US = {
+  locale: 'en-US', message: "You don't have to go through this alone. You can talk to someone right now, any time, for free.",
   resources: [
-    { name: '988 Suicide & Crisis Lifeline', phone: '988', text: '988', url: 'https://988lineadevida.org' },
+    { name: '988 Suicide & Crisis Lifeline', phone: '988', text: '988', url: 'https://988lifeline.org' },
     { name: 'Emergency services (if you are in danger now)', phone: '911' },
+    { name: 'Childhelp National Child Abuse Hotline', phone: '1-800-422-4453' },
   ],
 };
-const NOTICE_ES = {
-  kind: 'crisis', locale: 'es', message: 'No tienes que pasar por esto a solas. Busca la línea de ayuda de tu país o llama a emergencias si estás en peligro.',
-  resources: [{ name: 'Find A Helpline: líneas de ayuda gratuitas por país', url: 'https://findahelpline.com' }],
+const NOTICE_MX = {
+  locale: 'es-MX', message: 'No tienes que pasar por esto a solas. Puedes hablar con alguien ahora mismo, a cualquier hora y gratis.',
+  resources: [
+    { name: 'Línea de la Vida', phone: '800 911 2000' },
+    { name: 'Emergencias (si estás en peligro ahora)', phone: '911' },
+  ],
+};
+// A browser that names no region ("en") gets the general list: no country's number.
+const NOTICE_FALLBACK = {
+  locale: 'fallback', message: "You don't have to go through this alone. Find the free helpline for your country, or call your local emergency number if you are in danger.",
+  resources: [{ name: 'Find A Helpline: free, confidential helplines by country', url: 'https://findahelpline.com' }],
 };
 
 /**
- * crisisWire makes the next turn page posts a crisis turn with notice (see above) and keeps the
- * session on hold from then on. It returns {turned()}, which resolves once the crisis turn is in
- * the transcript, with that entry's seq recorded for /messages.
+ * keepTurnStreams makes page keep a copy of the body of every turn it posts, as the gateway
+ * sent it (window.__turnStreams): the panel reads the response itself, the copy is a tee of it.
+ * Playwright cannot give the body of a streamed fetch response.
  */
-async function crisisWire(page, notice) {
-  const state = { armed: false, hold: null, seq: 0 };
-  const sessionRoute = (u) => /^\/v1\/sessions\/[0-9a-f]{32}$/.test(u.pathname);
-  await page.route('**/v1/sessions/*/turns', async (route) => {
-    if (route.request().method() !== 'POST') return route.continue();
-    const res = await route.fetch();
-    const crisis = state.armed;
-    state.armed = false;
-    if (crisis) state.hold = { hold: true, since: new Date().toISOString(), episode: 'e2e-episode' };
-    const lines = (await res.text()).split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
-    const out = [];
-    for (const ev of lines) {
-      if (crisis && ev.type === 'delta' && !out.some((e) => e.type === 'safety')) out.push({ type: 'safety', ...notice });
-      if (ev.type === 'result' && state.hold) {
-        ev.session.safety = state.hold;
-        // A supportive result proposes nothing and offers no form.
-        delete ev.result.proposedUpdate;
-        if (crisis && ev.result.content && typeof ev.result.content === 'object') {
-          delete ev.result.content.form;
-          delete ev.result.content.suggestions;
-        }
+async function keepTurnStreams(page) {
+  await page.addInitScript(() => {
+    const fetch = window.fetch;
+    window.__turnStreams = [];
+    window.fetch = async (input, init) => {
+      const res = await fetch(input, init);
+      const url = new URL(typeof input === 'string' ? input : input.url, location.href);
+      if ((init?.method || 'GET') === 'POST' && /^\/v1\/sessions\/[0-9a-f]{32}\/turns$/.test(url.pathname)) {
+        const i = window.__turnStreams.push(null) - 1;
+        res.clone().text().then((text) => { window.__turnStreams[i] = text; }, () => { window.__turnStreams[i] = ''; });
       }
-      out.push(ev);
-    }
-    await route.fulfill({ response: res, body: out.map((e) => JSON.stringify(e)).join('\n') + '\n' });
+      return res;
+    };
   });
-  await page.route(sessionRoute, async (route) => {
-    if (route.request().method() !== 'GET' || !state.hold) return route.continue();
-    const res = await route.fetch();
-    const s = await res.json();
-    s.safety = state.hold;
-    await route.fulfill({ response: res, json: s });
+}
+
+/**
+ * turnLines runs act, which makes page post one turn, and returns the lines of that turn's
+ * stream as the gateway sent them (see keepTurnStreams).
+ */
+async function turnLines(page, act) {
+  const n = await page.evaluate(() => window.__turnStreams.length);
+  await act();
+  const body = (await page.waitForFunction((i) => window.__turnStreams[i], n)).jsonValue();
+  return (await body).split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
+}
+
+/**
+ * crisisStream checks the stream of a crisis turn (or of a turn of a held session): the safety
+ * line with notice's resources before any text, exactly once, and a result whose session holds.
+ */
+function crisisStream(lines, notice, what) {
+  const types = lines.map((l) => l.type);
+  assertEq(types.filter((t) => t === 'safety').length, 1, `${what}: safety lines in ${types.join(' ')}`);
+  const at = types.indexOf('safety');
+  assert(!types.slice(0, at).some((t) => t === 'delta' || t === 'card'), `${what}: the safety line comes before any of the answer (${types.join(' ')})`);
+  const safety = lines[at];
+  assertEq(safety.kind, 'crisis', `${what}: the line's kind`);
+  assertEq(safety.locale, notice.locale, `${what}: the resources' locale`);
+  assertEq(JSON.stringify(safety.resources), JSON.stringify(notice.resources), `${what}: the resources`);
+  const result = lines.find((l) => l.type === 'result');
+  assert(result, `${what}: the turn has a result (${types.join(' ')})`);
+  assertEq(result.session?.safety?.hold, true, `${what}: the result's session holds`);
+  assert(!result.result?.proposedUpdate, `${what}: the supportive answer proposes nothing`);
+  assert(!result.result?.content?.form && !(result.result?.content?.suggestions || []).length, `${what}: the supportive answer offers no form and no suggestion`);
+}
+
+/**
+ * heldOnGateway checks the hold where a reload reads it: the session from GET carries
+ * safety.hold, and the transcript's last coach entry (the crisis turn's result, read through
+ * /messages) carries notice.
+ */
+async function heldOnGateway(page, notice, what) {
+  const s = await sessionOf(page);
+  assertEq(s.safety?.hold, true, `${what}: GET of the session carries safety.hold`);
+  const last = await page.evaluate(async () => {
+    const id = location.hash.split('/').pop();
+    const r = await fetch(`/v1/sessions/${id}/messages?limit=1`);
+    return (await r.json()).messages.pop();
   });
-  await page.route('**/v1/sessions/*/messages*', async (route) => {
-    const res = await route.fetch();
-    const page_ = await res.json();
-    for (const e of page_.messages || []) if (e.seq === state.seq) e.safety = notice;
-    await route.fulfill({ response: res, json: page_ });
-  });
-  return {
-    arm() { state.armed = true; },
-    async turned() {
-      const last = await page.evaluate(async () => {
-        const id = location.hash.split('/').pop();
-        const r = await fetch(`/v1/sessions/${id}/messages?limit=1`);
-        return (await r.json()).messages.pop();
-      });
-      state.seq = last.seq;
-    },
-  };
+  assertEq(last.role, 'coach', `${what}: the transcript ends with the coach's answer`);
+  assertEq(last.safety?.locale, notice.locale, `${what}: the transcript's coach entry keeps the notice`);
 }
 
 /** safetyShown checks the region as a learner meets it: heading, message, links, and where the focus is. */
@@ -1649,6 +1744,7 @@ async function safetyShown(page, notice, what) {
   assertEq(await region.getByTestId('safety-resource').count(), notice.resources.length, `${what}: every resource`);
   for (const [i, r] of notice.resources.entries()) {
     const item = region.getByTestId('safety-resource').nth(i);
+    assertEq((await item.locator('.safety-name').textContent()).trim(), r.name, `${what}: resource ${i + 1}'s name`);
     if (r.phone) assertEq(await item.getByTestId('safety-call').getAttribute('href'), `tel:${r.phone.replace(/\D/g, '')}`, `${what}: ${r.name} call link`);
     if (r.text) assertEq(await item.getByTestId('safety-sms').getAttribute('href'), `sms:${r.text.replace(/\D/g, '')}`, `${what}: ${r.name} text link`);
     if (r.url) {
@@ -1657,8 +1753,11 @@ async function safetyShown(page, notice, what) {
       assertEq(await a.getAttribute('rel'), 'noopener noreferrer', `${what}: the new tab has no opener`);
     }
   }
+  const lang = notice.locale === 'fallback' ? null : notice.locale.split('-')[0];
+  assertEq(await region.getAttribute('lang'), lang, `${what}: the region's language`);
   assert(!(await page.evaluate(() => document.activeElement?.closest('[data-testid="safety-notice"]'))), `${what}: the focus was not taken into the region`);
   assertEq(await page.locator('.panel').getAttribute('data-safety-hold'), 'true', `${what}: the panel holds`);
+  assert(await page.getByTestId('safety-hold').isVisible(), `${what}: the region says the lesson is paused`);
   assert(await page.getByTestId('composer-input').count() === 0 || await page.getByTestId('composer-input').isEnabled(), `${what}: the message box stays available`);
 }
 
@@ -1674,8 +1773,9 @@ async function phones(page, name) {
         await page.getByTestId('safety-notice').scrollIntoViewIfNeeded();
         await shot(page, `${name}-${width}-${scheme}`, false);
         await axeClean(page, `${name} at ${width}px, ${scheme}`);
-        const w = await page.getByTestId('safety-call').first().evaluate((el) => el.getBoundingClientRect().height).catch(() => 44);
-        assert(w >= 44, `${name} at ${width}px: a call link is ${w}px tall, want a 44px target`);
+        for (const h of await page.getByTestId('safety-call').evaluateAll((els) => els.map((el) => el.getBoundingClientRect().height))) {
+          assert(h >= 44, `${name} at ${width}px: a call link is ${h}px tall, want a 44px target`);
+        }
       }
     }
   } finally {
@@ -1684,82 +1784,119 @@ async function phones(page, name) {
   }
 }
 
+/**
+ * countAnnouncements counts, from now on, the times the assertive announcer is given text (a screen
+ * reader reads each); read it with announced(page).
+ */
+async function countAnnouncements(page) {
+  await page.evaluate(() => {
+    const el = document.querySelector('[data-testid="safety-announcer"]');
+    window.__announced = 0;
+    new MutationObserver(() => { if (el.textContent) window.__announced += 1; }).observe(el, { childList: true, characterData: true, subtree: true });
+  });
+}
+
+async function announced(page) {
+  return page.evaluate(() => window.__announced);
+}
+
 /** liveText returns what the assertive region holds. */
 async function liveText(page) {
   return (await page.getByTestId('safety-announcer').textContent()) || '';
 }
 
 async function safetyScenarios() {
-  await scenario('safety: toulmin — the resources arrive, announced once; a reload keeps them and the proposal away', () => withPage('safety-toulmin', async (page) => {
-    const wire = await crisisWire(page, NOTICE_EN);
+  await scenario('safety: toulmin in en-US — 988 arrives, announced once; a reload keeps it and the proposal away', () => withPage('safety-toulmin', async (page) => {
+    await keepTurnStreams(page);
     await start(page, 'toulmin');
+    assertEq((await sessionOf(page)).locale, 'en-US', 'the session takes the browser\'s region');
     await toProposal(page);
-    wire.arm();
-    await say(page, "I don't want to be alive anymore.");
+    await countAnnouncements(page);
+    const lines = await turnLines(page, () => say(page, "I don't want to be alive anymore"));
     await waitTurns(page, 'toulmin', 4);
-    await wire.turned();
-    await safetyShown(page, NOTICE_EN, 'toulmin, live');
-    assert((await liveText(page)).includes(NOTICE_EN.message) && (await liveText(page)).includes('988'), 'announced assertively with the resources');
+    crisisStream(lines, NOTICE_US, 'toulmin, the crisis turn');
+    await safetyShown(page, NOTICE_US, 'toulmin, live');
+    assertEq(await announced(page), 1, 'the resources are announced once');
+    assert((await liveText(page)).includes(NOTICE_US.message) && (await liveText(page)).includes('988'), 'announced with the resources');
     assertEq(await page.getByTestId('safety-announcer').getAttribute('aria-live'), 'assertive', 'the announcer is assertive');
     assertEq(await page.getByTestId('safety-notice').getAttribute('aria-live'), null, 'the region itself is not live');
+    assert((await page.getByTestId('msg-assistant').last().textContent()).includes('988'), 'the supportive answer names the line');
     assert(!(await page.getByTestId('proposal-card').isVisible()), 'no proposal while the session holds');
     await onTop(page, 'safety-notice', 'toulmin, live');
     await phones(page, 'safety-toulmin');
 
+    // A held turn carries the resources again; they are not read out again.
+    crisisStream(await turnLines(page, () => say(page, 'Are you still there?')), NOTICE_US, 'toulmin, a held turn');
+    await waitTurns(page, 'toulmin', 5);
+    await safetyShown(page, NOTICE_US, 'toulmin, a held turn');
+    assertEq(await announced(page), 1, 'a held turn announces nothing more');
+
+    await heldOnGateway(page, NOTICE_US, 'toulmin');
     await page.reload();
     await restored(page, 'toulmin');
-    await safetyShown(page, NOTICE_EN, 'toulmin, after a reload');
+    await safetyShown(page, NOTICE_US, 'toulmin, after a reload');
     assertEq(await liveText(page), '', 'a reload does not announce it again');
     assert(!(await page.getByTestId('proposal-card').isVisible()), 'the pending proposal stays away after a reload');
+    await countAnnouncements(page);
     await say(page, 'Thank you.');
     await waitTurns(page, 'toulmin', 1);
-    await safetyShown(page, NOTICE_EN, 'toulmin, the next held turn');
-    assertEq(await liveText(page), '', 'a held turn without a safety line announces nothing');
-  }));
+    await safetyShown(page, NOTICE_US, 'toulmin, a held turn after a reload');
+    assertEq(await announced(page), 0, 'a held turn after a reload announces nothing');
+  }, { locale: 'en-US' }));
 
-  await scenario('safety: cards — the resources below the active card, on phones', () => withPage('safety-cards', async (page) => {
-    const wire = await crisisWire(page, NOTICE_EN);
+  await scenario('safety: cards in "en" — the general list below the active card, on phones', () => withPage('safety-cards', async (page) => {
+    await keepTurnStreams(page);
     await start(page, 'cards');
+    assertEq((await sessionOf(page)).locale, 'en', 'a browser without a region makes an "en" session');
     await waitTurns(page, 'cards', 1);
-    wire.arm();
-    const card = page.locator('[data-testid="card"][data-active="true"]').last();
-    if (await card.getByTestId('card-continue').count()) await card.getByTestId('card-continue').click();
-    else if (await card.getByTestId('card-option').count()) await card.getByTestId('card-option').first().click();
-    else {
-      await card.getByTestId('card-input').fill("I don't want to be alive anymore.");
-      await card.getByTestId('card-submit').click();
-    }
+    await page.locator('[data-testid="card"][data-active="true"]').last().getByTestId('card-continue').click();
     await waitTurns(page, 'cards', 2);
-    await wire.turned();
-    await safetyShown(page, NOTICE_EN, 'cards, live');
-    assert((await liveText(page)).includes(NOTICE_EN.message), 'announced');
+    const card = page.locator('[data-testid="card"][data-active="true"]').last();
+    assertEq(await card.getAttribute('data-card-type'), 'prompt', 'a prompt card asks for the learner\'s words');
+    await card.getByTestId('card-input').fill("I don't want to be alive anymore");
+    const lines = await turnLines(page, () => card.getByTestId('card-submit').click());
+    await waitTurns(page, 'cards', 3);
+    crisisStream(lines, NOTICE_FALLBACK, 'cards, the crisis turn');
+    await safetyShown(page, NOTICE_FALLBACK, 'cards, live');
+    assert((await liveText(page)).includes(NOTICE_FALLBACK.message), 'announced');
+    const answer = page.locator('[data-testid="card"][data-active="true"]').last();
+    assertEq(await answer.getAttribute('data-card-type'), 'insight', 'the supportive answer is an insight card');
+    assert((await answer.textContent()).includes('findahelpline.com'), 'the supportive card names the resources');
     await phones(page, 'safety-cards');
+    await heldOnGateway(page, NOTICE_FALLBACK, 'cards');
     await page.reload();
     await restored(page, 'cards');
-    await safetyShown(page, NOTICE_EN, 'cards, after a reload');
+    await safetyShown(page, NOTICE_FALLBACK, 'cards, after a reload');
     assertEq(await liveText(page), '', 'a reload does not announce it again');
-  }));
+    assertEq((await page.getByTestId('cards-level').textContent()).trim(), 'Level 1', 'the crisis turn scored nothing');
+  }, { locale: 'en' }));
 
-  await scenario('safety: module in Spanish — the resources, suggestions and forms away while it holds', () => withPage('safety-module', async (page) => {
-    const wire = await crisisWire(page, NOTICE_ES);
+  await scenario('safety: module in es-MX — Línea de la Vida, suggestions and forms away while it holds', () => withPage('safety-module', async (page) => {
+    await keepTurnStreams(page);
     await start(page, 'module', 'es');
+    assertEq((await sessionOf(page)).locale, 'es-MX', 'the session takes the browser\'s region');
     await waitTurns(page, 'module', 1);
     assert(await page.locator('[data-testid="suggestion"]:visible').count() > 0, 'the lesson offers suggestions before');
-    wire.arm();
-    await say(page, 'Ya no quiero vivir.');
+    await countAnnouncements(page);
+    const lines = await turnLines(page, () => say(page, 'Ya no quiero vivir.'));
     await waitTurns(page, 'module', 2);
-    await wire.turned();
-    await safetyShown(page, NOTICE_ES, 'module, live');
-    assertEq(await page.getByTestId('safety-notice').getAttribute('lang'), 'es', 'the notice is marked as Spanish');
-    await say(page, '¿Sigues ahí?');
-    await waitTurns(page, 'module', 3);
+    crisisStream(lines, NOTICE_MX, 'module, the crisis turn');
+    await safetyShown(page, NOTICE_MX, 'module, live');
+    assertEq(await announced(page), 1, 'the resources are announced once');
+    assert((await page.getByTestId('module-response').last().textContent()).includes('Línea de la Vida'), 'the supportive answer names the line');
     assertEq(await page.locator('[data-testid="suggestion"]:visible, [data-testid="module-form"]:visible').count(), 0, 'no suggestion or form shows while the session holds');
+    crisisStream(await turnLines(page, () => say(page, '¿Sigues ahí?')), NOTICE_MX, 'module, a held turn');
+    await waitTurns(page, 'module', 3);
+    assertEq(await announced(page), 1, 'a held turn announces nothing more');
+    assertEq(await page.locator('[data-testid="suggestion"]:visible, [data-testid="module-form"]:visible').count(), 0, 'no suggestion or form after a held turn');
     await phones(page, 'safety-module');
+    await heldOnGateway(page, NOTICE_MX, 'module');
     await page.reload();
     await restored(page, 'module');
-    await safetyShown(page, NOTICE_ES, 'module, after a reload');
+    await safetyShown(page, NOTICE_MX, 'module, after a reload');
     assertEq(await liveText(page), '', 'a reload does not announce it again');
-  }));
+    assertEq(await page.locator('[data-testid="suggestion"]:visible, [data-testid="module-form"]:visible').count(), 0, 'no suggestion or form after a reload');
+  }, { locale: 'es-MX' }));
 }
 
 // The cards and module panels go on with an answer after a reload, and stop one, as the toulmin
@@ -1857,14 +1994,12 @@ async function main() {
     return;
   }
   await mkdir(SHOTS, { recursive: true });
-  const profile = await mkdtemp(path.join(os.tmpdir(), 'coachgw-chromium-'));
+  let shared = null;
   try {
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-      viewport: { width: 1280, height: 900 },
-    });
+    // The shared browser's language is pinned: sessions take its region (en-US), whatever the
+    // machine's own language.
+    shared = await launch('en-US');
+    context = shared.context;
     await browserScenarios();
     await issue22Scenarios();
     await resumeScenarios();
@@ -1874,8 +2009,7 @@ async function main() {
     console.log(`FAIL browser: ${err.message}`);
     results.push({ name: 'browser', ok: false });
   } finally {
-    await context?.close().catch(() => {});
-    await rm(profile, { recursive: true, force: true });
+    await shared?.close();
   }
 }
 

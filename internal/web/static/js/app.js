@@ -5,7 +5,7 @@
 
 import { apiKey, asCoachError, client, setApiKey } from './coach.js';
 import { append, clear, h } from './dom.js';
-import { LOCALES, translator } from './i18n.js';
+import { LOCALES, sessionLocale, translator } from './i18n.js';
 import { errorBox, forgetDrafts, loadDraft, storeDraft } from './turn.js';
 import { forgetSession, listSessions, rememberSession, touchSession } from './sessions.js';
 import { SessionSync } from './sync.js';
@@ -208,7 +208,7 @@ async function showStart(startError = null) {
       startButton.disabled = true;
       startButton.textContent = t('starting');
       /** @type {{contract: string, locale: string, module?: string}} */
-      const body = { contract: choice.contract, locale: choice.locale };
+      const body = { contract: choice.contract, locale: sessionLocale(choice.locale, navigator.languages || [navigator.language]) };
       if (choice.contract === 'module') body.module = moduleSelect.value;
       setApiKey(keyInput.value.trim());
       try {

@@ -327,12 +327,13 @@ const STRINGS = {
  */
 
 /**
- * translator returns t(key, ...args) for locale ("en" or "es"), falling back to English, and to
- * the key itself for a key no locale knows.
+ * translator returns t(key, ...args) for locale's language ("en", "es"; "es-MX" is Spanish),
+ * falling back to English, and to the key itself for a key no locale knows.
  * @param {string | undefined} locale
  * @returns {Translator}
  */
 export function translator(locale) {
+  locale = locale && locale.split('-')[0].toLowerCase();
   const dict = (locale && STRINGS[locale]) || STRINGS.en;
   /** @param {Record<string, any>} d @param {string} key @returns {any} */
   const lookup = (d, key) => key.split('.').reduce((/** @type {any} */ o, k) => (o == null ? undefined : o[k]), d);
@@ -348,3 +349,25 @@ export const LOCALES = [
   ['en', 'English'],
   ['es', 'Español'],
 ];
+
+/**
+ * sessionLocale returns the locale a new session in language lang ("en" or "es") is created
+ * with: lang and the region of the first of the browser's languages (navigator.languages) in
+ * that language that names one, such as "en-US" or "es-MX", because the gateway chooses a
+ * learner's crisis resources by region (988 in the US, Línea de la Vida in Mexico); lang alone
+ * when none does. Only a two-letter region is taken, the kind the gateway accepts ("es-419"
+ * names none).
+ * @param {string} lang
+ * @param {readonly string[]} languages
+ * @returns {string}
+ */
+export function sessionLocale(lang, languages) {
+  for (const tag of languages) {
+    const subtags = tag.split(/[-_]/);
+    if (subtags[0].toLowerCase() !== lang) continue;
+    // The region follows the language, or its script ("Latn").
+    const region = subtags[/^[A-Za-z]{4}$/.test(subtags[1] || '') ? 2 : 1] || '';
+    if (/^[A-Za-z]{2}$/.test(region)) return `${lang}-${region.toUpperCase()}`;
+  }
+  return lang;
+}

@@ -3,8 +3,9 @@
 // a heading, the gateway's message and each resource with its links (tel:, sms:, https), placed
 // just above the panel's status and message box, where the learner is looking when the line
 // arrives. It stays while the session is on a safety hold, after a reload too (the transcript
-// keeps the notice). Screen readers hear it once, assertively, when it arrives in a turn this
-// page sent; drawing it again (a reload, a resumed turn, a redraw from another tab) is silent.
+// keeps the notice). Screen readers hear it once, assertively, when it arrives in the turn of
+// this page that starts the hold; drawing it again (a later held turn, a reload, a resumed turn,
+// a redraw from another tab) is silent.
 // The focus is never moved: the learner may be typing, and the region is scrolled into view.
 
 import { clear, h, reveal } from './dom.js';
@@ -48,14 +49,16 @@ export class SafetyRegion {
 
   /**
    * show draws notice. announce: it arrived just now in a turn this page sent, so screen readers
-   * are told (once) and the region is to be scrolled into view when the turn ends.
+   * are told and the region is to be scrolled into view when the turn ends; but only when it
+   * starts a hold. Every turn of a held session carries the notice again, and hearing the
+   * resources read out assertively after each message would drown the coach's answer.
    * @param {Notice} notice
    * @param {{announce?: boolean}} [options]
    */
   show(notice, { announce = false } = {}) {
     this.notice = notice;
     this.draw();
-    if (announce) {
+    if (announce && !this.held) {
       this.live.textContent = [notice.message, ...notice.resources.map((r) => [r.name, r.phone, r.text].filter(Boolean).join(', '))].join('. ');
       this.revealPending = true;
     }
@@ -86,7 +89,11 @@ export class SafetyRegion {
     this.el.hidden = !this.notice && !this.held;
     if (this.el.hidden) return;
     const notice = this.notice;
-    this.el.lang = notice ? notice.locale.split('-')[0] : '';
+    // The fallback's resources have no locale of their own ("fallback"): the page's language
+    // is theirs as far as the panel knows.
+    const lang = notice ? notice.locale.split('-')[0] : '';
+    if (/^[a-z]{2,3}$/i.test(lang)) this.el.lang = lang;
+    else this.el.removeAttribute('lang');
     this.body.append(h('p', { class: 'safety-message', testid: 'safety-message', dir: 'auto' }, notice ? notice.message : t('safetyNoResources')));
     if (notice && notice.resources.length) {
       this.body.append(h('ul', { class: 'safety-resources', testid: 'safety-resources' }, notice.resources.map((r) => resourceItem(t, r))));
