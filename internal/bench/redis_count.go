@@ -51,12 +51,13 @@ func scrapeRedis(ctx context.Context, hc *http.Client, base string) (map[string]
 	return counts, nil
 }
 
-// notRoundTrips are the labels that do not serve a turn: the hook's dial and handshake, the
+// notRoundTrips are the labels that do not serve a turn: the hook's dial and handshake, learner
+// safety's audit writes (one batch for all turns every 200 ms, whatever the traffic), the
 // commands of a handshake as the relay sees them, and the circuit breaker's background reads of
 // the circuits other instances opened (a PTTL per model endpoint about once a second, whatever
 // the traffic; see redisstore.Store.OpenCircuits).
 var notRoundTrips = map[string]bool{
-	"dial": true, "handshake": true,
+	"dial": true, "handshake": true, "audit": true,
 	"HELLO": true, "AUTH": true, "CLIENT": true, "SELECT": true, "READONLY": true,
 	"pttl": true, "PTTL": true,
 }

@@ -232,7 +232,8 @@ func New(opts ...Option) *Metrics {
 		}),
 		redisDuration: histogram("redis_command_duration_seconds",
 			"Redis round trips by command; a pipeline is one round trip labelled pipeline, "+
-				"a new connection's handshake pipeline handshake, and opening a connection dial.",
+				"a new connection's handshake pipeline handshake, learner safety's batched audit writes audit, "+
+				"and opening a connection dial.",
 			redisBuckets, "command"),
 		redisErrors: counter("redis_errors_total",
 			"Redis round trips that failed (not counting missing keys, callers that gave up, and "+

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -57,14 +58,18 @@ func (h *RedisHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		start := time.Now()
 		err := next(ctx, cmds)
-		label, handshake := "pipeline", len(cmds) > 0
+		label, handshake, audit := "pipeline", len(cmds) > 0, len(cmds) > 0
 		failed := false
 		for _, cmd := range cmds {
 			handshake = handshake && isHandshake(cmd)
+			audit = audit && isAudit(cmd)
 			failed = failed || cmdFailed(cmd, cmd.Err())
 		}
-		if handshake {
+		switch {
+		case handshake:
 			label = "handshake"
+		case audit:
+			label = "audit"
 		}
 		if !failed && !isReply(err) {
 			// Without any answer (say, a broken connection) the commands' own errors may be unset.
@@ -93,6 +98,18 @@ func cmdFailed(cmd redis.Cmder, err error) bool {
 func isHandshake(cmd redis.Cmder) bool {
 	name := cmd.Name()
 	return name == "hello" || name == "client"
+}
+
+// isAudit reports whether cmd writes learner safety's audit (its keys are "…:{audit:<tenant>}"):
+// the audit records of all turns go out together every 200 ms (redisstore.AuditBatcher), so
+// their round trips are labelled apart from the turns' own.
+func isAudit(cmd redis.Cmder) bool {
+	args := cmd.Args()
+	if len(args) < 2 {
+		return false
+	}
+	key, ok := args[1].(string)
+	return ok && strings.Contains(key, ":{audit:")
 }
 
 // isReply reports whether err is an error reply from the server, rather than no reply.
