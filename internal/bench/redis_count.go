@@ -51,13 +51,14 @@ func scrapeRedis(ctx context.Context, hc *http.Client, base string) (map[string]
 	return counts, nil
 }
 
-// notRoundTrips are the labels that do not serve a turn: the hook's dial and handshake, learner
+// notRoundTrips are the labels that do not serve a turn: the hook's dial and handshake (and the
+// HELLO go-redis may send alone on a new connection), learner
 // safety's audit writes (one batch for all turns every 200 ms, whatever the traffic), the
 // commands of a handshake as the relay sees them, and the circuit breaker's background reads of
 // the circuits other instances opened (a PTTL per model endpoint about once a second, whatever
 // the traffic; see redisstore.Store.OpenCircuits).
 var notRoundTrips = map[string]bool{
-	"dial": true, "handshake": true, "audit": true,
+	"dial": true, "handshake": true, "hello": true, "audit": true,
 	"HELLO": true, "AUTH": true, "CLIENT": true, "SELECT": true, "READONLY": true,
 	"pttl": true, "PTTL": true,
 }
@@ -65,10 +66,8 @@ var notRoundTrips = map[string]bool{
 // roundTrips sums the counts that are a turn's round trips.
 func roundTrips(counts map[string]int64) int64 {
 	var n int64
-	for k, v := range counts {
-		if !notRoundTrips[k] {
-			n += v
-		}
+	for _, v := range turnRoundTrips(counts) {
+		n += v
 	}
 	return n
 }
@@ -84,4 +83,16 @@ func addDiff(acc, after, before map[string]int64) map[string]int64 {
 		}
 	}
 	return acc
+}
+
+// turnRoundTrips returns the counts that are a turn's round trips, the ones RedisPerTurn sums:
+// what the report breaks that figure down into.
+func turnRoundTrips(counts map[string]int64) map[string]int64 {
+	out := make(map[string]int64, len(counts))
+	for k, v := range counts {
+		if !notRoundTrips[k] {
+			out[k] = v
+		}
+	}
+	return out
 }

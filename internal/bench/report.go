@@ -100,7 +100,7 @@ func (r *Report) Markdown() string {
 				alloc, allocs = fmt.Sprintf("%.1f", m.AllocPerTurn/1024), fmt.Sprintf("%.0f", m.MallocsPerTurn)
 			}
 			if isGateway(m.Mode) && m.RedisRoundTrips != nil {
-				rt = fmt.Sprintf("%.2f (%s)", m.RedisPerTurn, commandList(m.RedisRoundTrips))
+				rt = fmt.Sprintf("%.2f (%s)", m.RedisPerTurn, commandList(turnRoundTrips(m.RedisRoundTrips)))
 			}
 			if isGateway(m.Mode) && m.RelayCommands != nil {
 				rt += fmt.Sprintf("; relay: %.2f (%s)", m.RelayPerTurn, commandList(m.RelayCommands))
