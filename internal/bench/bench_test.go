@@ -246,7 +246,7 @@ func TestBenchSafetyAB(t *testing.T) {
 		t.Errorf("coachgw/safety-off: first line held %+v, want 0 in each of %d turns (text relayed as it comes)", off.Held, off.Turns)
 	}
 	if on.Held.N != on.Turns || on.Held.Max <= 0 {
-		t.Errorf("coachgw: first line held %+v, want a wait for a sentence end in some of %d turns", on.Held, on.Turns)
+		t.Errorf("coachgw: first line held %+v, want a wait for a clause end in some of %d turns", on.Held, on.Turns)
 	}
 	if on.Deltas >= off.Deltas {
 		t.Errorf("coachgw sent %d delta lines, safety off %d: want fewer, the window releases sentences, not chunks", on.Deltas, off.Deltas)

@@ -67,7 +67,7 @@ type samples struct {
 	toModel, fromModel []int64
 	// held is, per turn, the model's own time from the flush of the first text to the flush of
 	// the piece that completed the first text-carrying line: zero for a path that relays text
-	// as it comes, the wait for a sentence end (or the holdback) for a gateway whose output
+	// as it comes, the wait for a clause end (or the holdback) for a gateway whose output
 	// window holds text until it is checked.
 	held []int64
 	// delta holds, per text-carrying line, the time it reached the client minus the time
