@@ -241,3 +241,39 @@ func TestSafetyAuditUnavailable(t *testing.T) {
 		t.Errorf("SafetyEvents with the store down: %v, want unavailable", err)
 	}
 }
+
+// TestAuditBatcherTenantShare: one tenant flooding the batcher (its turns outrunning the store)
+// fills only its own share of the queue, and another tenant's records still go out whole.
+func TestAuditBatcherTenantShare(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			ctx := context.Background()
+			audit := NewSafetyAudit(f.client, f.prefix, time.Hour, 0)
+			batcher := NewAuditBatcher(audit, time.Hour, nil)
+			t.Cleanup(func() { _ = batcher.Close(ctx) })
+
+			flood := make([]safety.Record, 10*auditTenantQueueMax)
+			for i := range flood {
+				flood[i] = auditRecord("noisy", i)
+			}
+			if err := batcher.Audit(ctx, flood); !errors.Is(err, errAuditQueueFull) {
+				t.Errorf("a flood of %d records: %v, want %v", len(flood), err, errAuditQueueFull)
+			}
+			quiet := []safety.Record{auditRecord("quiet", 0), auditRecord("quiet", 1), auditRecord("quiet", 2)}
+			if err := batcher.Audit(ctx, quiet); err != nil {
+				t.Errorf("the quiet tenant's records after the flood: %v, want them queued", err)
+			}
+			if err := batcher.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := audit.SafetyEvents(ctx, "quiet", "", 1000)
+			if err != nil || len(got) != len(quiet) {
+				t.Errorf("the quiet tenant reads %d records (%v), want its %d", len(got), err, len(quiet))
+			}
+			if n, err := f.client.XLen(ctx, audit.key("noisy")).Result(); err != nil || n != auditTenantQueueMax {
+				t.Errorf("the flooding tenant's stream holds %d records (%v), want its share, %d", n, err, auditTenantQueueMax)
+			}
+		})
+	}
+}

@@ -13,95 +13,115 @@ import (
 // AuditBatcher writes the audit records of many turns together: every turn with learner text
 // has at least one record, and one round trip per turn for them would be half again what the
 // turn itself costs (its claim and its commit). Records wait at most the batch interval, or
-// until a batch is full, and go out in one SafetyAudit.Audit call (one round trip).
+// until a batch is full, and go out in SafetyAudit.Audit calls of at most auditBatchMax records
+// (one round trip each).
+//
+// The queue is shared by every tenant, so each tenant may hold only its share of it: a tenant
+// whose turns outrun the store (a flood, or a Redis slow to take the writes) loses its own
+// records beyond its share, never another tenant's.
 type AuditBatcher struct {
 	audit  *SafetyAudit
 	every  time.Duration
-	in     chan []safety.Record
 	failed func()
-	// flush asks run to write what it holds and what is queued at once, and to close the
-	// channel it passes when that is done.
+
+	mu        sync.Mutex
+	pending   []safety.Record
+	perTenant map[string]int
+
+	// ready tells run that a batch is full; flush asks it to write what is pending at once
+	// and to close the channel it passes when that is done.
+	ready chan struct{}
 	flush chan chan struct{}
 	stop  chan struct{}
 	done  chan struct{}
 	once  sync.Once
 }
 
-// auditBatchMax is the most records written in one round trip.
-const auditBatchMax = 512
+// Bounds of the batcher: the records written in one round trip, the records waiting in all,
+// and the records one tenant may have waiting.
+const (
+	auditBatchMax       = 512
+	auditQueueMax       = 16 * auditBatchMax
+	auditTenantQueueMax = 4 * auditBatchMax
+)
 
-// errAuditQueueFull is returned by Audit when the batcher is this far behind; the records are
-// dropped rather than a turn made to wait for the audit.
+// errAuditQueueFull is returned by Audit when records were dropped, the queue or the tenant's
+// share of it being full: the records are dropped rather than a turn made to wait for the audit.
 var errAuditQueueFull = errors.New("safety audit queue full")
 
 // NewAuditBatcher starts a batcher over a that writes at least every interval; failed, when set,
 // is called for each batch the store did not take.
 func NewAuditBatcher(a *SafetyAudit, every time.Duration, failed func()) *AuditBatcher {
-	b := &AuditBatcher{audit: a, every: every, in: make(chan []safety.Record, 4096), failed: failed,
-		flush: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	b := &AuditBatcher{audit: a, every: every, failed: failed, perTenant: map[string]int{},
+		ready: make(chan struct{}, 1), flush: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	go b.run()
 	return b
 }
 
 var _ coach.SafetyAudit = (*AuditBatcher)(nil)
 
-// Audit queues records for the next batch. It never waits: a full queue drops them and says so.
+// Audit queues records for the next batch. It never waits: records beyond the queue's bound or
+// their tenant's share of it are dropped, and it says so.
 func (b *AuditBatcher) Audit(_ context.Context, records []safety.Record) error {
-	select {
-	case b.in <- records:
-		return nil
-	default:
+	b.mu.Lock()
+	dropped := false
+	for _, r := range records {
+		if len(b.pending) >= auditQueueMax || b.perTenant[r.Tenant] >= auditTenantQueueMax {
+			dropped = true
+			continue
+		}
+		b.pending = append(b.pending, r)
+		b.perTenant[r.Tenant]++
+	}
+	full := len(b.pending) >= auditBatchMax
+	b.mu.Unlock()
+	if full {
+		select {
+		case b.ready <- struct{}{}:
+		default:
+		}
+	}
+	if dropped {
 		return errAuditQueueFull
 	}
+	return nil
 }
 
 func (b *AuditBatcher) run() {
 	defer close(b.done)
 	t := time.NewTicker(b.every)
 	defer t.Stop()
-	var batch []safety.Record
-	write := func() {
-		if len(batch) == 0 {
+	for {
+		select {
+		case <-b.ready:
+			b.write()
+		case <-t.C:
+			b.write()
+		case done := <-b.flush:
+			b.write()
+			close(done)
+		case <-b.stop:
+			b.write()
 			return
 		}
+	}
+}
+
+// write takes every pending record and writes them, auditBatchMax to a round trip.
+func (b *AuditBatcher) write() {
+	b.mu.Lock()
+	batch := b.pending
+	b.pending = nil
+	clear(b.perTenant)
+	b.mu.Unlock()
+	for len(batch) > 0 {
+		n := min(len(batch), auditBatchMax)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := b.audit.Audit(ctx, batch); err != nil && b.failed != nil {
+		if err := b.audit.Audit(ctx, batch[:n]); err != nil && b.failed != nil {
 			b.failed()
 		}
 		cancel()
-		batch = batch[:0]
-	}
-	for {
-		select {
-		case rs := <-b.in:
-			batch = append(batch, rs...)
-			if len(batch) >= auditBatchMax {
-				write()
-			}
-		case <-t.C:
-			write()
-		case done := <-b.flush:
-			for drained := false; !drained; {
-				select {
-				case rs := <-b.in:
-					batch = append(batch, rs...)
-				default:
-					drained = true
-				}
-			}
-			write()
-			close(done)
-		case <-b.stop:
-			for {
-				select {
-				case rs := <-b.in:
-					batch = append(batch, rs...)
-				default:
-					write()
-					return
-				}
-			}
-		}
+		batch = batch[n:]
 	}
 }
 
