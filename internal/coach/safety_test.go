@@ -198,6 +198,12 @@ func TestCrisisTurnGetsResourcesAndHolds(t *testing.T) {
 	if len(page.Entries) != 2 || page.Entries[1].Safety == nil || page.Entries[1].Result == nil {
 		t.Errorf("transcript = %+v, want the learner's entry and the result's with the safety notice", page.Entries)
 	}
+	// A restored answer and its resume are one message only when its entries carry the turn.
+	for _, e := range page.Entries {
+		if e.Turn == "" || e.Turn != page.Entries[0].Turn {
+			t.Errorf("transcript entry %+v lacks the turn's id", e)
+		}
+	}
 
 	// Every later turn of the held session, a plain one or continue, gets the supportive answer
 	// without the model, and no second escalation.

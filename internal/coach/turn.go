@@ -211,13 +211,41 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 		return finish(e.Code, err)
 	}
 
+	// commit stores res as the session's next version, with the transcript entries of the
+	// turn: the learner's input, the cards sent before the result, and the result, which
+	// carries notice when the turn sent a safety line. hold, when set, starts a safety hold.
+	commit := func(res *Outcome, cards []json.RawMessage, notice *SafetyNotice, hold *SafetyHold) (*Session, error) {
+		next := *r.sess
+		next.Version++
+		next.State = res.State
+		next.UpdatedAt = s.now().UTC()
+		next.History = appendHistory(r.sess.History, res.History, s.opts.HistoryLimit, s.opts.HistoryBytes)
+		if hold != nil {
+			next.Safety = hold
+		}
+		// The learner's entry is dated when the turn was asked for, the coach's when it was stored.
+		transcript := append([]TranscriptEntry{learnerEntry(r.start.UTC(), r.input)},
+			coachEntries(next.UpdatedAt, cards, res.Result, res.Fallback)...)
+		transcript[len(transcript)-1].Safety = notice
+		for i := range transcript {
+			transcript[i].Turn = r.id
+		}
+		cctx, commitSpan := s.tracer.Start(ctx, "coach.commit")
+		err := s.store.Commit(cctx, &next, r.token, CommitExtra{Transcript: transcript, Usage: r.charge(rep.Spent)})
+		endSpan(commitSpan, err)
+		if err != nil {
+			return nil, err
+		}
+		committed = true
+		return &next, nil
+	}
+
 	guard := s.safety
 	defer func() { s.auditTurn(r) }()
 	// safeAnswer ends the turn with the contract's answer written by the gateway instead of
 	// the lesson: for a crisis in the learner's input (v), or for any turn of a held session.
 	safeAnswer := func(held bool, v safety.Verdict) Report {
 		stopRenewing()
-		now := s.now().UTC()
 		loc, lr := guard.Resources.For(r.sess.Locale)
 		notice := &SafetyNotice{Kind: "crisis", Locale: loc, Message: lr.Message, Resources: lr.Resources}
 		// The resources go out first, whatever happens to the commit.
@@ -230,31 +258,23 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 		if err != nil {
 			return fail(err)
 		}
-		next := *r.sess
-		next.Version++
-		next.State = res.State
-		next.UpdatedAt = now
+		var hold *SafetyHold
 		var episode *safety.Episode
 		if !held && !r.sess.Held() && safety.Detected(v) {
-			next.Safety = &SafetyHold{Hold: true, Since: now, Episode: NewID()}
-			episode = r.episode(next.Safety, v)
+			hold = &SafetyHold{Hold: true, Since: s.now().UTC(), Episode: NewID()}
+			episode = r.episode(hold, v)
 		}
-		transcript := append([]TranscriptEntry{learnerEntry(r.start.UTC(), r.input)}, coachEntries(now, nil, res.Result, false)...)
-		transcript[len(transcript)-1].Safety = notice
-		cctx, commitSpan := s.tracer.Start(ctx, "coach.commit")
-		err = s.store.Commit(cctx, &next, r.token, CommitExtra{Transcript: transcript, Usage: r.charge(rep.Spent)})
-		endSpan(commitSpan, err)
+		next, err := commit(res, nil, notice, hold)
 		if err != nil {
 			return fail(err)
 		}
-		committed = true
 		if episode != nil && s.escalator != nil {
 			s.escalator.Escalate(*episode)
 		}
 		if res.Tail != "" {
 			send(res.TailDelta())
 		}
-		send(Event{Type: EventResult, Result: res.Result, Session: &next})
+		send(Event{Type: EventResult, Result: res.Result, Session: next})
 		if held {
 			return finish(OutcomeHeld, nil)
 		}
@@ -334,30 +354,15 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 	if clientErr != nil || ctx.Err() != nil {
 		return fail(context.Cause(ctx))
 	}
-	next := *r.sess
-	next.Version++
-	next.State = res.State
-	next.UpdatedAt = s.now().UTC()
-	next.History = appendHistory(r.sess.History, res.History, s.opts.HistoryLimit, s.opts.HistoryBytes)
-	// The learner's entry is dated when the turn was asked for, the coach's when it was stored.
-	transcript := append([]TranscriptEntry{learnerEntry(r.start.UTC(), r.input)},
-		coachEntries(next.UpdatedAt, cards, res.Result, res.Fallback)...)
-	for i := range transcript {
-		transcript[i].Turn = r.id
-	}
-	extra := CommitExtra{Transcript: transcript, Usage: r.charge(rep.Spent)}
-	cctx, commitSpan := s.tracer.Start(ctx, "coach.commit")
-	err = s.store.Commit(cctx, &next, r.token, extra)
-	endSpan(commitSpan, err)
+	next, err := commit(res, cards, nil, nil)
 	if err != nil {
 		return fail(err)
 	}
-	committed = true
 	rep.Rules, rep.Diagnostic, rep.Notice = res.Rules, res.Diagnostic, res.Notice
 	if res.Tail != "" {
 		send(res.TailDelta())
 	}
-	send(Event{Type: EventResult, Result: res.Result, Session: &next, Fallback: res.Fallback, Upstream: rep.Upstream, Usage: rep.Usage})
+	send(Event{Type: EventResult, Result: res.Result, Session: next, Fallback: res.Fallback, Upstream: rep.Upstream, Usage: rep.Usage})
 	if res.Fallback {
 		return finish("fallback", nil)
 	}
