@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -62,12 +63,8 @@ func learnerText(in TurnInput) string {
 		parts = append(parts, *in.Selected)
 	}
 	if in.Form != nil {
-		keys := make([]string, 0, len(in.Form.Values))
-		for k := range in.Form.Values {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys) // the same text, hence the same verdict, whatever the map's order
-		for _, k := range keys {
+		// Sorted: the same text, hence the same verdict, whatever the map's order.
+		for _, k := range slices.Sorted(maps.Keys(in.Form.Values)) {
 			var s string
 			if json.Unmarshal(in.Form.Values[k], &s) == nil {
 				parts = append(parts, s)
