@@ -121,6 +121,9 @@ type Verdict struct {
 	// "en.passive.not_alive"), so an operator in observe mode can see which rule a false
 	// positive came from without the audit ever holding learner text.
 	Rules []string `json:"rules,omitempty"`
+	// Concern says whom the text is about (the learner, someone they know, a topic of study);
+	// empty when nothing was found or the classifier does not tell.
+	Concern Concern `json:"concern,omitempty"`
 }
 
 // Has reports whether the verdict carries category c.
@@ -129,7 +132,7 @@ func (v Verdict) Has(c Category) bool { return slices.Contains(v.Categories, c) 
 // Merge combines two verdicts, as when the built-in screen and a classifier beside it both
 // ran: a hit in either is a hit, categories and rules are united, the higher severity wins.
 func (v Verdict) Merge(o Verdict) Verdict {
-	out := Verdict{Crisis: v.Crisis || o.Crisis, Severity: max(v.Severity, o.Severity)}
+	out := Verdict{Crisis: v.Crisis || o.Crisis, Severity: max(v.Severity, o.Severity), Concern: maxConcern(v.Concern, o.Concern)}
 	out.Categories = union(v.Categories, o.Categories)
 	out.Rules = union(v.Rules, o.Rules)
 	return out
