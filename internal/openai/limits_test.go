@@ -332,6 +332,7 @@ func TestEchoedLearnerText(t *testing.T) {
 				"Please, what is a json_schema, and is it like a tool_choice?",
 				"Please compare json_object with the response_format I know.",
 				"Please tell me the maximum context length of an argument.",
+				"Please check the grammar of my claim, and its schema: failed to parse?",
 			} {
 				req := coach.ModelRequest{Messages: []coach.Message{{Role: coach.RoleSystem, Content: systemPrompt}, {Role: coach.RoleUser, Content: text}}, Schema: &coachSchema}
 				_, err := c.Stream(context.Background(), req, coach.StreamHooks{})
