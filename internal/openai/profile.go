@@ -201,7 +201,13 @@ var profiles = []Profile{
 		// supported for type integer for now, not number"); keywords it cannot enforce are
 		// ignored. Its grammar refuses a repetition count of 2,000 (see Limits.MaxRepeat).
 		// It often runs on a CPU, hence the local deadlines.
-		Name: "llamacpp", ToolChoice: ToolRequired, Format: FormatJSONSchema, IncludeUsage: true, StreamsToolArgs: true,
+		// "required" does not force the call either: a real llama-server (b10573, --jinja)
+		// answered 7 of 7 card turns under tool_choice "required" in prose, and 11 of 11 on the
+		// first call once asked for the card as structured output, whose grammar it enforces
+		// from the first token. So cards are asked for as structured output from the first
+		// turn (ToolNone); an operator's toolChoice override still gets the forced tool, with
+		// parallel_tool_calls.
+		Name: "llamacpp", ToolChoice: ToolNone, Format: FormatJSONSchema, IncludeUsage: true, StreamsToolArgs: true,
 		OneToolCall: true, Bounds: BoundsAll, Limits: Limits{MaxRepeat: llamaMaxRepeat},
 		FirstByteTimeout: localFirstByteTimeout, IdleTimeout: localIdleTimeout,
 	},
