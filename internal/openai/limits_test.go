@@ -124,7 +124,7 @@ func TestParallelToolCalls(t *testing.T) {
 // TestParallelToolCallsEncoded checks the fast encoder writes parallel_tool_calls as
 // json.Marshal does.
 func TestParallelToolCallsEncoded(t *testing.T) {
-	c := New(Config{Profile: "llamacpp"})
+	c := New(Config{Profile: "llamacpp", ToolChoice: "required"})
 	r, err := c.request(coach.ModelRequest{Messages: hello.Messages, Tool: cardTool}, *c.current())
 	if err != nil {
 		t.Fatal(err)
