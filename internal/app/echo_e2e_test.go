@@ -66,8 +66,9 @@ func TestEchoedLearnerTextDowngradesNothing(t *testing.T) {
 	}
 }
 
-// TestServerFlagReportedOnce points cards at a llama-server started without --jinja: each
-// turn asks it once (no retries), and the operator reads one error line with the fix.
+// TestServerFlagReportedOnce points cards, with the tool forced, at a llama-server started
+// without --jinja: each turn asks it once (no retries), and the operator reads one error line
+// with the fix.
 func TestServerFlagReportedOnce(t *testing.T) {
 	var calls atomic.Int64
 	endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -77,7 +78,7 @@ func TestServerFlagReportedOnce(t *testing.T) {
 	}))
 	defer endpoint.Close()
 	g := apptest.Start(t, func(c *config.Config) {
-		c.Upstreams = []config.Upstream{{Name: "local", BaseURL: endpoint.URL + "/v1", Model: "m", Profile: "llamacpp"}}
+		c.Upstreams = []config.Upstream{{Name: "local", BaseURL: endpoint.URL + "/v1", Model: "m", Profile: "llamacpp", ToolChoice: "required"}}
 	})
 	for i := range 2 {
 		s := g.Create("cards", nil)

@@ -233,7 +233,7 @@ func TestToulminErrorCodes(t *testing.T) {
 		calls   int
 	}{
 		{"unparseable output", []fakellm.Reply{{Content: `{"assistantText":"Hi", oops`}, {Content: "not json"}}, apptest.Msg("hi"), "coach_validation_failed", 2},
-		{"schema-invalid output", []fakellm.Reply{{Content: apptest.Obj("assistantText", "Hi.", "step", "claim", "confidence", 7)}, {Content: apptest.Obj("assistantText", "Hi.", "step", "claim", "confidence", 7)}}, apptest.Msg("hi"), "coach_validation_failed", 2},
+		{"schema-invalid output", []fakellm.Reply{{Content: apptest.Obj("assistantText", "Hi.", "step", "claim", "isComplete", "no")}, {Content: apptest.Obj("assistantText", "Hi.", "step", "claim", "isComplete", "no")}}, apptest.Msg("hi"), "coach_validation_failed", 2},
 		{"empty assistantText", []fakellm.Reply{{Content: apptest.Obj("assistantText", "", "step", "claim")}, {Content: apptest.Obj("assistantText", " ", "step", "claim")}}, apptest.Msg("hi"), "coach_empty_response", 2},
 		{"step mismatch", nil, map[string]string{"message": "hi", "step": "warrant"}, "coach_step_mismatch", 0},
 		{"upstream failure", []fakellm.Reply{{Fault: fakellm.Fault{Status: 500}}, {Fault: fakellm.Fault{Status: 502}}, {Fault: fakellm.Fault{Status: 503}}}, apptest.Msg("hi"), "coach_stream_failed", 3},

@@ -185,6 +185,14 @@ func (c *Client) downgrade(used *shape, req coach.ModelRequest, err *coach.Model
 
 // settingWords are the words by which a 400 names the setting it rejects, in its param, code
 // or message. Longer names come first: "parallel_tool_calls" before "tool call".
+//
+// A refusal of a schema names the schema or the grammar compiled from it, not the setting
+// that carried it: llama-server answers "Failed to initialize samplers: failed to parse
+// grammar" to a repetition its grammar refuses, vLLM "The provided JSON schema contains
+// features not supported by xgrammar." or "Failed to transform json schema into a grammar".
+// Such a refusal weakens whichever of the two carried the schema: the forced tool's
+// parameters (asked for as structured output instead) or the response format (its bounds
+// first, then the format).
 var settingWords = []struct {
 	setting string
 	words   []string
@@ -192,8 +200,8 @@ var settingWords = []struct {
 	{SettingIncludeUsage, []string{"stream_options", "include_usage"}},
 	{SettingParallelToolCalls, []string{"parallel_tool_calls"}},
 	{SettingCompletionCap, []string{"max_completion_tokens", "max_tokens"}},
-	{SettingToolChoice, []string{"tool_choice", "tools", "tool choice", "tool use", "tool call", "function call"}},
-	{SettingResponseFormat, []string{"response_format", "json_schema", "json_object", "response_schema", "structured output"}},
+	{SettingToolChoice, []string{"tool_choice", "tools", "tool choice", "tool use", "tool call", "function call", "grammar", "schema"}},
+	{SettingResponseFormat, []string{"response_format", "json_schema", "json_object", "response_schema", "structured output", "grammar", "schema"}},
 }
 
 // rejectedSetting returns the one of sent that err, an HTTP 400, says the endpoint does not

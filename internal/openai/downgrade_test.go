@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,14 @@ func TestDowngrade(t *testing.T) {
 	cardReq := coach.ModelRequest{Messages: hello.Messages, Tool: card}
 	schemaReq := coach.ModelRequest{Messages: hello.Messages, Schema: &coachSchema}
 	yes := true
+	llamaGrammar, err := os.ReadFile("../../testdata/errors/llamacpp-grammar-repetition.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	xgrammar, err := os.ReadFile("../../testdata/errors/vllm-xgrammar-unsupported.json")
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		cfg  Config
@@ -70,6 +79,32 @@ func TestDowngrade(t *testing.T) {
 			// A rejected response_format first loses the strict schema's bounds, then the format.
 			member: "response_format", want: []string{"json_schema", "json_schema", "json_schema", "json_object", "json_object"},
 			downgrades: []string{"include_usage true>false", "schema_bounds kept>dropped", "response_format json_schema>json_object"},
+		},
+		{
+			// A refusal of the schema names the grammar, not the setting: the schema's
+			// bounds go first.
+			name: "llama-server's grammar refusal", cfg: Config{Profile: "llamacpp"}, req: schemaReq,
+			rejections: []string{string(llamaGrammar)},
+			member:     "response_format", want: []string{"json_schema", "json_schema", "json_schema"},
+			downgrades: []string{"schema_bounds kept>dropped"},
+		},
+		{
+			name: "llama-server's grammar refusal of the schema's format too", cfg: Config{Profile: "llamacpp"}, req: schemaReq,
+			rejections: []string{string(llamaGrammar), string(llamaGrammar)},
+			member:     "response_format", want: []string{"json_schema", "json_schema", "json_object", "json_object"},
+			downgrades: []string{"schema_bounds kept>dropped", "response_format json_schema>json_object"},
+		},
+		{
+			name: "llama-server's grammar refusal of a forced tool's parameters", cfg: Config{Profile: "llamacpp", ToolChoice: "required", IncludeUsage: new(bool)},
+			req: cardReq, rejections: []string{string(llamaGrammar)},
+			member: "tool_choice", want: []string{`"required"`, "-", "-"},
+			downgrades: []string{"tool_choice required>none"},
+		},
+		{
+			name: "vLLM's xgrammar refusal", cfg: Config{Profile: "vllm"}, req: schemaReq,
+			rejections: []string{string(xgrammar)},
+			member:     "response_format", want: []string{"json_schema", "json_schema", "json_schema"},
+			downgrades: []string{"schema_bounds kept>dropped"},
 		},
 		{
 			name: "context length is not a shape fault", cfg: Config{Profile: "openai"}, req: schemaReq,

@@ -32,7 +32,7 @@ func mustEmbed(t testing.TB, raw string) embeddedJSON {
 }
 
 func TestAppendRequest(t *testing.T) {
-	toulmin, err := prepare(coachSchema.Schema, 0)
+	toulmin, err := prepare(coachSchema.Schema, 0, Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,8 @@ func TestLlamacppRealWire(t *testing.T) {
 			t.Fatal(err)
 		}
 		u := newUpstream(t, rawResponse(string(body)))
-		s, err := u.client(Config{Profile: "llamacpp"}).Stream(context.Background(), req, coach.StreamHooks{})
+		// The tool stream answered a forced tool, which the profile asks for only when overridden.
+		s, err := u.client(Config{Profile: "llamacpp", ToolChoice: "required"}).Stream(context.Background(), req, coach.StreamHooks{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -97,7 +97,7 @@ func TestCompletionCap(t *testing.T) {
 // TestParallelToolCalls checks that a forced tool comes with parallel_tool_calls: false where
 // the profile says the endpoint honours it, and never where no tools are sent.
 func TestParallelToolCalls(t *testing.T) {
-	want := map[string]bool{"openai": true, "vllm": true, "llamacpp": true}
+	want := map[string]bool{"openai": true, "vllm": true}
 	cardReq := coach.ModelRequest{Messages: hello.Messages, Tool: cardTool}
 	schemaReq := coach.ModelRequest{Messages: hello.Messages, Schema: &coachSchema}
 	for _, p := range append(Profiles(), Profile{Name: DefaultProfile}) {
@@ -124,7 +124,7 @@ func TestParallelToolCalls(t *testing.T) {
 // TestParallelToolCallsEncoded checks the fast encoder writes parallel_tool_calls as
 // json.Marshal does.
 func TestParallelToolCallsEncoded(t *testing.T) {
-	c := New(Config{Profile: "llamacpp"})
+	c := New(Config{Profile: "llamacpp", ToolChoice: "required"})
 	r, err := c.request(coach.ModelRequest{Messages: hello.Messages, Tool: cardTool}, *c.current())
 	if err != nil {
 		t.Fatal(err)
@@ -240,7 +240,8 @@ func TestServerFlag(t *testing.T) {
 }
 
 // TestProseInsteadOfCall checks that an endpoint on which "required" does not force the call
-// (the model wrote prose to the token cap) is asked for the card as structured output once
+// although its profile expects it to (the model wrote prose to the token cap; LM Studio is
+// such a profile) is asked for the card as structured output once
 // streams of proseQuorum different callers ended so, remembered like a downgrade; and, from a
 // learner's side, that one caller who keeps getting prose never switches the endpoint for
 // everyone.
@@ -260,7 +261,7 @@ func TestProseInsteadOfCall(t *testing.T) {
 				events(w, chunkHel, chunkLo, `{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}`, done)
 			})
 			var got []string
-			c := u.client(Config{Name: "local", Profile: "llamacpp", OnDowngrade: func(d Downgrade) { got = append(got, d.Setting+" "+d.From+">"+d.To) }})
+			c := u.client(Config{Name: "local", Profile: "lmstudio", OnDowngrade: func(d Downgrade) { got = append(got, d.Setting+" "+d.From+">"+d.To) }})
 			// The last request, of the first caller again, shows what the others did.
 			for i, caller := range append(tc.callers, "a") {
 				req := coach.ModelRequest{Messages: hello.Messages, Tool: cardTool, Caller: caller}
@@ -290,6 +291,49 @@ func TestProseInsteadOfCall(t *testing.T) {
 				t.Errorf("downgrades %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// TestCardFromFirstTurn checks that a llama-server, which answers prose when a tool is forced
+// with "required" and a card when asked for it as structured output, gets a card on the first
+// request of the cards contract under the llamacpp profile, with nothing to learn first.
+func TestCardFromFirstTurn(t *testing.T) {
+	u := newUpstream(t, nil)
+	u.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		var m map[string]any
+		_ = json.Unmarshal(raw, &m)
+		u.reqs <- received{header: r.Header.Clone(), body: m}
+		w.Header().Set("Content-Type", "text/event-stream")
+		if _, tools := m["tools"]; tools {
+			// What llama-server (b10573, --jinja) sent to 7 of 7 card turns under "required".
+			events(w, `{"choices":[{"index":0,"delta":{"content":"Sure! Here is a scenario for you to practise."}}]}`, chunkStop, done)
+			return
+		}
+		events(w, `{"choices":[{"index":0,"delta":{"content":"{\"card_type\":\"scenario\","}}]}`,
+			`{"choices":[{"index":0,"delta":{"content":"\"content\":\"A customer calls.\"}"}}]}`, chunkStop, done)
+	})
+	c := u.client(Config{Profile: "llamacpp", OnDowngrade: func(d Downgrade) { t.Errorf("downgrade %+v, want none", d) }})
+	s, err := c.Stream(context.Background(), coach.ModelRequest{Messages: hello.Messages, Tool: cardTool, Caller: "a"}, coach.StreamHooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	frags, err := collect(t, s)
+	if err != io.EOF {
+		t.Fatalf("stream ended with %v", err)
+	}
+	var args, prose string
+	for _, f := range frags {
+		args += f.ToolArgs
+		prose += f.Content
+	}
+	if args != `{"card_type":"scenario","content":"A customer calls."}` || prose != "" {
+		t.Errorf("tool args %q, prose %q; want the card as the tool's arguments and no prose", args, prose)
+	}
+	body := u.request(t).body
+	if _, tools := body["tools"]; tools {
+		t.Errorf("the first request forced the tool (tool_choice %v); want the card asked for as structured output", body["tool_choice"])
 	}
 }
 
@@ -332,6 +376,7 @@ func TestEchoedLearnerText(t *testing.T) {
 				"Please, what is a json_schema, and is it like a tool_choice?",
 				"Please compare json_object with the response_format I know.",
 				"Please tell me the maximum context length of an argument.",
+				"Please check the grammar of my claim, and its schema: failed to parse?",
 			} {
 				req := coach.ModelRequest{Messages: []coach.Message{{Role: coach.RoleSystem, Content: systemPrompt}, {Role: coach.RoleUser, Content: text}}, Schema: &coachSchema}
 				_, err := c.Stream(context.Background(), req, coach.StreamHooks{})

@@ -255,6 +255,8 @@ type Client struct {
 	// override of the requests' own cap (0: none).
 	capParam  string
 	maxTokens int
+	// limits are what the profile's grammar compiler refuses in a schema (see Limits).
+	limits Limits
 	// firstByte and idle are the profile's least deadlines (see Deadlines).
 	firstByte, idle time.Duration
 	maxLine         int
@@ -321,6 +323,7 @@ func New(cfg Config) *Client {
 		reasoning:       isReasoningModel(cfg.Model),
 		capParam:        p.CapParam,
 		maxTokens:       cfg.MaxCompletionTokens,
+		limits:          p.Limits,
 		firstByte:       p.FirstByteTimeout,
 		idle:            p.IdleTimeout,
 		maxLine:         cfg.MaxLineBytes,
@@ -461,8 +464,18 @@ func (c *Client) request(req coach.ModelRequest, sh shape) (oai.ChatCompletionRe
 			params = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
 		if sh.tool != ToolNone {
+			// The endpoint compiles the parameters into a grammar too (llama-server does, for
+			// a forced call), so they leave out what it refuses.
+			var fitted any = params
+			if !c.limits.zero() {
+				p, err := c.schemas.get(params, c.base.bounds, c.limits)
+				if err != nil {
+					return r, fmt.Errorf("tool %q parameters: %w", req.Tool.Name, err)
+				}
+				fitted = p.compact
+			}
 			r.Tools = []oai.Tool{{Type: oai.ToolTypeFunction, Function: &oai.FunctionDefinition{
-				Name: req.Tool.Name, Description: req.Tool.Description, Parameters: params,
+				Name: req.Tool.Name, Description: req.Tool.Description, Parameters: fitted,
 			}}}
 			r.ToolChoice = "required"
 			if sh.tool == ToolNamed {
@@ -481,7 +494,7 @@ func (c *Client) request(req coach.ModelRequest, sh shape) (oai.ChatCompletionRe
 	if schema == nil {
 		return r, nil
 	}
-	p, err := c.schemas.get(schema.Schema, c.base.bounds)
+	p, err := c.schemas.get(schema.Schema, c.base.bounds, c.limits)
 	if err != nil {
 		return r, fmt.Errorf("output schema %q: %w", schema.Name, err)
 	}
@@ -619,7 +632,8 @@ type schemaCache struct {
 type prepared struct {
 	// strict is the strict-mode variant with the bounds the endpoint enforces, bare the one
 	// without any (after a schema_bounds downgrade), both nil when the schema cannot be
-	// strict; compact is the schema as given. All are ready for appendRequest to copy (see
+	// strict; compact is the schema as given, for tool parameters and where it cannot be
+	// strict. All leave out what the endpoint's Limits refuse, and all are ready for appendRequest to copy (see
 	// embeddedJSON).
 	strict, bare, compact embeddedJSON
 	// instruction asks for the schema in the system prompt.
@@ -627,15 +641,15 @@ type prepared struct {
 }
 
 // get returns the prepared forms of schema; a Client's cache serves one endpoint, whose
-// bounds never change.
-func (c *schemaCache) get(schema []byte, bounds Bounds) (*prepared, error) {
+// bounds and limits never change.
+func (c *schemaCache) get(schema []byte, bounds Bounds, limits Limits) (*prepared, error) {
 	c.mu.RLock()
 	p := c.m[string(schema)]
 	c.mu.RUnlock()
 	if p != nil {
 		return p, nil
 	}
-	p, err := prepare(schema, bounds)
+	p, err := prepare(schema, bounds, limits)
 	if err != nil {
 		return nil, err
 	}
@@ -650,7 +664,7 @@ func (c *schemaCache) get(schema []byte, bounds Bounds) (*prepared, error) {
 	return p, nil
 }
 
-func prepare(schema []byte, bounds Bounds) (*prepared, error) {
+func prepare(schema []byte, bounds Bounds, limits Limits) (*prepared, error) {
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, schema); err != nil {
 		return nil, fmt.Errorf("invalid JSON: %w", err)
@@ -665,13 +679,13 @@ func prepare(schema []byte, bounds Bounds) (*prepared, error) {
 			return nil, err
 		}
 		if strict != nil {
-			if *v.dst, err = embed(strict); err != nil {
+			if *v.dst, err = embed(limits.fit(strict)); err != nil {
 				return nil, err
 			}
 		}
 	}
 	var err error
-	if p.compact, err = embed(compact.Bytes()); err != nil {
+	if p.compact, err = embed(limits.fit(compact.Bytes())); err != nil {
 		return nil, err
 	}
 	return p, nil

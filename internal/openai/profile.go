@@ -67,6 +67,9 @@ type Profile struct {
 	// strict schema therefore keeps (see StrictFor); the others are dropped, and the gateway's
 	// validation of the result still applies them.
 	Bounds Bounds
+	// Limits are what the endpoint's grammar compiler refuses in the schemas it is sent, which
+	// they therefore leave out (see Limits).
+	Limits Limits
 	// FirstByteTimeout and IdleTimeout, when set, are the least first-byte and idle deadlines
 	// of an endpoint of this profile: a CPU model reading a long prompt sends nothing but
 	// keep-alive comments for a long time. A longer global setting still applies.
@@ -168,10 +171,12 @@ var profiles = []Profile{
 		// stream_options.include_usage since v0.5.2 (ollama/ollama#5200).
 		// Its format becomes a grammar by llama.cpp's json-schema-to-grammar, which enforces
 		// string and array lengths and patterns, and numeric bounds on integers (llama.cpp's
-		// grammars/README.md); a keyword it cannot enforce is ignored, never an error. It runs
-		// models on CPUs, hence the local deadlines.
+		// grammars/README.md); a keyword it cannot enforce is ignored, never an error, but its
+		// grammar parser's repetition limit applies (see Limits.MaxRepeat). It runs models on
+		// CPUs, hence the local deadlines.
 		Name: "ollama", ToolChoice: ToolNone, Format: FormatJSONSchema, IncludeUsage: true, StreamsToolArgs: false,
-		Bounds: BoundsAll, FirstByteTimeout: localFirstByteTimeout, IdleTimeout: localIdleTimeout,
+		Bounds: BoundsAll, Limits: Limits{MaxRepeat: llamaMaxRepeat},
+		FirstByteTimeout: localFirstByteTimeout, IdleTimeout: localIdleTimeout,
 	},
 	{
 		// vLLM's OpenAI-compatible server: named tool_choice through guided decoding,
@@ -179,9 +184,11 @@ var profiles = []Profile{
 		// its "OpenAI-Compatible Server" and "Tool Calling" pages.
 		// Its guided decoding (xgrammar, with outlines or guidance as fallbacks) enforces
 		// minLength/maxLength, minItems/maxItems, numeric bounds and patterns, and its
-		// ChatCompletionRequest takes parallel_tool_calls.
+		// ChatCompletionRequest takes parallel_tool_calls. With xgrammar it refuses
+		// multipleOf, and a string with both a pattern and length bounds (see Limits); SGLang
+		// compiles schemas with xgrammar by default too.
 		Name: "vllm", ToolChoice: ToolNamed, Format: FormatJSONSchema, IncludeUsage: true, StreamsToolArgs: true,
-		OneToolCall: true, Bounds: BoundsAll,
+		OneToolCall: true, Bounds: BoundsAll, Limits: Limits{PatternOrLength: true, NoMultipleOf: true},
 	},
 	{
 		// llama.cpp's llama-server (tools need --jinja): response_format json_schema becomes a
@@ -192,9 +199,17 @@ var profiles = []Profile{
 		// json-schema-to-grammar enforces string and array lengths, patterns (anchored with ^
 		// and $) and numeric bounds on integers (grammars/README.md: "minimum ... only
 		// supported for type integer for now, not number"); keywords it cannot enforce are
-		// ignored. It often runs on a CPU, hence the local deadlines.
-		Name: "llamacpp", ToolChoice: ToolRequired, Format: FormatJSONSchema, IncludeUsage: true, StreamsToolArgs: true,
-		OneToolCall: true, Bounds: BoundsAll, FirstByteTimeout: localFirstByteTimeout, IdleTimeout: localIdleTimeout,
+		// ignored. Its grammar refuses a repetition count of 2,000 (see Limits.MaxRepeat).
+		// It often runs on a CPU, hence the local deadlines.
+		// "required" does not force the call either: a real llama-server (b10573, --jinja)
+		// answered 7 of 7 card turns under tool_choice "required" in prose, and 11 of 11 on the
+		// first call once asked for the card as structured output, whose grammar it enforces
+		// from the first token. So cards are asked for as structured output from the first
+		// turn (ToolNone); an operator's toolChoice override still gets the forced tool, with
+		// parallel_tool_calls.
+		Name: "llamacpp", ToolChoice: ToolNone, Format: FormatJSONSchema, IncludeUsage: true, StreamsToolArgs: true,
+		OneToolCall: true, Bounds: BoundsAll, Limits: Limits{MaxRepeat: llamaMaxRepeat},
+		FirstByteTimeout: localFirstByteTimeout, IdleTimeout: localIdleTimeout,
 	},
 	{
 		// LM Studio accepts only the string tool choices "none", "auto" and "required"
@@ -202,11 +217,13 @@ var profiles = []Profile{
 		// json_schema as response_format (400 "'response_format.type' must be 'json_schema'",
 		// lmstudio-bug-tracker#189). Its usage reporting in streams is not documented, so it
 		// is not asked for.
-		// Its llama.cpp engine turns json_schema into a llama.cpp grammar (see llamacpp), and
-		// it runs models on desktop CPUs, hence the local deadlines. parallel_tool_calls is not
-		// documented, so it is not sent.
+		// Its llama.cpp engine turns json_schema into a llama.cpp grammar (see llamacpp), with
+		// that grammar's repetition limit (see Limits.MaxRepeat), and it runs models on desktop
+		// CPUs, hence the local deadlines. parallel_tool_calls is not documented, so it is not
+		// sent.
 		Name: "lmstudio", ToolChoice: ToolRequired, Format: FormatJSONSchema, IncludeUsage: false, StreamsToolArgs: true,
-		Bounds: BoundsAll, FirstByteTimeout: localFirstByteTimeout, IdleTimeout: localIdleTimeout,
+		Bounds: BoundsAll, Limits: Limits{MaxRepeat: llamaMaxRepeat},
+		FirstByteTimeout: localFirstByteTimeout, IdleTimeout: localIdleTimeout,
 	},
 	{
 		// An unknown endpoint (a proxy such as LiteLLM or Bifrost in front of anything): send

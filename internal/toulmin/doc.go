@@ -8,9 +8,10 @@
 // # Guards
 //
 // The result of every turn passes these rules, in this order (Outcome.Rules names those that
-// changed it): step_coercion, empty_value_removal, first_turn_bias, should_advance_guard,
-// is_complete_guard, next_step_correction, schema_validation, question_appending. Before
-// them, members the schema does not define are dropped (unknown_fields_dropped).
+// changed it): confidence_out_of_range, step_coercion, empty_value_removal, first_turn_bias,
+// should_advance_guard, is_complete_guard, next_step_correction, schema_validation,
+// question_appending. Before them, members the schema does not define are dropped
+// (unknown_fields_dropped).
 //
 // # Step heuristics
 //

@@ -30,7 +30,7 @@ func TestThroughEngine(t *testing.T) {
 		// Turn 1: a first-turn proposal at 0.5 that the guards strip.
 		coachtest.Content(`{"assistantText":"Good topic. Which cities?","step":"claim","confidence":0.5,"proposedUpdate":{"field":"claim","value":"Cars are bad.","rationale":"r"},"nextQuestion":"Which city do you mean?"}`, 5),
 		// Turn 2: an invalid answer, then a proposal after the corrective retry.
-		coachtest.Content(`{"assistantText":"Here you go.","step":"claim","confidence":3}`, 5),
+		coachtest.Content(`{"assistantText":"Here you go.","step":"claim","isComplete":"no"}`, 5),
 		coachtest.Content(`{"assistantText":"Try this wording.","step":"claim","confidence":0.85,"shouldAdvance":true,"proposedUpdate":{"field":"claim","value":"`+goodClaim+`","rationale":"more specific"}}`, 5),
 	)
 	store := coachtest.NewMemStore()
@@ -70,7 +70,7 @@ func TestThroughEngine(t *testing.T) {
 		t.Errorf("turn 2: %d resets, deltas after it %q", resets, coachtest.DeltaText(events))
 	}
 	reqs := model.Requests()
-	if retry := reqs[2].Messages; !strings.Contains(retry[len(retry)-1].Content, "confidence") {
+	if retry := reqs[2].Messages; !strings.Contains(retry[len(retry)-1].Content, "isComplete") {
 		t.Errorf("the retry's correction does not say what was wrong: %q", retry[len(retry)-1].Content)
 	}
 	if first := reqs[1].Messages; len(first) != 4 {
@@ -100,5 +100,39 @@ func TestThroughEngine(t *testing.T) {
 		t.Fatalf("a stale step started a turn")
 	} else {
 		wantCode(t, err, coach.CodeStepMismatch)
+	}
+}
+
+// TestOutOfRangeConfidenceThroughEngine checks that a confidence of 7, which a llama.cpp
+// grammar lets through, costs the learner nothing: one model call, no reset line, the text as
+// streamed, and a result without the confidence that does not advance.
+func TestOutOfRangeConfidenceThroughEngine(t *testing.T) {
+	model := coachtest.NewModel(
+		coachtest.Content(`{"assistantText":"A clear claim.","step":"claim","confidence":7,"shouldAdvance":true}`, 5),
+	)
+	svc := coach.NewService(coachtest.NewMemStore(), model, []coach.Contract{New()}, coach.DefaultOptions(), nil)
+	sess, err := svc.CreateSession(context.Background(), "t", Name, coach.NewSession{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := "Cities should ban cars from their centres on weekdays"
+	events := runTurn(t, svc, sess.ID, coach.TurnInput{Message: &msg, Step: StepClaim})
+	last := events[len(events)-1]
+	if last.Type != coach.EventResult {
+		t.Fatalf("the turn ended with %+v", last)
+	}
+	for _, e := range events {
+		if e.Type == coach.EventReset {
+			t.Errorf("a reset line: %+v", e)
+		}
+	}
+	if n := len(model.Requests()); n != 1 {
+		t.Errorf("%d model calls, want 1", n)
+	}
+	if got, want := string(last.Result), `{"assistantText":"A clear claim.","step":"claim"}`; got != want {
+		t.Errorf("result\n got %s\nwant %s", got, want)
+	}
+	if st := readState(t, last.Session.State); st.Step != StepClaim {
+		t.Errorf("the session moved to %q on a confidence of 7", st.Step)
 	}
 }

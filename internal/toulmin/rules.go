@@ -10,6 +10,7 @@ import (
 // Names of the guard rules, as reported in coach.Outcome.Rules.
 const (
 	RuleUnknownFieldsDropped = "unknown_fields_dropped"
+	RuleConfidenceOutOfRange = "confidence_out_of_range"
 	RuleStepCoercion         = "step_coercion"
 	RuleOpeningTurn          = "opening_turn"
 	RuleEmptyValueRemoval    = "empty_value_removal"
@@ -53,8 +54,10 @@ type Rule struct {
 }
 
 // rules are the seed's server-side guards in the seed's order; isComplete, which the seed only
-// mentions as the rebuttal's form of shouldAdvance, gets its own guard right after it.
+// mentions as the rebuttal's form of shouldAdvance, gets its own guard right after it. The
+// confidence's range is checked first, since the seed's guards read it.
 var rules = []Rule{
+	{RuleConfidenceOutOfRange, confidenceRange},
 	{RuleStepCoercion, stepCoercion},
 	{RuleOpeningTurn, openingTurn},
 	{RuleEmptyValueRemoval, emptyValueRemoval},
@@ -167,6 +170,21 @@ func ready(r *Result, c *Context) bool {
 	return strings.TrimSpace(text) != "" && plausible(c.Step, text) && atLeast(r.Confidence, AdvanceConfidence)
 }
 
+// confidenceRange removes a confidence outside the schema's 0..1, so that the result reads as
+// one without a confidence. Engines whose grammar bounds only integers (llama.cpp's, see the
+// llamacpp profile) write such numbers (7, -5); the seed defines no other scale, so a
+// confidence of 7 says nothing the guards could use, and clamping it to 1 would let it open
+// the gates it means nothing for. Without it, the guards act as for a model that gave none: no
+// proposal on a step's first turn, no advance. The result the learner already read stays as it
+// is, with no reset and no second model call, and the rule's firing is counted and logged.
+func confidenceRange(r *Result, _ *Context) (bool, error) {
+	if r.Confidence == nil || *r.Confidence >= 0 && *r.Confidence <= 1 {
+		return false, nil
+	}
+	r.Confidence = nil
+	return true, nil
+}
+
 // nextStepCorrection sets nextStep to the step after the session's when shouldAdvance is true
 // and removes it otherwise.
 func nextStepCorrection(r *Result, c *Context) (bool, error) {
@@ -188,8 +206,8 @@ func nextStepCorrection(r *Result, c *Context) (bool, error) {
 var resultSchema = sync.OnceValue(func() *schema.Validator { return schema.Load("coach-ai-result.json") })
 
 // schemaValidation checks the guarded result against api/schemas/coach-ai-result.json. It
-// never changes the result; it fails the turn on what the guards cannot repair, such as a
-// confidence outside 0..1.
+// never changes the result; it fails the turn on what the guards cannot repair, such as an
+// assistantText or a nextQuestion longer than the schema allows.
 func schemaValidation(r *Result, _ *Context) (bool, error) {
 	doc, err := schema.Decode(r.encode())
 	if err != nil {

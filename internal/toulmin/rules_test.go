@@ -243,7 +243,7 @@ func TestRulesOrder(t *testing.T) {
 	for _, r := range rules {
 		got = append(got, r.Name)
 	}
-	want := []string{RuleStepCoercion, RuleOpeningTurn, RuleEmptyValueRemoval, RuleFirstTurnBias, RuleShouldAdvanceGuard,
+	want := []string{RuleConfidenceOutOfRange, RuleStepCoercion, RuleOpeningTurn, RuleEmptyValueRemoval, RuleFirstTurnBias, RuleShouldAdvanceGuard,
 		RuleIsCompleteGuard, RuleNextStepCorrection, RuleSchemaValidation, RuleQuestionAppending}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("rules = %v, want %v", got, want)
@@ -317,7 +317,7 @@ func TestGuard(t *testing.T) {
 }
 
 func TestGuardSchemaFailure(t *testing.T) {
-	r := Result{AssistantText: "a", Step: StepClaim, Confidence: ptr(2.0), NextQuestion: ptr("q")}
+	r := Result{AssistantText: "a", Step: StepClaim, NextQuestion: ptr(strings.Repeat("q", 4001))}
 	fired, err := guard(&r, ctxAt(StepClaim, false, false, nil))
 	wantCode(t, err, coach.CodeValidationFailed)
 	if len(fired) != 0 {

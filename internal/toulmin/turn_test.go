@@ -124,11 +124,8 @@ func TestFeedNeverFails(t *testing.T) {
 		{"nothing", []string{" "}, "", coach.CodeEmptyResponse},
 		{"empty text", []string{`{"assistantText":"","step":"claim"}`}, "", coach.CodeEmptyResponse},
 		{"blank text", []string{`{"assistantText":"  ","step":"claim"}`}, "  ", coach.CodeEmptyResponse},
-		{"schema-invalid", []string{`{"assistantText":"Hi.","step":"claim","confidence":7}`}, "Hi.", coach.CodeValidationFailed},
+		{"schema-invalid", []string{`{"assistantText":"Hi.","step":"claim","nextQuestion":"` + strings.Repeat("q", 4001) + `"}`}, "Hi.", coach.CodeValidationFailed},
 		{"wrong type", []string{`{"assistantText":"Hi.","step":"claim","isComplete":"no"}`}, "Hi.", coach.CodeValidationFailed},
-		// What llama.cpp's grammar wrote for a schema that had lost its minimum.
-		{"negative confidence", []string{`{"assistantText":"Hi.","step":"claim","confidence":-5e-0}`}, "Hi.", coach.CodeValidationFailed},
-		{"slightly negative confidence", []string{`{"assistantText":"Hi.","step":"claim","confidence":-0.01}`}, "Hi.", coach.CodeValidationFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -167,6 +164,51 @@ func TestReset(t *testing.T) {
 	tr.Reset()
 	if got := feed(t, tr, []string{raw}); got != "Second." {
 		t.Errorf("deltas after second Reset = %q, want %q", got, "Second.")
+	}
+}
+
+// TestConfidenceOutOfRange checks that a confidence outside 0..1, which engines whose grammar
+// bounds only integers write, is neither a failed turn (a reset and a second model call for a
+// number the learner never sees) nor clamped into one that opens the gates: the result has no
+// confidence, the rule says so, and the guards act as for a model that gave none.
+func TestConfidenceOutOfRange(t *testing.T) {
+	claimDone := map[string]string{StepClaim: goodClaim}
+	tests := []struct {
+		name, raw  string
+		st         State
+		want       string
+		wantRules  []string
+		wantMoveTo string
+	}{
+		{"seven, a first turn's proposal", `{"assistantText":"Try this.","step":"claim","confidence":7,"proposedUpdate":{"field":"claim","value":"` + goodClaim + `","rationale":"r"}}`,
+			State{Step: StepClaim}, `{"assistantText":"Try this.","step":"claim"}`,
+			[]string{RuleConfidenceOutOfRange, RuleFirstTurnBias}, StepClaim},
+		{"seven, an advance", `{"assistantText":"Good.","step":"claim","confidence":7,"shouldAdvance":true}`,
+			State{Step: StepClaim, Draft: claimDone, Turns: map[string]int{StepClaim: 1}}, `{"assistantText":"Good.","step":"claim"}`,
+			[]string{RuleConfidenceOutOfRange, RuleShouldAdvanceGuard}, StepClaim},
+		// What llama.cpp's grammar wrote for a schema without the minimum.
+		{"negative", `{"assistantText":"Hi.","step":"claim","confidence":-5e-0}`,
+			State{Step: StepClaim}, `{"assistantText":"Hi.","step":"claim"}`, []string{RuleConfidenceOutOfRange}, StepClaim},
+		{"slightly negative", `{"assistantText":"Hi.","step":"claim","confidence":-0.01}`,
+			State{Step: StepClaim}, `{"assistantText":"Hi.","step":"claim"}`, []string{RuleConfidenceOutOfRange}, StepClaim},
+		{"the bounds themselves", `{"assistantText":"Hi.","step":"claim","confidence":1}`,
+			State{Step: StepClaim}, `{"assistantText":"Hi.","step":"claim","confidence":1}`, nil, StepClaim},
+		{"zero", `{"assistantText":"Hi.","step":"claim","confidence":0}`,
+			State{Step: StepClaim}, `{"assistantText":"Hi.","step":"claim","confidence":0}`, nil, StepClaim},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, st, _ := finish(t, tt.st, "hello", tt.raw)
+			if string(out.Result) != tt.want {
+				t.Errorf("result\n got %s\nwant %s", out.Result, tt.want)
+			}
+			if !slices.Equal(out.Rules, tt.wantRules) {
+				t.Errorf("rules %q, want %q", out.Rules, tt.wantRules)
+			}
+			if st.Step != tt.wantMoveTo || st.PendingProposal != nil {
+				t.Errorf("state step %q, proposal %+v; want step %q and no proposal", st.Step, st.PendingProposal, tt.wantMoveTo)
+			}
+		})
 	}
 }
 

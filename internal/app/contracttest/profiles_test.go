@@ -41,6 +41,8 @@ func TestProfiles(t *testing.T) {
 		variant{profile: "gemini-openai", toolChoice: "required", cardsFixture: "gemini-openai-cards-tool"},
 		// Ollama told to force the tool by name, which it ignores: the card comes as content.
 		variant{profile: "ollama", toolChoice: "named", cardsFixture: "ollama-cards"},
+		// llama-server told to force the tool after all, by a model that makes the call.
+		variant{profile: "llamacpp", toolChoice: "required", cardsFixture: "llamacpp-cards-tool"},
 	)
 	for _, v := range variants {
 		name := v.profile

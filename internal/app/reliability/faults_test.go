@@ -131,10 +131,10 @@ func TestFaultMatrix(t *testing.T) {
 			want: "delta reset delta result", reason: "stream_interrupted", calls: 2},
 		{name: "after/truncated JSON", replies: []fakellm.Reply{{Chunks: []string{`{"assistantText":"Hel`, `lo there.","step":"cl`}}, ok(text)},
 			want: "delta reset delta result", reason: "invalid_output", calls: 2, corrected: true},
-		{name: "after/schema-invalid JSON", replies: []fakellm.Reply{{Content: apptest.Obj("assistantText", text, "step", "claim", "confidence", 7)}, ok(text)},
+		{name: "after/schema-invalid JSON", replies: []fakellm.Reply{{Content: apptest.Obj("assistantText", text, "step", "claim", "isComplete", "no")}, ok(text)},
 			want: "delta reset delta result", reason: "invalid_output", calls: 2, corrected: true},
 		{name: "after/schema-invalid JSON twice", replies: []fakellm.Reply{
-			{Content: apptest.Obj("assistantText", text, "step", "claim", "confidence", 7)}, {Content: apptest.Obj("assistantText", text, "step", "claim", "confidence", 7)}, ok(text)},
+			{Content: apptest.Obj("assistantText", text, "step", "claim", "isComplete", "no")}, {Content: apptest.Obj("assistantText", text, "step", "claim", "isComplete", "no")}, ok(text)},
 			want: "delta reset delta error:coach_validation_failed", reason: "invalid_output", calls: 2, corrected: true},
 	}
 	for _, tt := range tests {

@@ -38,7 +38,7 @@ func TestResetsMetricCountsResetLines(t *testing.T) {
 		{"toulmin", []fakellm.Reply{{Content: `{"step":"claim","assistantTe`}, ok(text)}},
 		{"toulmin", []fakellm.Reply{{Content: apptest.Obj("step", "claim", "confidence", 0.5)}, ok(text)}},
 		// Unusable output after text: corrected after a reset line.
-		{"toulmin", []fakellm.Reply{{Content: apptest.Obj("assistantText", text, "step", "claim", "confidence", 7)}, ok(text)}},
+		{"toulmin", []fakellm.Reply{{Content: apptest.Obj("assistantText", text, "step", "claim", "isComplete", "no")}, ok(text)}},
 		{"module", []fakellm.Reply{{Content: moduleEmpty}, {Content: moduleOK}}},
 		{"module", []fakellm.Reply{{Content: moduleEmpty}, {Content: moduleEmpty}}},
 	}
