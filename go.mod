@@ -3,6 +3,7 @@ module github.com/coachgw/coachgw
 go 1.26.8
 
 require (
+	github.com/abadojack/whatlanggo v1.0.1
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/labstack/echo/v4 v4.16.0

@@ -1,0 +1,48 @@
+package safety
+
+import "testing"
+
+func TestLanguage(t *testing.T) {
+	tests := []struct {
+		text string
+		// wantLang is checked for unreadable text, whose language the audit names.
+		wantLang     string
+		wantReadable bool
+	}{
+		// Short texts are read whatever an identifier would guess.
+		{"ok", "", true},
+		{"lol", "", true},
+		{"kms lol", "", true},
+		{"tengo miedo", "", true},
+		{"thanks, got it", "", true},
+		{"je suis triste", "", true},
+		// English and Spanish, including colloquial Spanish an identifier scores low.
+		{"why does Juliet kill herself in the end?", "", true},
+		{"ill kms if i fail this test lol", "", true},
+		{"Ya no aguanto más, no quiero seguir viviendo", "", true},
+		{"kiero matarme xq nadie me kiere", "", true},
+		// Other languages, crises included, are unreadable.
+		{"Personne ne m'aime, je vais me tuer ce soir", "fr", false},
+		{"Mein Vater schlägt mich jeden Abend", "de", false},
+		{"Ich will nicht mehr leben, ich bringe mich um", "de", false},
+		{"Não aguento mais, quero morrer", "pt", false},
+		// Other scripts are unreadable however short.
+		{"我想死", "zh", false},
+		{"Я хочу умереть", "uk", false}, // whatlanggo does not tell Russian from Ukrainian this short
+	}
+	for _, tt := range tests {
+		lang, readable := Language(tt.text)
+		if readable != tt.wantReadable || (!readable && lang != tt.wantLang) {
+			t.Errorf("Language(%q) = %q, %v; want %q, %v", tt.text, lang, readable, tt.wantLang, tt.wantReadable)
+		}
+	}
+}
+
+// BenchmarkLanguage measures identifying one learner sentence, the cost Language's comment names.
+func BenchmarkLanguage(b *testing.B) {
+	const s = "Je veux mourir, je n'en peux plus, personne ne m'aime et je suis seule"
+	b.ReportAllocs()
+	for b.Loop() {
+		Language(s)
+	}
+}
