@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/golang-lru/v2/expirable"
 	oai "github.com/sashabaranov/go-openai"
 
+	"github.com/coachgw/coachgw/internal/pii"
 	"github.com/coachgw/coachgw/internal/safety"
 )
 
@@ -60,6 +61,9 @@ type JudgeOptions struct {
 	Options
 	// TTL is how long a verdict is cached (default JudgeCacheTTL; negative: no cache).
 	TTL time.Duration
+	// MaskPII masks personal data in the text before the judge sees it (COACH_PII_REDACT=mask),
+	// as the model endpoints see it: under COACH_SAFETY_JUDGE=auto the judge is one of them.
+	MaskPII bool
 }
 
 // NewJudge returns the safety judge (COACH_SAFETY_JUDGE): an OpenAI-compatible chat model asked,
@@ -67,7 +71,8 @@ type JudgeOptions struct {
 // not read concerns. It posts a non-streaming chat completion to o.BaseURL +
 // "/chat/completions" with temperature 0, the rubric as the system message, the text as the
 // value of "text" in a JSON object as the user message (so that the text, however it is
-// written, cannot end its own message or pass for the rubric), and a response_format asking for
+// written, cannot end its own message or pass for the rubric; with o.MaskPII its personal
+// data masked), and a response_format asking for
 // the JSON schema above. It reads the answer as safety.Verdict:
 //
 //   - "self": a crisis, Concern self, the answer's category (the screen's categories are
@@ -84,7 +89,13 @@ type JudgeOptions struct {
 // a text, nor evicts another's verdicts. Failures are not cached.
 func NewJudge(o JudgeOptions) *Judge {
 	ep := newEndpoint(o.Options, "judge", "/chat/completions")
-	j := &Judge{Classifier: Classifier{ep: ep, request: func(t safety.Text) any { return judgeRequest(ep.model, t) }, verdict: readJudgement}}
+	request := func(t safety.Text) any {
+		if o.MaskPII {
+			t.Content = pii.Mask(t.Content)
+		}
+		return judgeRequest(ep.model, t)
+	}
+	j := &Judge{Classifier: Classifier{ep: ep, request: request, verdict: readJudgement}}
 	if o.TTL >= 0 {
 		if o.TTL == 0 {
 			o.TTL = JudgeCacheTTL

@@ -107,6 +107,19 @@ func TestJudgeRequest(t *testing.T) {
 	}
 }
 
+func TestJudgeMasksPII(t *testing.T) {
+	s := judgeEndpoint(t)
+	j := NewJudge(JudgeOptions{Options: Options{BaseURL: s.URL}, TTL: -1, MaskPII: true})
+	if _, err := j.Check(context.Background(), safety.Text{Stage: safety.StageInput, Content: "write to me at ana.garcia@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if strings.Contains(string(s.bodies[0]), "ana.garcia@example.com") || !strings.Contains(string(s.bodies[0]), "[email]") {
+		t.Errorf("request %s: want the address masked", s.bodies[0])
+	}
+}
+
 func TestParseJudgement(t *testing.T) {
 	tests := []struct {
 		content     string
