@@ -546,13 +546,13 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 		Str("moderationModel", c.ModerationModel).
 		Str("moderationAPIKey", Mask(c.ModerationAPIKey)).
 		Str("guardURL", MaskURL(c.GuardURL)).
+		Str("guardModel", c.GuardModel).
+		Str("guardFormat", c.GuardFormat).
+		Str("guardAPIKey", Mask(c.GuardAPIKey)).
 		Str("safetyJudge", c.SafetyJudge).
 		Str("safetyJudgeURL", MaskURL(c.SafetyJudgeURL)).
 		Str("safetyJudgeModel", c.SafetyJudgeModel).
 		Str("safetyJudgeAPIKey", Mask(c.SafetyJudgeAPIKey)).
-		Str("guardModel", c.GuardModel).
-		Str("guardFormat", c.GuardFormat).
-		Str("guardAPIKey", Mask(c.GuardAPIKey)).
 		Str("crisisResourcesFile", c.CrisisResourcesFile).
 		Str("escalationURL", MaskURL(c.EscalationURL)).
 		Str("escalationSecret", Mask(c.EscalationSecret)).
