@@ -21,11 +21,21 @@ func TestLanguage(t *testing.T) {
 		{"ill kms if i fail this test lol", "", true},
 		{"Ya no aguanto más, no quiero seguir viviendo", "", true},
 		{"kiero matarme xq nadie me kiere", "", true},
+		// Sentences trigrams alone take for a close language; an English or Spanish word reads them.
+		{"I keep thinking about suicide", "", true},
+		{"I wrote a suicide note yesterday", "", true},
+		{"My mom slaps me when I get bad grades", "", true},
+		{"No tengo razones para vivir", "", true},
+		{"Le doy vueltas a todo y no puedo dormir", "", true},
+		{"Mi padre me pega cuando bebe", "", true},
 		// Other languages, crises included, are unreadable.
 		{"Personne ne m'aime, je vais me tuer ce soir", "fr", false},
 		{"Mein Vater schlägt mich jeden Abend", "de", false},
 		{"Ich will nicht mehr leben, ich bringe mich um", "de", false},
 		{"Não aguento mais, quero morrer", "pt", false},
+		{"Eu quero me matar hoje à noite, ninguém se importa", "pt", false},
+		{"Mio padre mi picchia ogni sera quando beve", "it", false},
+		{"Je veux mourir, je n'en peux plus, personne ne m'aime", "fr", false},
 		// Other scripts are unreadable however short.
 		{"我想死", "zh", false},
 		{"Я хочу умереть", "uk", false}, // whatlanggo does not tell Russian from Ukrainian this short
