@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -299,5 +300,16 @@ func BenchmarkJudge(b *testing.B) {
 				_, _ = j.Check(context.Background(), safety.Text{Stage: safety.StageInput, Content: text})
 			}
 		})
+	}
+}
+
+// TestRubricPublished: the rubric the judge is asked with is the one docs/safety.md publishes.
+func TestRubricPublished(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/safety.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), "```text\n"+JudgeRubric+"```") {
+		t.Error("docs/safety.md does not hold the judge's rubric (internal/moderation/prompts/judge.md) verbatim in a text block")
 	}
 }
