@@ -15,7 +15,6 @@ func TestLanguage(t *testing.T) {
 		{"kms lol", "", true},
 		{"tengo miedo", "", true},
 		{"thanks, got it", "", true},
-		{"je suis triste", "", true},
 		// English and Spanish, including colloquial Spanish an identifier scores low.
 		{"why does Juliet kill herself in the end?", "", true},
 		{"ill kms if i fail this test lol", "", true},
@@ -28,6 +27,11 @@ func TestLanguage(t *testing.T) {
 		{"No tengo razones para vivir", "", true},
 		{"Le doy vueltas a todo y no puedo dormir", "", true},
 		{"Mi padre me pega cuando bebe", "", true},
+		{"Mi padre me amenaza con matarme", "", true},
+		{"At work, before meetings.", "", true},
+		{"¿Me puedes dar un ejemplo?", "", true},
+		// A short quotation in another language inside an English sentence.
+		{"My teacher says 'je ne sais pas' all the time", "", true},
 		// Other languages, crises included, are unreadable.
 		{"Personne ne m'aime, je vais me tuer ce soir", "fr", false},
 		{"Mein Vater schlägt mich jeden Abend", "de", false},
@@ -36,6 +40,12 @@ func TestLanguage(t *testing.T) {
 		{"Eu quero me matar hoje à noite, ninguém se importa", "pt", false},
 		{"Mio padre mi picchia ogni sera quando beve", "it", false},
 		{"Je veux mourir, je n'en peux plus, personne ne m'aime", "fr", false},
+		// Short sentences whose words name their language.
+		{"je suis triste", "fr", false},
+		{"Je vais me suicider", "fr", false},
+		{"Meu pai me bate todo dia", "pt", false},
+		{"Ich habe Angst vor morgen", "de", false},
+		{"Non ce la faccio più, voglio morire", "it", false},
 		// Other scripts are unreadable however short.
 		{"我想死", "zh", false},
 		{"Я хочу умереть", "uk", false}, // whatlanggo does not tell Russian from Ukrainian this short
@@ -48,11 +58,18 @@ func TestLanguage(t *testing.T) {
 	}
 }
 
-// BenchmarkLanguage measures identifying one learner sentence, the cost Language's comment names.
+// BenchmarkLanguage measures identifying one learner sentence, the cost Language's comment
+// names: one whose words name its language, and one left to trigrams.
 func BenchmarkLanguage(b *testing.B) {
-	const s = "Je veux mourir, je n'en peux plus, personne ne m'aime et je suis seule"
-	b.ReportAllocs()
-	for b.Loop() {
-		Language(s)
+	for name, s := range map[string]string{
+		"markers":  "Je veux mourir, je n'en peux plus, personne ne m'aime et je suis seule",
+		"trigrams": "Ik wil niet meer leven, niemand houdt van mij en alles is zinloos geworden",
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				Language(s)
+			}
+		})
 	}
 }
