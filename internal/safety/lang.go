@@ -84,7 +84,12 @@ func Language(text string) (lang string, readable bool) {
 		}
 	}
 	if other > latin {
-		return code(whatlanggo.DetectLang(text)), false
+		// A tie between languages (confidence 0) would be broken by map order: "und" instead,
+		// so that the same text is always audited the same way.
+		if info := whatlanggo.Detect(text); info.Confidence > 0 {
+			return code(info.Lang), false
+		}
+		return "und", false
 	}
 	counts := map[string]int{}
 	for _, w := range strings.Fields(normalize(text)) {

@@ -1,6 +1,9 @@
 package safety
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestLanguage(t *testing.T) {
 	tests := []struct {
@@ -72,4 +75,21 @@ func BenchmarkLanguage(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzLanguage: whatever a learner types, Language does not panic, names a language for every
+// text it cannot read, and decides the same way twice.
+func FuzzLanguage(f *testing.F) {
+	for _, s := range []string{"ok", "je suis triste", "我想死", "I want to die", strings.Repeat("é", 2000)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		lang, readable := Language(s)
+		if !readable && lang == "" {
+			t.Fatalf("Language(%q) is unreadable without a language", s)
+		}
+		if l2, r2 := Language(s); l2 != lang || r2 != readable {
+			t.Fatalf("Language(%q) = %q, %v, then %q, %v", s, lang, readable, l2, r2)
+		}
+	})
 }
