@@ -5,9 +5,12 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
@@ -73,7 +76,9 @@ type JudgeOptions struct {
 // value of "text" in a JSON object as the user message (so that the text, however it is
 // written, cannot end its own message or pass for the rubric; with o.MaskPII its personal
 // data masked), and a response_format asking for
-// the JSON schema above. It reads the answer as safety.Verdict:
+// the JSON schema above (an endpoint that refuses it with 400 or 422 is asked again without it,
+// then and from then on: the rubric asks for the same object in words). It reads the answer as
+// safety.Verdict:
 //
 //   - "self": a crisis, Concern self, the answer's category (the screen's categories are
 //     kept beside it by the safety.Guard), severity high or imminent.
@@ -89,13 +94,14 @@ type JudgeOptions struct {
 // a text, nor evicts another's verdicts. Failures are not cached.
 func NewJudge(o JudgeOptions) *Judge {
 	ep := newEndpoint(o.Options, "judge", "/chat/completions")
+	j := &Judge{}
 	request := func(t safety.Text) any {
 		if o.MaskPII {
 			t.Content = pii.Mask(t.Content)
 		}
-		return judgeRequest(ep.model, t)
+		return judgeRequest(ep.model, t, !j.plain.Load())
 	}
-	j := &Judge{Classifier: Classifier{ep: ep, request: request, verdict: readJudgement}}
+	j.Classifier = Classifier{ep: ep, request: request, verdict: readJudgement}
 	if o.TTL >= 0 {
 		if o.TTL == 0 {
 			o.TTL = JudgeCacheTTL
@@ -109,6 +115,10 @@ func NewJudge(o JudgeOptions) *Judge {
 // Judge is the safety judge: a Classifier with a verdict cache. It is safe for concurrent use.
 type Judge struct {
 	Classifier
+	// plain is set once the endpoint refused a request with response_format (400 or 422): not
+	// every OpenAI-compatible server takes json_schema, and the rubric asks for the same JSON
+	// object in words, so later requests go without it.
+	plain   atomic.Bool
 	ttl     time.Duration
 	mu      sync.Mutex // makes finding or adding a tenant's cache atomic
 	tenants *expirable.LRU[string, *expirable.LRU[[32]byte, safety.Verdict]]
@@ -117,15 +127,26 @@ type Judge struct {
 // Check judges t, from the cache when the same tenant's same text was judged within the TTL.
 func (j *Judge) Check(ctx context.Context, t safety.Text) (safety.Verdict, error) {
 	if j.tenants == nil {
-		return j.Classifier.Check(ctx, t)
+		return j.check(ctx, t)
 	}
 	cache, key := j.cache(t.Tenant), sha256.Sum256([]byte(string(t.Stage)+"\x00"+t.Content))
 	if v, ok := cache.Get(key); ok {
 		return v, nil
 	}
-	v, err := j.Classifier.Check(ctx, t)
+	v, err := j.check(ctx, t)
 	if err == nil {
 		cache.Add(key, v)
+	}
+	return v, err
+}
+
+// check asks the endpoint, once more without response_format when it refused it.
+func (j *Judge) check(ctx context.Context, t safety.Text) (safety.Verdict, error) {
+	v, err := j.Classifier.Check(ctx, t)
+	var se *statusErr
+	if err != nil && errors.As(err, &se) && (se.status == http.StatusBadRequest || se.status == http.StatusUnprocessableEntity) &&
+		j.plain.CompareAndSwap(false, true) {
+		return j.Classifier.Check(ctx, t)
 	}
 	return v, err
 }
@@ -147,19 +168,24 @@ type judgeText struct {
 	Text string `json:"text"`
 }
 
-func judgeRequest(model string, t safety.Text) guardRequest {
+// judgeRequest is the request judging t; with schema, its response_format asks for the
+// judgement's JSON schema.
+func judgeRequest(model string, t safety.Text, schema bool) guardRequest {
 	user, _ := json.Marshal(judgeText{Text: t.Content}) // a string always marshals
-	return guardRequest{ChatCompletionRequest: oai.ChatCompletionRequest{
+	req := guardRequest{ChatCompletionRequest: oai.ChatCompletionRequest{
 		Model: model, MaxTokens: judgeMaxTokens, Stream: false,
 		Messages: []oai.ChatCompletionMessage{
 			{Role: oai.ChatMessageRoleSystem, Content: JudgeRubric},
 			{Role: oai.ChatMessageRoleUser, Content: string(user)},
 		},
-		ResponseFormat: &oai.ChatCompletionResponseFormat{
+	}}
+	if schema {
+		req.ResponseFormat = &oai.ChatCompletionResponseFormat{
 			Type:       oai.ChatCompletionResponseFormatTypeJSONSchema,
 			JSONSchema: &oai.ChatCompletionResponseFormatJSONSchema{Name: JudgeSchemaName, Schema: judgeSchema, Strict: true},
-		},
-	}}
+		}
+	}
+	return req
 }
 
 // judgement is the judge's answer as the schema has it.

@@ -196,7 +196,7 @@ func TestJudgeCacheExpiresAndSkipsFailures(t *testing.T) {
 	ok := judgeAnswer(`{"why":"a character","concern":"topic","category":"none","severity":"none"}`)
 	s := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		if fail.Load() {
-			answer(http.StatusBadRequest, []byte(`{"error":{"type":"invalid_request_error"}}`))(w, r)
+			answer(http.StatusServiceUnavailable, nil)(w, r)
 			return
 		}
 		answer(http.StatusOK, ok)(w, r)
@@ -204,7 +204,7 @@ func TestJudgeCacheExpiresAndSkipsFailures(t *testing.T) {
 	j := newTestJudge(s.URL, 50*time.Millisecond)
 	in := safety.Text{Stage: safety.StageInput, Tenant: "t", Content: "Why does Ophelia drown?"}
 	if _, err := j.Check(context.Background(), in); err == nil {
-		t.Fatal("a 400 answer gave a verdict")
+		t.Fatal("a 503 answer gave a verdict")
 	}
 	fail.Store(false)
 	for range 2 {
@@ -311,5 +311,28 @@ func TestRubricPublished(t *testing.T) {
 	}
 	if !strings.Contains(string(doc), "```text\n"+JudgeRubric+"```") {
 		t.Error("docs/safety.md does not hold the judge's rubric (internal/moderation/prompts/judge.md) verbatim in a text block")
+	}
+}
+
+// TestJudgeWithoutSchema: an endpoint that refuses response_format is asked again without it,
+// and from then on.
+func TestJudgeWithoutSchema(t *testing.T) {
+	ok := judgeAnswer(`{"why":"a character","concern":"topic","category":"none","severity":"none"}`)
+	s := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(string(r.Context().Value(bodyKey{}).([]byte)), `"response_format"`) {
+			answer(http.StatusBadRequest, []byte(`{"error":{"type":"invalid_request_error","code":"response_format"}}`))(w, r)
+			return
+		}
+		answer(http.StatusOK, ok)(w, r)
+	})
+	j := newTestJudge(s.URL, -1)
+	for i, want := range []int64{2, 3} {
+		v, err := j.Check(context.Background(), safety.Text{Stage: safety.StageInput, Content: "Why does Juliet die?"})
+		if err != nil || v.Concern != safety.ConcernTopic {
+			t.Fatalf("check %d: %+v, %v; want topic", i, v, err)
+		}
+		if got := s.hits.Load(); got != want {
+			t.Errorf("after check %d: %d requests, want %d", i, got, want)
+		}
 	}
 }

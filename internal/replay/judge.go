@@ -15,18 +15,10 @@ const replayWhy = "The replay model cannot judge; it repeats the built-in screen
 
 var screen = sync.OnceValues(safety.NewScreen)
 
-// judgeRequest reports whether req is a safety judge's request (moderation.NewJudge), which
-// names its structured output moderation.JudgeSchemaName.
+// judgeRequest reports whether req is a safety judge's request (moderation.NewJudge): its
+// system message is the judge's rubric.
 func judgeRequest(req *fakellm.Request) bool {
-	var r struct {
-		ResponseFormat struct {
-			JSONSchema struct {
-				Name string `json:"name"`
-			} `json:"json_schema"`
-		} `json:"response_format"`
-	}
-	return req.ResponseFormat == "json_schema" && json.Unmarshal(req.Raw, &r) == nil &&
-		r.ResponseFormat.JSONSchema.Name == moderation.JudgeSchemaName
+	return len(req.Messages) > 0 && req.Messages[0].Role == "system" && req.Messages[0].Content == moderation.JudgeRubric
 }
 
 // judgement answers a judge's request as the rubric asks, by the built-in screen: the replay
