@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/golang-lru/v2/expirable"
+	lru "github.com/hashicorp/golang-lru/v2"
 	oai "github.com/sashabaranov/go-openai"
 
 	"github.com/coachgw/coachgw/internal/pii"
@@ -107,9 +107,17 @@ func NewJudge(o JudgeOptions) *Judge {
 			o.TTL = JudgeCacheTTL
 		}
 		j.ttl = o.TTL
-		j.tenants = expirable.NewLRU[string, *expirable.LRU[[32]byte, safety.Verdict]](judgeCacheTenants, nil, 0)
+		j.tenants, _ = lru.New[string, *lru.Cache[[32]byte, cached]](judgeCacheTenants) // the size is positive
 	}
 	return j
+}
+
+// cached is a verdict in the cache, with when it stops being used. Expiry is checked when a
+// verdict is read, so the cache needs no goroutine (golang-lru's expirable caches start one
+// per cache that never ends, one per tenant here).
+type cached struct {
+	v     safety.Verdict
+	until time.Time
 }
 
 // Judge is the safety judge: a Classifier with a verdict cache. It is safe for concurrent use.
@@ -121,7 +129,7 @@ type Judge struct {
 	plain   atomic.Bool
 	ttl     time.Duration
 	mu      sync.Mutex // makes finding or adding a tenant's cache atomic
-	tenants *expirable.LRU[string, *expirable.LRU[[32]byte, safety.Verdict]]
+	tenants *lru.Cache[string, *lru.Cache[[32]byte, cached]]
 }
 
 // Check judges t, from the cache when the same tenant's same text was judged within the TTL.
@@ -130,12 +138,12 @@ func (j *Judge) Check(ctx context.Context, t safety.Text) (safety.Verdict, error
 		return j.check(ctx, t)
 	}
 	cache, key := j.cache(t.Tenant), sha256.Sum256([]byte(string(t.Stage)+"\x00"+t.Content))
-	if v, ok := cache.Get(key); ok {
-		return v, nil
+	if c, ok := cache.Get(key); ok && time.Now().Before(c.until) {
+		return c.v, nil
 	}
 	v, err := j.check(ctx, t)
 	if err == nil {
-		cache.Add(key, v)
+		cache.Add(key, cached{v: v, until: time.Now().Add(j.ttl)})
 	}
 	return v, err
 }
@@ -152,12 +160,12 @@ func (j *Judge) check(ctx context.Context, t safety.Text) (safety.Verdict, error
 }
 
 // cache returns the verdict cache of tenant, made on first use.
-func (j *Judge) cache(tenant string) *expirable.LRU[[32]byte, safety.Verdict] {
+func (j *Judge) cache(tenant string) *lru.Cache[[32]byte, cached] {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	c, ok := j.tenants.Get(tenant)
 	if !ok {
-		c = expirable.NewLRU[[32]byte, safety.Verdict](judgeCachePerTenant, nil, j.ttl)
+		c, _ = lru.New[[32]byte, cached](judgeCachePerTenant) // the size is positive
 		j.tenants.Add(tenant, c)
 	}
 	return c

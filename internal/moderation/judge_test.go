@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -334,5 +335,25 @@ func TestJudgeWithoutSchema(t *testing.T) {
 		if got := s.hits.Load(); got != want {
 			t.Errorf("after check %d: %d requests, want %d", i, got, want)
 		}
+	}
+}
+
+// TestJudgeCacheStartsNoGoroutines: a tenant's cache costs no goroutine, so tenants that come
+// and go (more than the cache keeps) leave nothing running.
+func TestJudgeCacheStartsNoGoroutines(t *testing.T) {
+	s := judgeEndpoint(t)
+	j := newTestJudge(s.URL, time.Minute)
+	check := func(tenant string) {
+		if _, err := j.Check(context.Background(), safety.Text{Stage: safety.StageInput, Tenant: tenant, Content: "Why does Juliet die?"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("warm-up") // the HTTP client's connection goroutines
+	before := runtime.NumGoroutine()
+	for i := range judgeCacheTenants + 50 {
+		check(fmt.Sprintf("tenant-%d", i))
+	}
+	if after := runtime.NumGoroutine(); after > before+10 {
+		t.Errorf("goroutines %d → %d after %d tenants, want about the same", before, after, judgeCacheTenants+50)
 	}
 }
