@@ -12,6 +12,8 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/coachgw ./cmd/coac
 FROM scratch
 COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/
 COPY --from=build /out/coachgw /out/fakellm /usr/local/bin/
+# The safety corpus, for `coachgw qualify --safety` run from the image (its default --corpus).
+COPY --from=build /src/testdata/safety /usr/share/coachgw/safety
 # The image has no home directory: without REDIS_URL, the embedded Redis saves its sessions here
 # (mount a volume to keep them across containers).
 COPY --from=build --chown=65532:65532 /out/data /data

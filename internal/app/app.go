@@ -356,6 +356,8 @@ func (a *App) savedRedis() (redis.UniversalClient, error) {
 type upstream struct {
 	coach.Upstream
 	baseURL string
+	// apiKey is the endpoint's key, for the safety judge that runs on the first endpoint.
+	apiKey string
 }
 
 // models builds the clients of the configured model endpoints: those of COACH_UPSTREAMS (or
@@ -436,6 +438,7 @@ func (a *App) addUpstream(name, system string, cfg openai.Config) error {
 	a.upstreams = append(a.upstreams, upstream{
 		Upstream: coach.Upstream{Name: name, Model: client, ModelName: cfg.Model, System: system},
 		baseURL:  cfg.BaseURL,
+		apiKey:   cfg.APIKey,
 	})
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/coachgw/coachgw/internal/breaker"
 	"github.com/coachgw/coachgw/internal/config"
 	"github.com/coachgw/coachgw/internal/moderation"
+	"github.com/coachgw/coachgw/internal/redact"
 	"github.com/coachgw/coachgw/internal/safety"
 )
 
@@ -53,8 +54,39 @@ func (a *App) guard(cfg config.Config) (*safety.Guard, error) {
 		})
 		g.Classifiers = append(g.Classifiers, safety.NamedClassifier{Name: c.Name(), Classifier: c})
 	}
+	if j := a.judge(cfg, bopts); j != nil {
+		g.Judge = safety.NamedClassifier{Name: j.Name(), Classifier: j}
+	}
 	if g.Mode == safety.ModeOff {
 		a.log.Warn().Msg("COACH_SAFETY_MODE=off: no learner input or model output is checked")
 	}
 	return g, nil
+}
+
+// judge builds the safety judge of cfg (COACH_SAFETY_JUDGE): nil when it is off; on
+// COACH_SAFETY_JUDGE_URL when set; else on the first model endpoint (under `go run` with nothing
+// configured, the embedded replay model, which answers a judge's request by the built-in screen),
+// with COACH_SAFETY_JUDGE_MODEL in place of its model when set.
+func (a *App) judge(cfg config.Config, bopts breaker.Options) *moderation.Judge {
+	if cfg.SafetyJudge == "off" {
+		return nil
+	}
+	o := moderation.Options{
+		BaseURL: cfg.SafetyJudgeURL, Model: cfg.SafetyJudgeModel, APIKey: cfg.SafetyJudgeAPIKey,
+		ConnectTimeout: cfg.ConnectTimeout, Timeout: cfg.SafetyTimeout, Breaker: bopts,
+	}
+	if o.BaseURL == "" {
+		if len(a.upstreams) == 0 {
+			return nil
+		}
+		first := a.upstreams[0]
+		o.BaseURL, o.APIKey = first.baseURL, first.apiKey
+		if o.Model == "" {
+			o.Model = first.ModelName
+		}
+	}
+	j := moderation.NewJudge(moderation.JudgeOptions{Options: o, MaskPII: cfg.PIIRedact == "mask"})
+	a.log.Info().Str("url", redact.URL(o.BaseURL)).Str("model", o.Model).
+		Msg("safety judge: a model decides whom a text the screen caught concerns (COACH_SAFETY_JUDGE=off for the screen alone)")
+	return j
 }

@@ -118,6 +118,10 @@ func StartWith(t *testing.T, o Options) *Gateway {
 	// before it leaves, and releases it as soon as it passed, so their lines stay as they were;
 	// the safety suites set the default holdback (sentence windows) back.
 	cfg.SafetyHoldbackChars = 0
+	// The suites script the model endpoint's replies in order, and a safety judge on that
+	// endpoint (COACH_SAFETY_JUDGE=auto) would take some of them; the judge's suites give it an
+	// endpoint of its own.
+	cfg.SafetyJudge = "off"
 	if o.Config != nil {
 		o.Config(&cfg)
 	}

@@ -104,10 +104,13 @@ func (r *TurnRun) startInputCheck(ctx context.Context, check func(context.Contex
 	go func() {
 		defer close(g.done)
 		v, checks := check(ctx, in)
-		g.checks = append(g.checks, checks...)
+		// The verdict is check's, with the prior checks' hits: a judge's verdict replaces the
+		// screen's decision, so the checks' verdicts are not merged again.
 		for _, c := range g.checks {
 			g.verdict = g.verdict.Merge(c.Verdict)
 		}
+		g.verdict = g.verdict.Merge(v)
+		g.checks = append(g.checks, checks...)
 		if cancelModel == nil {
 			return
 		}
@@ -364,7 +367,7 @@ func (r *TurnRun) safetyRecords(stage safety.Stage, checks []safety.Check, actio
 	for _, c := range checks {
 		a := action
 		switch {
-		case c.NotRun != "" && r.svc.safety.Failure == safety.FailOpen:
+		case c.NotRun != "" && c.NotRun != safety.NotRunUnsupportedLanguage && r.svc.safety.Failure == safety.FailOpen:
 			a = safety.ActionFailedOpen
 		case !c.Verdict.Crisis && a != safety.ActionHeld:
 			a = safety.ActionNone
@@ -372,7 +375,7 @@ func (r *TurnRun) safetyRecords(stage safety.Stage, checks []safety.Check, actio
 		out = append(out, safety.Record{
 			Time: now, Tenant: r.sess.Tenant, Session: r.sess.ID, Learner: r.sess.Learner, Turn: r.id,
 			Stage: stage, Classifier: c.Classifier, Ran: safety.Ran{NotRun: c.NotRun},
-			Categories: c.Verdict.Categories, Severity: c.Verdict.Severity, Rules: c.Verdict.Rules,
+			Categories: c.Verdict.Categories, Severity: c.Verdict.Severity, Rules: c.Verdict.Rules, Lang: c.Lang,
 			Action: a, Mode: r.svc.safety.Mode, LatencyMS: float64(c.Latency.Microseconds()) / 1000,
 		})
 	}

@@ -286,15 +286,17 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 		return safeAnswer(true, safety.Verdict{})
 	}
 	// The learner's input is checked before any line of the turn leaves. The built-in screen
-	// takes microseconds and runs first: a crisis it finds never reaches the model. The
-	// classifiers beside it run while the model is asked; every line waits in the gate for
-	// their verdict, and a crisis cancels the call. Observe mode checks beside the turn and
+	// takes microseconds and runs first: without a judge, a crisis it finds never reaches the
+	// model. The classifiers beside it, and the judge on what the screen caught or could not
+	// read, run while the model is asked, so that a topic of study costs no more than the
+	// slower of the two; every line waits in the gate for their verdict, and a crisis cancels
+	// the call. Observe mode checks beside the turn and
 	// holds nothing.
 	mctx, gflush := ctx, flush
 	emit := send
 	var gate *inputGate
 	if text := learnerText(r.in); guard.Enabled() && strings.TrimSpace(text) != "" {
-		in := safety.Text{Stage: safety.StageInput, Locale: r.sess.Locale, Content: text}
+		in := safety.Text{Stage: safety.StageInput, Locale: r.sess.Locale, Content: text, Tenant: r.sess.Tenant}
 		var cancelModel context.CancelCauseFunc
 		mctx, cancelModel = context.WithCancelCause(ctx)
 		defer cancelModel(nil)
@@ -303,16 +305,16 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 			gate = r.startInputCheck(ctx, guard.Check, in, nil, nil, nil, nil)
 		default:
 			v, c := guard.CheckScreen(in)
-			if v.Crisis {
+			if v.Crisis && guard.Judge.Classifier == nil {
 				r.records = append(r.records, r.safetyRecords(safety.StageInput, []safety.Check{c}, safety.ActionCrisis)...)
 				return safeAnswer(false, v)
 			}
-			if len(guard.Classifiers) == 0 {
-				r.records = append(r.records, r.safetyRecords(safety.StageInput, []safety.Check{c}, safety.ActionNone)...)
+			if review := guard.Review(in, c); review != nil {
+				gate = r.startInputCheck(ctx, review, in, nil, cancelModel, send, flush)
+				emit, gflush = gate.pass, gate.flushing
 				break
 			}
-			gate = r.startInputCheck(ctx, guard.CheckRemote, in, []safety.Check{c}, cancelModel, send, flush)
-			emit, gflush = gate.pass, gate.flushing
+			r.records = append(r.records, r.safetyRecords(safety.StageInput, []safety.Check{c}, safety.ActionNone)...)
 		}
 		if gate != nil {
 			defer func() {

@@ -169,6 +169,16 @@ type Config struct {
 	GuardModel  string
 	GuardFormat string
 	GuardAPIKey string
+	// SafetyJudge is COACH_SAFETY_JUDGE: "auto" (the default: a judge decides whom a text the
+	// screen caught or could not read concerns, on SafetyJudgeURL when set, else on the first
+	// model endpoint) or "off" (the screen alone). SafetyJudgeURL, SafetyJudgeModel and
+	// SafetyJudgeAPIKey (COACH_SAFETY_JUDGE_URL, COACH_SAFETY_JUDGE_MODEL,
+	// COACH_SAFETY_JUDGE_API_KEY) name another OpenAI-compatible chat endpoint for it; the model
+	// alone overrides the first endpoint's model.
+	SafetyJudge       string
+	SafetyJudgeURL    string
+	SafetyJudgeModel  string
+	SafetyJudgeAPIKey string
 	// CrisisResourcesFile is COACH_CRISIS_RESOURCES_FILE: crisis resources per locale in place
 	// of the built-in ones; empty uses the built-in ones.
 	CrisisResourcesFile string
@@ -258,6 +268,7 @@ func Default() Config {
 		SafetyFailure:        "closed",
 		SafetyTimeout:        2 * time.Second,
 		GuardFormat:          "llamaguard3",
+		SafetyJudge:          "auto",
 		PIIRedact:            "mask",
 		TranscriptRetention:  365 * 24 * time.Hour,
 	}
@@ -399,6 +410,11 @@ func Load(getenv func(string) string) (Config, error) {
 	str("COACH_GUARD_FORMAT", &c.GuardFormat)
 	c.GuardFormat = strings.ToLower(c.GuardFormat)
 	c.GuardAPIKey = strings.TrimSpace(getenv("COACH_GUARD_API_KEY"))
+	str("COACH_SAFETY_JUDGE", &c.SafetyJudge)
+	c.SafetyJudge = strings.ToLower(c.SafetyJudge)
+	str("COACH_SAFETY_JUDGE_URL", &c.SafetyJudgeURL)
+	str("COACH_SAFETY_JUDGE_MODEL", &c.SafetyJudgeModel)
+	c.SafetyJudgeAPIKey = strings.TrimSpace(getenv("COACH_SAFETY_JUDGE_API_KEY"))
 	str("COACH_CRISIS_RESOURCES_FILE", &c.CrisisResourcesFile)
 	str("COACH_ESCALATION_URL", &c.EscalationURL)
 	c.EscalationSecret = strings.TrimSpace(getenv("COACH_ESCALATION_SECRET"))
@@ -533,6 +549,10 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 		Str("guardModel", c.GuardModel).
 		Str("guardFormat", c.GuardFormat).
 		Str("guardAPIKey", Mask(c.GuardAPIKey)).
+		Str("safetyJudge", c.SafetyJudge).
+		Str("safetyJudgeURL", MaskURL(c.SafetyJudgeURL)).
+		Str("safetyJudgeModel", c.SafetyJudgeModel).
+		Str("safetyJudgeAPIKey", Mask(c.SafetyJudgeAPIKey)).
 		Str("crisisResourcesFile", c.CrisisResourcesFile).
 		Str("escalationURL", MaskURL(c.EscalationURL)).
 		Str("escalationSecret", Mask(c.EscalationSecret)).
@@ -564,11 +584,19 @@ func (c *Config) checkSafety(errs []error) []error {
 	if (c.ModerationURL == "") != (c.ModerationModel == "") && c.ModerationURL == "" {
 		errs = append(errs, errors.New("COACH_MODERATION_MODEL is set without COACH_MODERATION_URL"))
 	}
+	switch c.SafetyJudge {
+	case "auto", "off":
+	default:
+		errs = append(errs, fmt.Errorf("COACH_SAFETY_JUDGE=%q: want auto or off", c.SafetyJudge))
+	}
+	if c.SafetyJudgeURL != "" && c.SafetyJudgeModel == "" {
+		errs = append(errs, errors.New("COACH_SAFETY_JUDGE_URL needs COACH_SAFETY_JUDGE_MODEL (the judge model's name)"))
+	}
 	if c.GuardURL != "" && c.GuardModel == "" {
 		errs = append(errs, errors.New("COACH_GUARD_URL needs COACH_GUARD_MODEL (the guard model's name)"))
 	}
 	for _, u := range []struct{ name, url string }{
-		{"COACH_MODERATION_URL", c.ModerationURL}, {"COACH_GUARD_URL", c.GuardURL}, {"COACH_ESCALATION_URL", c.EscalationURL},
+		{"COACH_MODERATION_URL", c.ModerationURL}, {"COACH_GUARD_URL", c.GuardURL}, {"COACH_SAFETY_JUDGE_URL", c.SafetyJudgeURL}, {"COACH_ESCALATION_URL", c.EscalationURL},
 	} {
 		if u.url == "" {
 			continue

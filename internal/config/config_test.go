@@ -165,6 +165,13 @@ func TestSafetySettings(t *testing.T) {
 		{name: "unsigned webhook", env: map[string]string{"COACH_ESCALATION_URL": "https://hooks.example/x"}, wantErr: "COACH_ESCALATION_SECRET"},
 		{name: "guard without model", env: map[string]string{"COACH_GUARD_URL": "http://127.0.0.1:1/v1"}, wantErr: "COACH_GUARD_MODEL"},
 		{name: "bad guard format", env: map[string]string{"COACH_GUARD_FORMAT": "shieldgemma"}, wantErr: "COACH_GUARD_FORMAT"},
+		{name: "bad judge", env: map[string]string{"COACH_SAFETY_JUDGE": "maybe"}, wantErr: "COACH_SAFETY_JUDGE"},
+		{name: "judge without model", env: map[string]string{"COACH_SAFETY_JUDGE_URL": "http://127.0.0.1:1/v1"}, wantErr: "COACH_SAFETY_JUDGE_MODEL"},
+		{name: "judge off", env: map[string]string{"COACH_SAFETY_JUDGE": "OFF"}, check: func(t *testing.T, c Config) {
+			if c.SafetyJudge != "off" {
+				t.Errorf("SafetyJudge = %q, want off", c.SafetyJudge)
+			}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -66,6 +66,7 @@ type Metrics struct {
 	unusableOutputs    *prometheus.CounterVec
 	safetyChecks       *prometheus.CounterVec
 	safetyAuditFails   prometheus.Counter
+	safetyUnsupported  *prometheus.CounterVec
 	promptTokens       *prometheus.CounterVec
 	completionTokens   *prometheus.CounterVec
 	usageIgnored       *prometheus.CounterVec
@@ -197,6 +198,10 @@ func New(opts ...Option) *Metrics {
 				"(builtin, moderation, llamaguard3), ran (true, or why the check did not run) and action "+
 				"(none, observed, crisis, held, retracted, failed_open), as the audit records say.",
 			"contract", "stage", "classifier", "ran", "action"),
+		safetyUnsupported: counter("safety_unsupported_language_total",
+			"Learner texts the built-in screen could not read (audited with ran \"unsupported_language\"), by "+
+				"contract and language (ISO 639-1, else 639-3; from the identifier's fixed list, so the label is bounded).",
+			"contract", "lang"),
 		safetyAuditFails: f.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "safety_audit_failures_total",
 			Help: "Batches of safety audit records (one turn's) the store did not take."}),
 		unusableOutputs: counter("upstream_unusable_output_total",
@@ -409,6 +414,9 @@ func (m *Metrics) SafetyChecked(contract string, rec safety.Record) {
 		ran = "true"
 	}
 	m.safetyChecks.WithLabelValues(contract, string(rec.Stage), rec.Classifier, ran, string(rec.Action)).Inc()
+	if ran == safety.NotRunUnsupportedLanguage {
+		m.safetyUnsupported.WithLabelValues(contract, rec.Lang).Inc()
+	}
 }
 
 // SafetyAuditFailed counts a batch of audit records the store did not take.

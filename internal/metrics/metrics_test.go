@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	"github.com/redis/go-redis/v9"
 
@@ -357,6 +358,8 @@ func TestNaming(t *testing.T) {
 	m.Reset("toulmin", "invalid_output")
 	m.Rejected("toulmin")
 	m.SafetyChecked("toulmin", safety.Record{Stage: safety.StageInput, Classifier: safety.BuiltinName, Action: safety.ActionNone})
+	m.SafetyChecked("toulmin", safety.Record{Stage: safety.StageInput, Classifier: safety.BuiltinName, Action: safety.ActionNone,
+		Ran: safety.Ran{NotRun: safety.NotRunUnsupportedLanguage}, Lang: "fr"})
 	m.SafetyAuditFailed()
 	m.Attempted("toulmin", "default")
 	m.EscalationAttempted("ok")
@@ -385,6 +388,7 @@ func TestNaming(t *testing.T) {
 		"coachgw_escalation_attempts_total", "coachgw_escalations_total",
 		"coachgw_redis_command_duration_seconds", "coachgw_redis_errors_total", "coachgw_resets_total",
 		"coachgw_retries_total", "coachgw_safety_audit_failures_total", "coachgw_safety_checks_total",
+		"coachgw_safety_unsupported_language_total",
 		"coachgw_time_to_first_delta_seconds", "coachgw_turn_duration_seconds",
 		"coachgw_turns_total", "coachgw_upstream_attempts_total", "coachgw_upstream_errors_total",
 		"coachgw_upstream_failures_total", "coachgw_upstream_fallbacks_total", "coachgw_validation_failures_total",
@@ -478,5 +482,24 @@ func TestTenantLabel(t *testing.T) {
 	}
 	if got := hashTenant("acme"); len(got) != 12 || got == hashTenant("acme2") {
 		t.Errorf("hashTenant(acme) = %q, want 12 hex digits distinct per tenant", got)
+	}
+}
+
+// TestUnsupportedLanguageCounted: a text the screen could not read is counted by its
+// language; a text it read is not.
+func TestUnsupportedLanguageCounted(t *testing.T) {
+	m := New()
+	for _, rec := range []safety.Record{
+		{Stage: safety.StageInput, Classifier: safety.BuiltinName, Ran: safety.Ran{NotRun: safety.NotRunUnsupportedLanguage}, Lang: "de"},
+		{Stage: safety.StageInput, Classifier: safety.BuiltinName, Ran: safety.Ran{NotRun: safety.NotRunUnsupportedLanguage}, Lang: "de"},
+		{Stage: safety.StageInput, Classifier: safety.BuiltinName},
+	} {
+		m.SafetyChecked("toulmin", rec)
+	}
+	if got := testutil.ToFloat64(m.safetyUnsupported.WithLabelValues("toulmin", "de")); got != 2 {
+		t.Errorf("unsupported German texts = %v, want 2", got)
+	}
+	if got := testutil.CollectAndCount(m.safetyUnsupported); got != 1 {
+		t.Errorf("series = %d, want 1 (a read text is not counted)", got)
 	}
 }

@@ -27,7 +27,10 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		fmt.Fprintln(stdout, "usage: coachgw qualify [flags]\n\n"+
 			"Drives scripted learner sessions of each contract, in English and Spanish, against each model\n"+
 			"endpoint configured for coachgw (COACH_UPSTREAMS, OPENAI_BASE_URL, or the embedded replay\n"+
-			"model), one endpoint at a time, and reports per contract and endpoint.\n\nflags:")
+			"model), one endpoint at a time, and reports per contract and endpoint.\n\n"+
+			"With --safety, measures instead the learner-safety screen and the judge behind it\n"+
+			"(COACH_SAFETY_JUDGE_URL, or each model endpoint) on the safety corpus, and reports precision\n"+
+			"and recall per language and kind of case.\n\nflags:")
 		flags.PrintDefaults()
 	}
 	contracts := flags.String("contracts", strings.Join(Contracts, ","), "contracts to drive, comma-separated")
@@ -39,8 +42,16 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	minSuccess := flags.Float64("min-success", 0, "exit non-zero when any contract on any endpoint has a lower success rate (0 to 1)")
 	record := flags.String("record", "", "keep the wire of every model call in `DIR`/<endpoint>/ as testdata/streams fixtures")
 	asJSON := flags.Bool("json", false, "write the report as JSON")
+	safetyRun := flags.Bool("safety", false, "measure the safety screen and judge on the corpus instead of driving sessions")
+	corpus := flags.String("corpus", "", "the safety corpus `DIR` (default "+DefaultCorpus+", else "+DefaultImageCorpus+")")
 	if err := flags.Parse(args); err != nil {
 		return err
+	}
+	if *safetyRun {
+		if flags.NArg() > 0 {
+			return fmt.Errorf("qualify: unexpected arguments %q", flags.Args())
+		}
+		return mainSafety(ctx, *corpus, list(*endpoints), *asJSON, getenv, stdout)
 	}
 	switch {
 	case flags.NArg() > 0:
@@ -102,4 +113,26 @@ func list(s string) []string {
 		}
 	}
 	return out
+}
+
+// mainSafety runs `coachgw qualify --safety`.
+func mainSafety(ctx context.Context, corpus string, endpoints []string, asJSON bool, getenv func(string) string, stdout io.Writer) error {
+	dir, err := ResolveCorpus(corpus)
+	if err != nil {
+		return fmt.Errorf("qualify: %w", err)
+	}
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
+	rep, err := RunSafety(ctx, SafetyOptions{Config: cfg, Endpoints: endpoints, Corpus: dir})
+	if err != nil {
+		return fmt.Errorf("qualify: %w", err)
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return rep.WriteText(stdout)
 }

@@ -6,6 +6,9 @@ import "github.com/coachgw/coachgw/internal/fakellm"
 // model of a gateway run with nothing configured, and cmd/fakellm's default.
 func Responder() fakellm.Responder {
 	return fakellm.ResponderFunc(func(req *fakellm.Request) fakellm.Reply {
+		if judgeRequest(req) {
+			return fakellm.Reply{Content: judgement(req)}
+		}
 		msgs := make([]Message, len(req.Messages))
 		for i, m := range req.Messages {
 			msgs[i] = Message{Role: m.Role, Content: m.Content}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -55,7 +56,11 @@ type Guard struct {
 	Screen *Screen
 	// Classifiers run beside the screen, concurrently with it and with each other.
 	Classifiers []NamedClassifier
-	Failure     Failure
+	// Judge, when its Classifier is set, gives the second opinion on learner input that the
+	// screen's broad net caught or could not read (COACH_SAFETY_JUDGE): its verdict says whom
+	// the text concerns, and replaces the screen's decision (see Review).
+	Judge   NamedClassifier
+	Failure Failure
 	// Timeout bounds each classifier's check; 0 leaves it to the caller's context.
 	Timeout time.Duration
 	// Holdback is COACH_SAFETY_HOLDBACK_CHARS, for the output windows.
@@ -75,6 +80,9 @@ type Check struct {
 	NotRun  string
 	Verdict Verdict
 	Latency time.Duration
+	// Lang is the language of a text the screen could not read (NotRun is
+	// NotRunUnsupportedLanguage).
+	Lang string
 	// Err is the failure behind NotRun, for logs; it never holds the checked text.
 	Err error
 }
@@ -85,47 +93,118 @@ func (g *Guard) Enabled() bool { return g != nil && g.Mode != ModeOff && g.Mode 
 // Enforcing reports whether hits change turns.
 func (g *Guard) Enforcing() bool { return g != nil && g.Mode == ModeEnforce }
 
-// Check runs the screen and every classifier on t at once and returns their merged verdict
-// and one Check per classifier, the screen's first. A classifier that fails or times out
-// counts as FailClosed or FailOpen says; either way its Check says it did not run.
+// Check runs the screen, then every classifier and, when the screen calls for it, the judge
+// (see Review), and returns their final verdict and one Check per classifier, the screen's
+// first. A classifier that fails or times out counts as FailClosed or FailOpen says; either way
+// its Check says it did not run.
 func (g *Guard) Check(ctx context.Context, t Text) (Verdict, []Check) {
-	checks := make([]Check, 1+len(g.Classifiers))
-	var wg sync.WaitGroup
-	for i, c := range g.Classifiers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			checks[i+1] = g.run(ctx, c, t)
-		}()
+	v, c := g.CheckScreen(t)
+	if review := g.Review(t, c); review != nil {
+		return review(ctx, t)
 	}
-	start := time.Now()
-	v := g.Screen.check(t.Stage, t.Content)
-	checks[0] = Check{Classifier: BuiltinName, Verdict: v, Latency: time.Since(start)}
-	wg.Wait()
-	for _, c := range checks[1:] {
-		v = v.Merge(c.Verdict)
-	}
-	return v, checks
+	return v, []Check{c}
 }
 
 // CheckScreen runs the built-in screen alone, which takes microseconds and never fails: a turn
-// runs it before anything else.
+// runs it before anything else. On learner input it also identifies the language (Language):
+// text the screen cannot read gets a Check whose NotRun is NotRunUnsupportedLanguage, with its
+// Lang, whatever the rules found in it.
 func (g *Guard) CheckScreen(t Text) (Verdict, Check) {
 	start := time.Now()
 	v := g.Screen.check(t.Stage, t.Content)
-	return v, Check{Classifier: BuiltinName, Verdict: v, Latency: time.Since(start)}
+	c := Check{Classifier: BuiltinName, Verdict: v}
+	if t.Stage == StageInput {
+		if lang, ok := Language(t.Content); !ok {
+			c.NotRun, c.Lang = NotRunUnsupportedLanguage, lang
+		}
+	}
+	c.Latency = time.Since(start)
+	return v, c
+}
+
+// Review returns what must still run on t after the screen's check screen: the classifiers
+// beside the screen, and the judge when one is configured and the text is learner input that
+// the screen caught (a crisis or any concern) or could not read. It returns nil when nothing
+// must run, so that the caller acts on the screen's verdict at once. The function it returns
+// runs them concurrently and returns the final verdict and every Check, the screen's first.
+//
+// The final verdict is the judge's decision on the screen's (judged), merged with the
+// classifiers' verdicts: the judge rules on the broad net, and never clears a classifier's hit.
+// A judge that fails or times out never clears anything either: the screen's verdict stands.
+// COACH_SAFETY_FAILURE then decides only what its failure means for text the screen passed
+// (text it could not read, or a concern that was no crisis): FailClosed makes it a hit of
+// CategoryUnchecked (a supportive answer, no hold), FailOpen lets it pass, reported through
+// FailedOpen.
+func (g *Guard) Review(t Text, screen Check) func(context.Context, Text) (Verdict, []Check) {
+	judge := g.Judge.Classifier != nil && t.Stage == StageInput &&
+		(screen.Verdict.Crisis || screen.Verdict.Concern != ConcernNone || screen.NotRun == NotRunUnsupportedLanguage)
+	if !judge && len(g.Classifiers) == 0 {
+		return nil
+	}
+	return func(ctx context.Context, t Text) (Verdict, []Check) {
+		checks := g.remote(ctx, t, judge)
+		v := screen.Verdict
+		n := len(checks)
+		if judge {
+			n--
+			v = judged(v, checks[n])
+		}
+		for _, c := range checks[:n] {
+			v = v.Merge(c.Verdict)
+		}
+		return v, append([]Check{screen}, checks...)
+	}
+}
+
+// judged applies the judge's check j to the screen's verdict v.
+func judged(v Verdict, j Check) Verdict {
+	if j.NotRun != "" {
+		// Failed: the screen's verdict stands, with the hit that FailClosed made of the failure.
+		return v.Merge(j.Verdict)
+	}
+	out := j.Verdict
+	switch out.Concern {
+	case ConcernSelf:
+		var cats []Category
+		for _, c := range v.Categories {
+			if c != CategoryConcernOther {
+				cats = append(cats, c)
+			}
+		}
+		out.Categories = union(cats, out.Categories)
+		out.Severity = max(out.Severity, v.Severity)
+		out.Rules = union(v.Rules, out.Rules)
+	case ConcernOther:
+		out.Rules = union(v.Rules, out.Rules)
+	}
+	return out
 }
 
 // CheckRemote runs only the classifiers beside the screen (the output windows are checked by
 // the screen as they stream; the whole answer then goes to the classifiers once). With none
 // configured it returns a clean verdict and no Check.
 func (g *Guard) CheckRemote(ctx context.Context, t Text) (Verdict, []Check) {
-	if len(g.Classifiers) == 0 {
-		return Verdict{}, nil
+	checks := g.remote(ctx, t, false)
+	var v Verdict
+	for _, c := range checks {
+		v = v.Merge(c.Verdict)
 	}
-	checks := make([]Check, len(g.Classifiers))
+	return v, checks
+}
+
+// remote runs the classifiers, and the judge last when judge is set, concurrently, and returns
+// their checks in that order.
+func (g *Guard) remote(ctx context.Context, t Text, judge bool) []Check {
+	cs := g.Classifiers
+	if judge {
+		cs = append(slices.Clip(cs), g.Judge)
+	}
+	if len(cs) == 0 {
+		return nil
+	}
+	checks := make([]Check, len(cs))
 	var wg sync.WaitGroup
-	for i, c := range g.Classifiers {
+	for i, c := range cs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -133,11 +212,7 @@ func (g *Guard) CheckRemote(ctx context.Context, t Text) (Verdict, []Check) {
 		}()
 	}
 	wg.Wait()
-	var v Verdict
-	for _, c := range checks {
-		v = v.Merge(c.Verdict)
-	}
-	return v, checks
+	return checks
 }
 
 // run runs one classifier with the guard's timeout and applies the failure mode.
@@ -248,9 +323,11 @@ type Record struct {
 	Categories []Category `json:"categories,omitempty"`
 	Severity   Severity   `json:"severity"`
 	Rules      []string   `json:"rules,omitempty"`
-	Action     Action     `json:"action"`
-	Mode       Mode       `json:"mode"`
-	LatencyMS  float64    `json:"latencyMs"`
+	// Lang is the language of text the screen could not read (Ran is "unsupported_language").
+	Lang      string  `json:"lang,omitempty"`
+	Action    Action  `json:"action"`
+	Mode      Mode    `json:"mode"`
+	LatencyMS float64 `json:"latencyMs"`
 }
 
 // Episode is what the escalation webhook says of one crisis episode: everything an operator

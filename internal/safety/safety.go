@@ -34,6 +34,9 @@ type Text struct {
 	Locale string
 	// Content is the text itself. It is never copied into a Verdict.
 	Content string
+	// Tenant is the tenant whose learner wrote the text. A classifier that caches verdicts
+	// keys them by it, so that one tenant's traffic can neither read nor evict another's.
+	Tenant string
 }
 
 // Category names one kind of signal. The values are stable: they appear in the audit record,
