@@ -1,5 +1,7 @@
 package safety
 
+import "regexp"
+
 // The rule table of the built-in screen. Each pattern is a regular expression over normalized
 // text (see normalize): lower case, no accents, apostrophes dropped, words separated by one
 // space, "," at a comma and "|" at a sentence end. Two shorthands keep the table readable:
@@ -18,19 +20,43 @@ const familyEN = `(?:my )?(?:dad|father|mom|mum|mother|stepdad|stepfather|stepmo
 const familyES = `(?:mi |mis )?(?:padre|madre|papa|mama|padrastro|madrastra|padres|hermano|hermana|tio|tia|abuelo|abuela|novio|novia|pareja|primo|prima)`
 const otherEN = `(?:my )?(?:friend|best friend|bff|classmate|brother|sister|cousin|boyfriend|girlfriend|teammate|roommate|someone i know)`
 const otherES = `(?:mi |una |un )?(?:amiga|amigo|mejor amiga|mejor amigo|companera|companero|hermano|hermana|prima|primo|novio|novia)`
-const hyperboleEN = `(?:of|from|laughing|lol|haha|lmao|because of (?:this|the) (?:exam|test|homework))`
-const hyperboleES = `(?:de|del|a|jaja|jajaja|estudiando|trabajando)`
+
+// hyperboleEN and hyperboleES are what follows a wish to die when it is a figure of speech.
+// Laughter ("lol", "jaja") is not among them: teenagers write it after statements they mean.
+const hyperboleEN = `(?:of|from|laughing|because of (?:this|the) (?:exam|test|homework))`
+const hyperboleES = `(?:de (?:la verguenza|verguenza|risa|la risa|ganas|hambre|sueno|calor|frio|aburrimiento|envidia|amor|nervios|los nervios|miedo|asco|cansancio|pena ajena|lo aburrido|celos|un ataque|la emocion|emocion|alegria|tanto|lo)|del (?:aburrimiento|cansancio|susto|calor|frio|asco|hambre|estres|examen)|a (?:ver|carcajadas)|estudiando|trabajando|jugando)`
+
+// adultEN and adultES are the people, besides family, a learner names when disclosing abuse.
+const adultEN = `(?:he|she|they|someone|somebody|a man|an adult|an older (?:guy|man|boy)|(?:my|our|the) (?:coach|teacher|tutor|neighbor|neighbour|babysitter|pastor|priest|cousin|moms friend|dads friend))`
+const adultES = `(?:el|ella|alguien|un senor|un hombre|(?:mi|el|un) (?:entrenador|profesor|profe|vecino|maestro|tutor|padrino|cura|catequista|primo))`
+const parentsEN = `(?:they|my (?:parents|mom|mum|dad|mother|father|stepmom|stepdad|stepmother|stepfather|foster parents|grandma|grandpa|aunt|uncle))`
+
+// gameFrame and storyFrame put a first-person phrase inside a game or a text being studied:
+// "I keep killing myself in Minecraft to respawn", "the speaker says I want to die".
+const topicFrame = `(?:in|on|playing) (?:the game|minecraft|fortnite|roblox|the sims|my game|a game|this game|the video game|among us|gta|zelda|terraria|skyrim)|respawn|(?:in|of) the (?:play|poem|book|novel|story|song|movie|film|scene|chapter)|the (?:narrator|speaker|character|protagonist|poet|author) (?:says|said|writes|wrote|thinks|sings)|for my (?:essay|debate|project|report|presentation|assignment|homework)|en (?:el juego|minecraft|fortnite|roblox|el videojuego|la obra|el poema|la novela|la cancion|la pelicula|el libro)|(?:el|la) (?:narrador|narradora|personaje|protagonista|poeta|autor|autora|yo poetico|yo lirico) (?:dice|escribe|piensa|canta)|para reaparecer|para (?:mi|el) (?:ensayo|debate|trabajo|proyecto|exposicion)`
 
 var ruleTable = []ruleSpec{
 	// English: suicide, direct.
 	{id: "en.direct.kill_myself", cat: CategorySuicide, sev: SeverityImminent, negatable: true,
-		re: `(?:kill|killing|killed) myself|(?:end|ending|take|taking) my (?:own )?life|(?:end|ending) it all`},
+		re:     `(?:kill|killing|killed|unalive|unaliving|unalived|off|offing|hang|hanging|drown|drowning|poison|poisoning|shoot|shooting|delete|deleting) myself|(?:end|ending|take|taking) my (?:own )?life|(?:end|ending) (?:it all|everything|it tonight|it today|it for good|it now)|self delete|(?:\||,|i|im|gonna|going to|wanna|want to|should|will|might|about to|ready to|just|lowkey|literally|bout to|ill|fr|ngl|tbh|ugh|actually|finna|literal|neta|bro) kms|(?:i|im) ~(?:should|gonna|going to|wanna|want to|about to|will|might|finna) (?:just |literally |honestly |go )?kys|time to kys|i ~(?:want|wanna|going|gonna|plan|planning|ready|will|might) (?:to )?unalive|(?:wanna|want to|gonna|going to|ready to|finna|bout to) unalive (?:myself|\||,|lol|fr|rn|tonight|today|so bad|ngl)`,
+		unless: `(?:in the foot|in the face with|with (?:work|homework|this))`},
 	{id: "en.direct.want_to_die", cat: CategorySuicide, sev: SeverityImminent, negatable: true,
 		re: `i ~(?:want|wanna|wish|am going|m going|gonna|plan|planning|ready) (?:to )?die`, unless: hyperboleEN},
 	{id: "en.direct.suicidal", cat: CategorySuicide, sev: SeverityImminent, negatable: true,
-		re: `(?:i|im|i am|ive|i have) ~(?:suicidal|suicide note|goodbye note)|i ~(?:think|thinking|thought|thoughts) (?:about|of) (?:suicide|killing myself|ending my life|dying)|i ~(?:commit|committing) suicide`},
+		re: `(?:i|im|i am|ive|i have|feeling|feel) ~(?:suicidal|suicide note|goodbye note)|i ~(?:think|thinking|thought|thoughts) (?:about|of) (?:suicide|killing myself|ending my life|dying|ending it)|i ~(?:commit|committing) suicide|i ~(?:have|having|had|get|getting|keep having) ~(?:suicidal thoughts|thoughts of suicide|thoughts about suicide|thoughts of killing myself|thoughts of dying)`},
 	{id: "en.direct.jump", cat: CategorySuicide, sev: SeverityImminent, negatable: true,
-		re: `(?:going|gonna|about|want|plan|planning) to jump (?:off|from) (?:the|a|this|my) ~(?:bridge|roof|building|balcony|window|cliff)`},
+		re: `(?:going|gonna|about|want|wanna|plan|planning|ready) to (?:jump|throw myself) (?:off|from|in front of|under) ~(?:bridge|roof|building|balcony|window|cliff|train|car|bus|truck|ledge|tracks|overpass)|throw myself (?:off|in front of|under) ~(?:bridge|roof|building|balcony|window|cliff|train|car|bus|truck|ledge|tracks)|(?:im|i am) (?:standing |sitting |up )?(?:on|at) (?:the|a) (?:bridge|roof|rooftop|ledge|train tracks|tracks) (?:[a-z]+ ){0,5}(?:jump|end it|goodbye|tonight|right now|now)`},
+	// English: plans, means and times.
+	{id: "en.plan.means", cat: CategorySuicide, sev: SeverityImminent, negatable: true,
+		re: `(?:i|ive|im) ~(?:saved|saving|stashed|stashing|hid|hiding|hidden|collected|collecting|hoarded|hoarding|stockpiled|stockpiling|counted|counting) ~(?:pills|tablets|meds|painkillers|sleeping pills)|(?:enough|all (?:my|the|of my)) (?:pills|tablets|meds|painkillers|sleeping pills) ~(?:to (?:die|end it|never wake up|do it|kill myself|overdose)|saved|ready|hidden)|(?:the|a|my) (?:rope|noose) (?:is|s) (?:ready|tied|up)|i ~(?:tied|made|have|bought|got|found|tested) (?:a|the|my) (?:noose|rope to hang myself|rope ready)|(?:i have|ive got|i got) a plan (?:to|for how to|of how to) (?:die|end it|kill myself|do it)|(?:i|ive) ~(?:planned|picked|chose|chosen|decided) (?:how|when|where) (?:i will|ill|im going to|im gonna|to) (?:do it|die|end it|kill myself)`},
+	{id: "en.plan.last_day", cat: CategorySuicide, sev: SeverityImminent,
+		re: `my last (?:day|night|week) (?:alive|on earth|on this earth|of my life|ever)|(?:this is|tonight is|today is|tomorrow is|its|will be|tonight will be|today will be) my last (?:day|night) (?:\||,|lol|fr|honestly)|(?:tonight|today|tomorrow) (?:is|s) the (?:night|day) (?:i|ill) (?:do it|end it|die|go)`},
+	{id: "en.plan.not_here", cat: CategorySuicide, sev: SeverityHigh,
+		re:     `(?:wont|will not|am not going to|im not going to|not gonna|aint gonna) be (?:here|around|alive) (?:next (?:week|month|year|monday|friday|weekend|time|semester)|tomorrow|anymore|any more|much longer|for much longer|for long|by (?:then|tomorrow|monday|next week|the weekend|the end of)|after (?:tonight|today|this week))`,
+		unless: `(?:because|cause|since|as|we|were|im going|i am going|im visiting|ill be|i will be|on|for|at|in|due|my family|our family|so i|so you|so can)`},
+	{id: "en.plan.goodbye", cat: CategorySuicide, sev: SeverityHigh, negatable: true,
+		re:     `(?:wrote|writing|write|written|left|leave|leaving|recorded|recording|finished) (?:a |my |some |the |all my )?(?:goodbye|suicide|farewell|last) (?:note|notes|letter|letters|message|messages|video)|this is (?:my )?goodbye|(?:goodbye|bye) (?:forever|cruel world|world)|(?:just )?wanted to say goodbye (?:to everyone|before i go|forever|before its too late)|(?:when|after|once) (?:im|i am) gone|(?:when|after|once) i (?:die|am dead|m dead)|i wont need (?:it|them|these|this|my \w+|anything) (?:anymore|any more|where im going|much longer|soon)`,
+		unless: `(?:on|to (?:the|my|our|a)|for (?:the|my|a|our|school|work|camp|vacation|college)|away|abroad|next|this|camping|at|to (?:our|my|the) (?:teacher|class|coach|friend|school))`},
 	// English: suicide, passive.
 	{id: "en.passive.not_alive", cat: CategorySuicide, sev: SeverityHigh,
 		re: `(?:dont|do not|no longer) want to (?:be alive|exist|keep living|go on living)|(?:dont|do not) want to (?:live|be here) (?:anymore|any more)|(?:dont|do not) want to live $`},
@@ -44,22 +70,38 @@ var ruleTable = []ruleSpec{
 	{id: "en.indirect.miss_me", cat: CategorySuicide, sev: SeverityHigh,
 		re: `(?:no one|noone|nobody) (?:would|will|is going to|d) (?:even )?(?:miss me|notice if i (?:was|were|am) gone|care if i (?:died|was gone|were gone|was dead|disappeared|wasnt here))`},
 	{id: "en.indirect.giving_away", cat: CategorySuicide, sev: SeverityHigh,
-		re: `(?:giving|gave|given|give) away (?:all )?(?:of )?my (?:things|stuff|belongings|possessions)|(?:giving|gave|given) (?:all )?(?:of )?my (?:things|stuff|belongings|possessions) away`},
+		re:     `(?:giving|gave|given|give|gonna give|going to give) away (?:all )?(?:of )?my (?:things|stuff|belongings|possessions|games|xbox|playstation|ps5|switch|phone|jewelry|collection|favorite \w+|pets?|cat|dog|guitar|art|books|plushies)|(?:giving|gave|given) (?:all )?(?:of )?my (?:things|stuff|belongings|possessions|games|favorite \w+) away|i want (?:you|him|her|them|my \w+|someone) to have (?:all )?my (?:things|stuff|games|xbox|phone|cat|dog|pets?|guitar|favorite \w+)`,
+		unless: `(?:to charity|for charity|to goodwill|because (?:im|i am|we|were|they|it|i) (?:moving|outgrew|too old|dont|no longer|getting))`},
 	{id: "en.indirect.burden", cat: CategorySuicide, sev: SeverityHigh, negatable: true,
 		re: `(?:im|i am) (?:just )?(?:a|such a) burden (?:to|on|for) (?:everyone|everybody|my family|my parents|everyone around me)`},
 	{id: "en.indirect.not_around", cat: CategorySuicide, sev: SeverityHigh,
-		re: `(?:wont|will not) be (?:around|here) (?:much longer|for much longer|for long)`},
+		re: `(?:wont|will not) be (?:around|here) (?:much longer|for much longer|for long)|(?:soon|shortly) (?:i|ill|i will) (?:be gone|not be here|not be around|be dead)`},
 	// English: self-harm.
 	{id: "en.self_harm.cutting", cat: CategorySelfHarm, sev: SeverityHigh, negatable: true,
 		re:     `i ~(?:cut|burn|burned|burnt) (?:myself|my (?:arms|wrists|legs|skin|thighs))|(?:cutting|burning|scratching) (?:myself|my (?:arms|wrists|legs|skin|thighs))|i ~(?:self harm|selfharm|self harming|self harmed|self injure)`,
 		unless: `(?:while|by accident|accidentally|on (?:a|the|some)|shaving|cooking)`},
 	{id: "en.self_harm.want", cat: CategorySelfHarm, sev: SeverityHigh, negatable: true,
 		re: `(?:want|wanna|urge|urges|going|gonna|need) (?:to )?(?:hurt|harm|cut|punish) myself`},
+	{id: "en.self_harm.eating", cat: CategorySelfHarm, sev: SeverityHigh, negatable: true,
+		re: `(?:make|making|made|force|forcing|forced) myself (?:throw up|puke|vomit|sick|barf|purge)|(?:throw|throwing|threw|puke|puking|puked) up (?:after (?:i eat|eating|every meal|meals|dinner|lunch|i ate)|on purpose|so i (?:dont|wont|do not) gain|everything i eat)|i ~(?:purge|purging|purged|binge and purge)|(?:starving|starve|starved) myself|i ~(?:havent|have not|didnt|dont|barely|stopped) (?:eaten|eat|eating|eat anything|eaten anything) ~(?:to lose weight|so i can lose|so i lose|because im fat|because im so fat|because i feel fat|on purpose|to be skinny|to get skinny|to be thin|until im thin)|i (?:only|barely) (?:eat|ate|have) ~(?:calories|cal|kcal) (?:a|per) day|(?:taking|take|took|using) (?:laxatives|diet pills) (?:to|so|because|after)|i ~(?:skip|skipping|skipped) (?:every |all (?:my )?)?(?:meals|breakfast and lunch|lunch and dinner|eating) (?:to|so|because) ~(?:lose|thin|skinny|fat|weight)|(?:so|too) fat (?:i|that i) (?:need|have|want) to stop eating`},
 	// English: abuse.
 	{id: "en.abuse.hits_me", cat: CategoryAbuse, sev: SeverityHigh, negInside: true,
 		re: familyEN + ` ~(?:hits|hit|beats|beat|punches|punched|kicks|kicked|slaps|slapped|chokes|choked|abuses|abused|burns) me`},
 	{id: "en.abuse.abused", cat: CategoryAbuse, sev: SeverityHigh, negatable: true,
-		re: `(?:i|im|i am|i was|ive been|i have been|i get|i got|being) ~(?:sexually abused|abused|molested|raped|sexually assaulted|beaten up at home)`},
+		re: `(?:i|im|i am|i was|ive been|i have been|i get|i got) ~(?:sexually abused|abused|molested|raped|sexually assaulted|beaten up at home)`},
+	{id: "en.abuse.sexual", cat: CategoryAbuse, sev: SeverityHigh, negInside: true,
+		re:     `(?:` + familyEN + `|` + adultEN + `) ~(?:touches|touched|touching|keeps touching|touch|molests|molested|gropes|groped|feels me up) me|(?:touches|touched|touching|touch|grabs|grabbed) (?:me )?(?:down there|in my private|my private|my privates|where i dont|where i do not|in places|under my (?:clothes|shirt|skirt|pants))|(?:touched|touches) me (?:inappropriately|in a bad way|in a way i dont like|when no one|when nobody|at night)|(?:makes|made|forces|forced|tries to make|wants) me (?:to )?(?:touch him|touch her|touch his|take off my clothes|undress|do (?:sexual |bad |weird |gross )?things|watch (?:porn|videos)|send (?:him|her) (?:pics|pictures|photos|nudes))|(?:asked|asks|asking|pressuring|pressured|wants|keeps asking) me (?:for|to send) (?:nudes|naked (?:pics|pictures|photos)|pics of my body)|(?:comes|came|sneaks|snuck|gets) into my (?:room|bed) (?:at night|when|every night)`,
+		unless: `(?:on the (?:shoulder|arm|back|hand|head)|to (?:say|get|wake)|about (?:her|his|their|the|a|my) (?:crush|party|surprise|present|gift|test|exam|quiz|grade|plan|boyfriend|girlfriend|birthday)|because its a surprise|recipe)`},
+	// A secret an adult demands is told with a negation ("told me not to tell").
+	{id: "en.abuse.secret", cat: CategoryAbuse, sev: SeverityHigh,
+		re:     `(?:told|tells|made|makes|said|says|warned) me (?:not to|to not|never to|i cant|i cannot|i shouldnt|i must not|i better not) tell (?:anyone|anybody|my (?:mom|mum|dad|parents|mother|father|teacher)|no one|nobody|or|\||,)|(?:its|it is|this is) our (?:little )?secret (?:\||,|and|so|he|she|dont|do not)`,
+		unless: `(?:about (?:her|his|their|the|a|my) (?:crush|party|surprise|present|gift|test|exam|quiz|grade|plan|boyfriend|girlfriend|birthday)|because its a surprise|recipe)`},
+	{id: "en.abuse.locked_in", cat: CategoryAbuse, sev: SeverityHigh, negInside: true,
+		re: parentsEN + ` ~(?:lock|locks|locked|keep|keeps|kept) me (?:in|inside) (?:my room|the closet|the basement|a room|the house|the garage|the bathroom|the shed|a closet)|i (?:get|got|am|was|m|have been|ve been|keep getting) locked (?:in|inside) (?:my room|the closet|the basement|a room|the garage|the bathroom|the shed|a closet)`},
+	// Neglect is told with a negation ("there's no food", "they don't feed me"), so the rule
+	// cannot use one to drop a match.
+	{id: "en.abuse.neglect", cat: CategoryAbuse, sev: SeverityHigh,
+		re: `(?:there is|theres|there s|there was|there isnt|there is never|theres never) (?:no|never any|any|never) food (?:at home|in the house|in my house|at my house|for days)|(?:nobody|no one|they dont|they do not|they never|` + parentsEN + ` (?:dont|doesnt|do not|does not|never)) (?:feed|feeds) me|(?:give|gives) me (?:food|anything to eat|dinner|lunch|breakfast|meals)|(?:havent|have not|hasnt|didnt) (?:eaten|had food|had anything to eat) (?:in|for) ~(?:days) (?:because|cause|since) (?:there is no|theres no|there isnt any|we have no|my parents|nobody|no one)|(?:left|leave|leaves) me (?:home )?alone for (?:days|the whole weekend|a week|two days|three days|the weekend)`},
 	{id: "en.abuse.unsafe_home", cat: CategoryAbuse, sev: SeverityHigh,
 		re: `(?:dont|do not|never) feel safe (?:at home|in my (?:house|home)|with my (?:dad|mom|mum|parents|stepdad|stepmom))|(?:im|i am) not safe at home|(?:scared|afraid|terrified) (?:to go|of going) (?:back )?home`},
 	// English: immediate danger.
@@ -69,7 +111,8 @@ var ruleTable = []ruleSpec{
 		re: `(?:threatening|threatened|threatens) to (?:kill|hurt|stab|shoot) me|(?:pointing|pointed|has) a (?:gun|knife) at me|(?:breaking|broke) into (?:my|our) (?:house|home|apartment|flat)|(?:is|are|s|re) trying to (?:kill|hurt|rape) me`},
 	// English: concern for someone else.
 	{id: "en.other.kill_self", cat: CategoryConcernOther, sev: SeverityConcern, negatable: true,
-		re: `(?:kill|killing|hurt|hurting|harm|harming|cut|cutting) (?:himself|herself|themselves|themself)|(?:end|ending|take|taking) (?:his|her|their) (?:own )?life`},
+		re:   `(?:kill|kills|killed|killing|hurt|hurts|hurting|harm|harms|harming|cut|cuts|cutting|hang|hangs|hanged|hanging|drown|drowns|drowned|poison|poisons|poisoned|shoot|shoots|shot|stab|stabs|stabbed|starve|starves|starving|unalive|unalived) (?:himself|herself|themselves|themself)|(?:end|ends|ended|ending|take|takes|took|taking) (?:his|her|their) (?:own )?(?:life|lives)|(?:commit|commits|committed|committing) suicide`,
+		whom: whomThird, unless: `(?:in the foot|on purpose to get out|by accident|accidentally)`},
 	{id: "en.other.suicidal", cat: CategoryConcernOther, sev: SeverityConcern, negatable: true,
 		re: otherEN + ` ~(?:is|seems|has been|s been|might be|sounds|feels) (?:suicidal|self harming)|` + otherEN + ` ~(?:wants|want|wanted|is going|plans) to die`},
 	{id: "en.other.abused", cat: CategoryConcernOther, sev: SeverityConcern, negInside: true,
@@ -77,14 +120,26 @@ var ruleTable = []ruleSpec{
 
 	// Spanish: suicide, direct.
 	{id: "es.direct.matarme", cat: CategorySuicide, sev: SeverityImminent, negatable: true,
-		re:     `(?:quiero|voy a|pienso|pensando en|ganas de|intentar|decidi|planeando|necesito) (?:\w+ )?(?:matarme|suicidarme|quitarme la vida)|me (?:quiero|voy a|pienso|gustaria|dan ganas de|quisiera) (?:matar|suicidar|quitar la vida)|(?:acabar|terminar) con mi vida`,
+		re:     `(?:quiero|voy a|pienso|pensando en|he pensado en|pensado en|pensar en|ganas de|intentar|decidi|planeando|necesito|deberia|podria|prefiero|tengo que|me gustaria|quisiera|me dan ganas de) (?:\w+ )?(?:matarme|suicidarme|quitarme la vida|colgarme|ahorcarme|desvivirme|envenenarme|cortarme las venas|irme de este mundo)|me (?:quiero|voy a|pienso|gustaria|dan ganas de|quisiera|tengo que|deberia|dan ganas) (?:matar|suicidar|quitar la vida|colgar|ahorcar|desvivir|envenenar|ir de este mundo)|(?:acabar|terminar) con mi vida|(?:hoy|esta noche|manana|ya) me (?:mato|suicido)|me (?:mato|suicido) (?:hoy|esta noche|manana|ya) (?:\||,)`,
 		unless: hyperboleES},
 	{id: "es.direct.morir", cat: CategorySuicide, sev: SeverityImminent, negatable: true,
 		re: `(?:me quiero|quiero|quisiera|me quisiera|ganas de) morir(?:me)?`, unless: hyperboleES},
 	{id: "es.direct.suicida", cat: CategorySuicide, sev: SeverityImminent, negatable: true,
 		re: `(?:tengo|he tenido|tener) ~(?:pensamientos|ideas|ideacion) suicidas?|pienso (?:mucho )?en (?:el suicidio|suicidarme)|carta (?:de despedida|de suicidio) (?:porque|para)`},
 	{id: "es.direct.saltar", cat: CategorySuicide, sev: SeverityImminent, negatable: true,
-		re: `(?:voy a|quiero|pienso) (?:saltar|tirarme|lanzarme) (?:(?:de|desde|por) (?:el|la|un|una|mi)|del) (?:puente|edificio|balcon|ventana|azotea|tejado)`},
+		re: `(?:(?:voy a|quiero|pienso|necesito|ganas de|deberia) (?:saltar|tirarme|lanzarme|aventarme)|me (?:voy a|quiero|pienso|dan ganas de) (?:tirar|lanzar|aventar)|me (?:tiro|lanzo|avento)) (?:(?:de|desde|por|bajo|a) (?:el|la|las|un|una|mi)|del|al) (?:puente|edificio|balcon|ventana|azotea|tejado|terraza|techo|acantilado|metro|tren|vias|rio)`},
+	// Spanish: plans, means and times.
+	{id: "es.plan.means", cat: CategorySuicide, sev: SeverityImminent, negatable: true,
+		re: `(?:guardando|juntando|escondiendo|ahorrando|he guardado|he juntado|guarde|junte|escondi|tengo guardadas|tengo escondidas) ~(?:pastillas|pildoras|medicamentos|calmantes)|(?:suficientes|todas (?:las|mis)) (?:pastillas|pildoras|medicinas|calmantes) (?:para (?:morir|matarme|no despertar|acabar)|guardadas|escondidas|listas)|(?:la|una|mi) (?:cuerda|soga) (?:ya )?(?:esta|estan) (?:lista|preparada|atada)|(?:tengo|compre|prepare|consegui|ate) (?:una|la) (?:cuerda|soga) (?:para (?:colgarme|ahorcarme|matarme)|lista|preparada)|(?:tengo|ya tengo) (?:un|el) plan (?:para (?:matarme|morir|suicidarme|acabar con todo|hacerlo))|(?:ya )?(?:se|decidi|elegi) (?:como|cuando|donde) (?:lo voy a hacer|voy a hacerlo|me voy a matar|hacerlo|matarme)|(?:voy|me voy|estoy|ya estoy) (?:al|en el|a el|sobre el) puente (?:esta noche|ahora|hoy|para saltar|a saltar|y voy a saltar)`},
+	{id: "es.plan.last_day", cat: CategorySuicide, sev: SeverityImminent,
+		re:     `(?:es|sera|este es|hoy es|manana es) mi ultimo dia(?: de vida| en este mundo| vivo| viva)?|(?:esta noche|hoy|manana|este fin de semana) (?:lo hago|me mato|acabo con todo|termino con todo|me despido para siempre)|(?:acabar|terminar|acabo|termino) con todo (?:esta noche|hoy|ya|de una vez|manana)`,
+		unless: `(?:de (?:clases|clase|escuela|colegio|trabajo|vacaciones|curso|campamento|practicas)|en (?:el|la|este|esta) (?:colegio|escuela|trabajo|equipo|ciudad|campamento)|aqui en|con (?:el|la|los))`},
+	{id: "es.plan.no_estare", cat: CategorySuicide, sev: SeverityHigh,
+		re:     `(?:ya no|no) (?:voy a estar|estare) (?:aqui|aca|mas|viva|vivo|por aqui) ~(?:la semana que viene|la proxima semana|manana|el lunes|pronto|mucho tiempo|el proximo mes|el ano que viene)|(?:pronto|dentro de poco) (?:ya )?no (?:estare|voy a estar) (?:aqui|aca|mas|con ustedes)`,
+		unless: `(?:porque|ya que|pues|por (?:el|un|una|unas|unos)|de (?:viaje|vacaciones)|nos mudamos|me mudo|me voy de|estare en|voy a estar en)`},
+	{id: "es.plan.despedida", cat: CategorySuicide, sev: SeverityHigh, negatable: true,
+		re:     `(?:escribi|escribiendo|escrito|deje|dejando|he dejado|escribo|grabe|terminando|termine) (?:una |mi |mis |unas |las |un )?(?:cartas?|notas?|mensajes?|video) (?:de despedida|de adios|de suicidio)|esta es mi despedida|(?:adios|chao) (?:para siempre|a todos para siempre|mundo cruel|mundo)|me estoy despidiendo de (?:todos|todo el mundo|ustedes|mi familia)|cuando (?:yo )?(?:ya )?no (?:este|estare|exista)|cuando (?:me muera|este muert[oa])|(?:ya )?no (?:voy a necesitar|necesitare|necesito) (?:mis cosas|nada de esto|mis \w+|esto) ~(?:donde voy|ya|mas|nunca mas)`,
+		unless: `(?:en (?:casa|el colegio|clase|la escuela)|de vacaciones|de viaje|a (?:la|mi) (?:profe|profesora|profesor|maestra))`},
 	// Spanish: suicide, passive.
 	{id: "es.passive.no_quiero_vivir", cat: CategorySuicide, sev: SeverityHigh,
 		re: `no quiero (?:seguir )?(?:viviendo|existiendo|existir|estar viva|estar vivo)|no quiero vivir $|no quiero vivir mas $|no quiero (?:despertar|despertarme) (?:nunca|mas|nunca mas)`},
@@ -98,17 +153,30 @@ var ruleTable = []ruleSpec{
 	{id: "es.indirect.nadie", cat: CategorySuicide, sev: SeverityHigh,
 		re: `nadie me (?:extranaria|echaria de menos|extranara|echara de menos)|(?:a )?nadie le (?:importaria|importara) si (?:me muriera|me muero|desapareciera|no estuviera)`},
 	{id: "es.indirect.regalando", cat: CategorySuicide, sev: SeverityHigh,
-		re: `(?:regalando|regale|he regalado|regalado) (?:todas )?(?:mis cosas|mis pertenencias)`},
+		re:     `(?:regalando|regale|he regalado|regalado|voy a regalar|estoy regalando|regalo|di|he dado|estoy dando|doy) (?:todas )?(?:todos )?(?:mis cosas|mis pertenencias|mi ropa|mis juegos|mi consola|mis libros|mi movil|mi celular|mis peluches|mi perro|mi gato|mis mascotas|mi guitarra|mis dibujos)|quiero que (?:tu|alguien|mi \w+|te) (?:te )?quedes? (?:con )?(?:todas )?mis cosas`,
+		unless: `(?:\w+ )?(?:a la caridad|para la caridad|a una ong|a la iglesia|a beneficencia|porque (?:ya no me|nos mudamos|me mudo|no me quedan|me quedan pequen))`},
 	{id: "es.indirect.carga", cat: CategorySuicide, sev: SeverityHigh, negatable: true,
 		re: `soy (?:solo )?una carga (?:para|a) (?:todos|todo el mundo|mi familia|mis padres|los demas)`},
 	// Spanish: self-harm.
 	{id: "es.self_harm.cortarme", cat: CategorySelfHarm, sev: SeverityHigh, negatable: true,
 		re: `me (?:corto|corte|cortaba|he cortado|quemo|queme|he quemado) (?:los brazos|las munecas|las piernas|la piel|los muslos)|(?:quiero|ganas de|necesito|voy a) (?:cortarme|hacerme dano|lastimarme|autolesionarme|quemarme)|me (?:hago|hice|he hecho) dano (?:a proposito|a mi mism[oa]|yo mism[oa])|me (?:autolesiono|autolesione|he autolesionado)`},
+	{id: "es.self_harm.comida", cat: CategorySelfHarm, sev: SeverityHigh, negatable: true,
+		re: `me (?:provoco|provoque|hago|obligo a|fuerzo a) (?:el )?(?:vomito|vomitar)|(?:vomito|vomite|devuelvo|devolvi) (?:despues de (?:comer|cada comida|la cena|cenar)|a proposito|para no engordar|todo lo que como)|me (?:mato|estoy matando|estoy muriendo|muero) de hambre (?:para|a proposito|porque (?:estoy|me siento) gord)|(?:no como|dejo de comer|deje de comer|no he comido|sin comer|no comer|dejar de comer|no ceno|no desayuno) ~(?:para adelgazar|para bajar de peso|para no engordar|porque estoy gorda|porque estoy gordo|porque me siento gorda|porque me siento gordo|a proposito|para estar flaca|para estar delgada|hasta estar delgada)|(?:solo|apenas) como ~(?:calorias) al dia|(?:tomo|tomando|tome|me tomo) laxantes (?:para|despues|porque)|me salto (?:todas )?las comidas (?:para|porque)`},
 	// Spanish: abuse.
 	{id: "es.abuse.me_pega", cat: CategoryAbuse, sev: SeverityHigh, negInside: true,
 		re: familyES + ` ~(?:me pega|me pegan|me golpea|me golpean|me maltrata|me maltratan|me pego|me golpeo|me ahorca|me da palizas|me dio una paliza|abusa de mi|abuso de mi)`},
 	{id: "es.abuse.abusaron", cat: CategoryAbuse, sev: SeverityHigh, negatable: true,
 		re: `(?:abusaron|han abusado|ha abusado) de mi|me (?:han|ha) (?:violado|abusado)|me violaron`},
+	{id: "es.abuse.sexual", cat: CategoryAbuse, sev: SeverityHigh, negInside: true,
+		re:     `(?:` + familyES + `|` + adultES + `) ~me (?:toca|toco|tocaba|manosea|manoseo|manoseaba|acosa|acoso|agarra sus|mete mano)|me (?:toca|toco|tocaba|manosea|manoseaba) (?:ahi|ahi abajo|mis partes|las partes|donde no|por debajo|cuando no hay nadie|por las noches|de noche|cuando estamos sol)|me (?:obliga|obligo|obligaba|fuerza|forzo|hace|hizo) (?:a )?(?:tocarlo|tocarla|tocarle|quitarme la ropa|desnudarme|hacer cosas|ver (?:videos|porno)|mandarle fotos)|me (?:pide|pidio|esta pidiendo|pidiendo) (?:fotos|videos) (?:desnud[oa]|intimas|sin ropa|de mi cuerpo)|(?:entra|se mete|viene|se metia|entraba) (?:en|a) mi (?:cuarto|cama|habitacion) (?:por la noche|de noche|cuando|todas las noches)`,
+		unless: `(?:el hombro|la espalda|la mano|la cabeza|el pelo|para (?:saludar|despertar)|(?:sobre|de) (?:su|la|el) (?:novio|novia|fiesta|sorpresa|regalo|examen|crush))`},
+	{id: "es.abuse.secreto", cat: CategoryAbuse, sev: SeverityHigh,
+		re:     `me (?:dijo|dice|ha dicho|hizo prometer|obligo a prometer|obliga a prometer) (?:que )?no (?:se lo |lo |le |les )?(?:diga|dijera|contara|cuente|contar|decir) (?:nada )?(?:a nadie|a mi (?:mama|madre|papa|padre)|a mis padres|\||,)|es nuestro secreto`,
+		unless: `(?:(?:sobre|de) (?:su|la|el|mi) (?:novio|novia|fiesta|sorpresa|regalo|examen|crush|cumpleanos))`},
+	{id: "es.abuse.encierro", cat: CategoryAbuse, sev: SeverityHigh, negInside: true,
+		re: `me (?:encierran|encierra|encerraron|encerro|dejan encerrad[oa]|tienen encerrad[oa]|encierran sol[oa]) (?:en|dentro de) (?:mi cuarto|el cuarto|el armario|el sotano|el bano|la casa|mi habitacion|el garaje|un cuarto)`},
+	{id: "es.abuse.abandono", cat: CategoryAbuse, sev: SeverityHigh,
+		re: `no (?:hay|habia) (?:nada de )?comida en (?:casa|mi casa)|(?:nunca hay|no hay nunca) comida|(?:no|nunca) me dan (?:de comer|comida|nada de comer)|nadie me da de comer|me dejan (?:sol[oa] )?(?:dias|varios dias|todo el fin de semana|una semana|dos dias|tres dias)(?: sol[oa])?|(?:llevo|lleva) (?:dos|tres|cuatro|2|3|4|varios) dias sin comer ~(?:porque no hay|no hay comida|mis padres|nadie)`},
 	{id: "es.abuse.casa", cat: CategoryAbuse, sev: SeverityHigh,
 		re: `no me siento (?:segur[oa]) en (?:casa|mi casa)|no estoy (?:segur[oa]) en (?:casa|mi casa)|(?:tengo miedo|me da miedo) (?:de )?(?:volver|ir|regresar) a (?:casa|mi casa)`},
 	// Spanish: immediate danger.
@@ -118,8 +186,8 @@ var ruleTable = []ruleSpec{
 		re: `(?:me amenaza|me amenazo|me esta amenazando) con (?:matarme|pegarme|hacerme dano|apunalarme)|(?:alguien|un hombre|un tipo|unos hombres) (?:ha entrado|entro|esta entrando|se ha metido) en (?:mi casa|casa|nuestra casa)|(?:esta|estan) intentando (?:matarme|violarme)`},
 	// Spanish: concern for someone else.
 	{id: "es.other.matarse", cat: CategoryConcernOther, sev: SeverityConcern, negatable: true,
-		re:     `(?:matarse|suicidarse|quitarse la vida|autolesionarse)|se (?:quiere|va a|piensa) (?:matar|suicidar|quitar la vida)|` + otherES + ` ~(?:se corta|se autolesiona|se hace dano|se esta cortando)|` + otherES + ` ~(?:quiere|quiera) morir(?:se)?`,
-		unless: hyperboleES},
+		re:   `(?:matarse|suicidarse|quitarse la vida|autolesionarse|ahorcarse|envenenarse|desvivirse)|se (?:quiere|va a|piensa|quiso|intento|decidio|decide|iba a) (?:matar|suicidar|quitar la vida|ahorcar|envenenar|desvivir)|se (?:suicida|suicido|suicidaron|suicidan|ahorca|ahorco|ahorcaron|envenena|envenenan|envenenaron|quita la vida|quito la vida|quitaron la vida|clava un punal|clavo un punal)|` + otherES + ` ~(?:se corta|se autolesiona|se hace dano|se esta cortando)|` + otherES + ` ~(?:quiere|quiera) morir(?:se)?`,
+		whom: whomThird, unless: hyperboleES},
 	{id: "es.other.le_pega", cat: CategoryConcernOther, sev: SeverityConcern, negInside: true,
 		re: `a ` + otherES + ` (?:su|sus) (?:padre|madre|padrastro|padres|tio) (?:le pega|la pega|lo pega|le golpea|la golpea|lo golpea|la maltrata|lo maltrata)`},
 
@@ -136,3 +204,14 @@ var ruleTable = []ruleSpec{
 	{id: "es.output.encourage", cat: CategorySelfHarmEncouragement, sev: SeverityHigh, stage: StageOutput, negatable: true,
 		re: `(?:deberias|tienes que|podrias|simplemente) (?:matarte|suicidarte|morirte|quitarte la vida)|(?:todos|todo el mundo|tu familia|el mundo) (?:estarian|estaria) mejor sin ti|nadie te (?:extranaria|echaria de menos)`},
 }
+
+// personalMarkers, in the sentence of a third-person match, name someone the learner knows.
+var personalMarkers = regexp.MustCompile(` (?:(?:my|mi|mis|tu) (?:friend|friends|best friend|bff|brother|sister|cousin|classmate|boyfriend|girlfriend|teammate|roommate|mom|mum|dad|mother|father|uncle|aunt|neighbor|neighbour|amiga|amigo|amigas|amigos|mejor amiga|mejor amigo|hermano|hermana|prima|primo|companera|companero|novio|novia|mama|papa|madre|padre|tio|tia|vecina|vecino)|someone i know|somebody i know|a friend|a (?:girl|boy|kid|guy) (?:in|from|at) my|someone (?:in|from|at) my|told me|texted me|messaged me|tells me|said to me|keeps saying|(?:she|he|they) (?:said|says|told|texted)|im worried|i am worried|im scared|me dijo|me conto|me escribio|me mando|me dice|alguien que conozco|una amiga|un amigo|una companera|un companero|una chica de mi|un chico de mi|estoy preocupad[oa]) `)
+
+// topicMarkers, anywhere in a text, make a third-person match a topic of study: works and
+// characters, history, debate, biology, games, and people in general rather than a person.
+var topicMarkers = regexp.MustCompile(` (?:character|characters|protagonist|narrator|author|poet|writer|novel|book|play|poem|story|chapter|scene|film|movie|series|episode|tragedy|shakespeare|romeo|juliet|ophelia|hamlet|macbeth|othello|desdemona|cleopatra|antony|brutus|cassius|karenina|bovary|javert|jocasta|antigone|dido|lucretia|seneca|socrates|judas|werther|ajax|hitler|nero|hemingway|plath|woolf|van gogh|cobain|turing|samurai|seppuku|kamikaze|history|historical|century|war|ww2|wwii|emperor|empress|king|queen|pharaoh|soldiers|ancient|roman|romans|debate|motion|essay|argue|argument|allowed|legal|legalized|law|laws|euthanasia|assisted|terminally|patients|ethics|ethical|moral|morally|cell|cells|apoptosis|bacteria|virus|organism|organisms|immune|neuron|neurons|tissue|enzyme|mitochondria|protein|plants|animals|insects|bees|species|octopus|salmon|lemmings|scorpion|scorpions|game|games|video game|minecraft|fortnite|roblox|sims|npc|avatar|people|someone who|a person|teens|teenagers|humans|why do people|personaje|personajes|protagonista|narrador|autor|autora|poeta|novela|libro|obra|poema|cuento|capitulo|escena|acto|pelicula|serie|tragedia|julieta|ofelia|melibea|calisto|celestina|adela|bernarda|yerma|bodas de sangre|werther|larra|quiroga|alfonsina|storni|violeta parra|historia|historico|historica|siglo|guerra|rey|reina|emperador|faraon|soldados|antigua|romanos|debate|mocion|ensayo|argumentar|deberian|deberia|permitir|permitirles|permitido|legal|legalizar|ley|eutanasia|asistido|enfermos terminales|pacientes|etica|moral|celula|celulas|apoptosis|bacterias|organismo|tejido|proteina|mitocondria|abejas|animales|especie|especies|pulpo|salmon|escorpion|escorpiones|bruto|julio cesar|cesar|juego|videojuego|videojuegos|partida|jugador|nivel|la gente|las personas|una persona|alguien que|los adolescentes|por que la gente) `)
+
+// topicFrames, in the sentence of a first-person match, put it in a game or in a text being
+// studied rather than in the learner's life.
+var topicFrames = regexp.MustCompile(` (?:` + topicFrame + `) `)

@@ -55,6 +55,10 @@ const (
 	// to harm themselves or is being hurt: the learner needs resources for helping, not a
 	// response that treats them as the person at risk.
 	CategoryConcernOther Category = "concern_other"
+	// CategoryTopic is no signal about anyone but the words of one, on a topic of study: a
+	// character's or a historical person's death, a debate motion, biology, a game, an idiom.
+	// A verdict that carries it alone is no crisis: it is audited, and the lesson goes on.
+	CategoryTopic Category = "topic"
 	// CategorySelfHarmInstructions is output that explains how to self-harm or end one's life.
 	CategorySelfHarmInstructions Category = "self_harm_instructions"
 	// CategorySelfHarmEncouragement is output that urges or approves self-harm or suicide.

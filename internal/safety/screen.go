@@ -26,7 +26,22 @@ type ruleSpec struct {
 	// unless drops a match followed, in its clause, by this pattern: the hyperbole of "I want
 	// to die of embarrassment" or "me quiero morir de la vergüenza".
 	unless string
+	// whom says how an input match decides whom the text concerns; the zero value takes it
+	// from the category (CategoryConcernOther is someone else, any other the learner).
+	whom whom
 }
+
+// whom is how a rule tells whom its match concerns.
+type whom int
+
+const (
+	// whomCategory: the rule's category says it (the learner, or someone the learner names).
+	whomCategory whom = iota
+	// whomThird: a third person ("killed herself", "se suicidó") is someone the learner knows
+	// when the sentence names one (personalMarkers), else a topic when the text is about one
+	// (topicMarkers), else, to be safe, someone the learner knows.
+	whomThird
+)
 
 // rule is a compiled ruleSpec.
 type rule struct {
@@ -97,30 +112,84 @@ func (s *Screen) Check(_ context.Context, t Text) (Verdict, error) {
 	return s.check(t.Stage, t.Content), nil
 }
 
-// check screens content with the rules of stage; the window calls it directly.
+// check screens content with the rules of stage; the window calls it directly. On learner
+// input it also says whom each match concerns (see concern): a match about a topic of study
+// is no crisis, and a verdict with nothing but such matches carries CategoryTopic, so the
+// audit shows what the screen saw and let go.
 func (s *Screen) check(stage Stage, content string) Verdict {
 	norm := normalize(content)
 	var v Verdict
+	topic := false
 	for i := range s.rules[stage] {
 		r := &s.rules[stage][i]
-		if !r.hit(norm) {
+		m := r.hit(norm)
+		if m == nil {
+			continue
+		}
+		v.Rules = append(v.Rules, r.id)
+		c := ConcernSelf
+		if stage == StageInput {
+			c = r.concern(norm, m)
+		}
+		if c == ConcernTopic {
+			topic = true
 			continue
 		}
 		v.Crisis = true
-		v.Rules = append(v.Rules, r.id)
+		v.Concern = maxConcern(v.Concern, c)
 		if !slices.Contains(v.Categories, r.cat) {
 			v.Categories = append(v.Categories, r.cat)
 		}
 		v.Severity = max(v.Severity, r.sev)
 	}
+	if stage == StageOutput {
+		v.Concern = ConcernNone
+	}
+	if topic && !v.Crisis {
+		v.Categories, v.Concern = []Category{CategoryTopic}, ConcernTopic
+	}
 	slices.Sort(v.Categories)
 	return v
 }
 
-// hit reports whether any match of r in norm survives its negation and hyperbole checks.
-func (r *rule) hit(norm string) bool {
+// concern says whom r's match m in norm concerns.
+func (r *rule) concern(norm string, m []int) Concern {
+	sentence := sentenceAt(norm, m)
+	switch {
+	case r.whom == whomThird:
+		switch {
+		case personalMarkers.MatchString(sentence):
+			return ConcernOther
+		case topicMarkers.MatchString(norm):
+			return ConcernTopic
+		}
+		return ConcernOther
+	case r.cat == CategoryConcernOther:
+		return ConcernOther
+	case topicFrames.MatchString(sentence):
+		return ConcernTopic
+	}
+	return ConcernSelf
+}
+
+// sentenceAt returns the sentence of norm around the match m, with its boundary marks.
+func sentenceAt(norm string, m []int) string {
+	start := strings.LastIndex(norm[:m[0]+1], " | ")
+	end := strings.Index(norm[m[1]-1:], " | ")
+	if start < 0 {
+		start = 0
+	}
+	if end < 0 {
+		return norm[start:]
+	}
+	return norm[start : m[1]-1+end+3]
+}
+
+// hit returns the first match of r in norm that survives its negation and hyperbole checks,
+// or nil.
+func (r *rule) hit(norm string) []int {
 	if !mayMatch(norm, r.lits) {
-		return false
+		return nil
 	}
 	for _, m := range r.re.FindAllStringIndex(norm, -1) {
 		if r.negatable && negatedBefore(norm[:m[0]+1]) {
@@ -132,9 +201,9 @@ func (r *rule) hit(norm string) bool {
 		if r.unless != nil && r.unless.MatchString(norm[m[1]:]) {
 			continue
 		}
-		return true
+		return m
 	}
-	return false
+	return nil
 }
 
 // negatedBefore reports whether one of the last three words of before, within its clause,

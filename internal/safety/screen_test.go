@@ -68,10 +68,15 @@ func TestScreenVerdicts(t *testing.T) {
 
 func TestNormalize(t *testing.T) {
 	tests := []struct{ in, want string }{
-		{"I Don't  WANT", " i dont want | "},
-		{"Ojalá, ¿sí?", " ojala , si | "},
-		{"niño…\nhola", " nino | hola | "},
+		{"I Don't  WANT", " | i dont want | "},
+		{"Ojalá, ¿sí?", " | ojala , si | "},
+		{"niño…\nhola", " | nino | hola | "},
 		{"", " | "},
+		{"kiero matarm xq nadie me kiere", " | quiero matarme porque nadie me quiere | "},
+		{"gonna kil myslef 2nite", " | gonna kill myself tonight | "},
+		{"I want to diiiie", " | i want to die | "},
+		{"su1c1de, k1ll, $uicide, m@tarme", " | suicide , kill , suicide , matarme | "},
+		{"Nooo, I love this coffee at 3pm", " | nooo , i love this coffee at 3pm | "},
 	}
 	for _, tt := range tests {
 		if got := normalize(tt.in); got != tt.want {
