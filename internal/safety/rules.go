@@ -31,9 +31,13 @@ const adultEN = `(?:he|she|they|someone|somebody|a man|an adult|an older (?:guy|
 const adultES = `(?:el|ella|alguien|un senor|un hombre|(?:mi|el|un) (?:entrenador|profesor|profe|vecino|maestro|tutor|padrino|cura|catequista|primo))`
 const parentsEN = `(?:they|my (?:parents|mom|mum|dad|mother|father|stepmom|stepdad|stepmother|stepfather|foster parents|grandma|grandpa|aunt|uncle))`
 
-// gameFrame and storyFrame put a first-person phrase inside a game or a text being studied:
-// "I keep killing myself in Minecraft to respawn", "the speaker says I want to die".
-const topicFrame = `(?:in|on|playing) (?:the game|minecraft|fortnite|roblox|the sims|my game|a game|this game|the video game|among us|gta|zelda|terraria|skyrim)|respawn|(?:in|of) the (?:play|poem|book|novel|story|song|movie|film|scene|chapter)|the (?:narrator|speaker|character|protagonist|poet|author) (?:says|said|writes|wrote|thinks|sings)|for my (?:essay|debate|project|report|presentation|assignment|homework)|en (?:el juego|minecraft|fortnite|roblox|el videojuego|la obra|el poema|la novela|la cancion|la pelicula|el libro)|(?:el|la) (?:narrador|narradora|personaje|protagonista|poeta|autor|autora|yo poetico|yo lirico) (?:dice|escribe|piensa|canta)|para reaparecer|para (?:mi|el) (?:ensayo|debate|trabajo|proyecto|exposicion)`
+// topicAfter and topicBefore put a first-person phrase in a game or in the mouth of a
+// character being studied: what directly follows the phrase ("I keep killing myself in
+// Minecraft", "to respawn"), or what directly precedes it ("the speaker says I want to die").
+// They are tight on purpose: a learner who names a play or a game elsewhere in the sentence
+// ("I'm in the school play and I want to kill myself") is still the one at risk.
+const topicAfter = `(?:[a-z]+ ){0,2}(?:(?:in|on|playing) (?:the game|minecraft|fortnite|roblox|the sims|my game|a game|this game|the video game|among us|gta|zelda|terraria|skyrim)|(?:[a-z]+ ){0,2}(?:to respawn|para reaparecer)|en (?:el juego|minecraft|fortnite|roblox|el videojuego))`
+const topicBefore = `(?:narrator|speaker|character|protagonist|poet|author|narradora?|personaje|protagonista|poeta|autora?|yo poetico|yo lirico) (?:says|said|writes|wrote|thinks|sings|dice|escribe|piensa|canta|decia|dijo)(?: that| que)? $`
 
 var ruleTable = []ruleSpec{
 	// English: suicide, direct.
@@ -212,6 +216,9 @@ var personalMarkers = regexp.MustCompile(` (?:(?:my|mi|mis|tu) (?:friend|friends
 // characters, history, debate, biology, games, and people in general rather than a person.
 var topicMarkers = regexp.MustCompile(` (?:character|characters|protagonist|narrator|author|poet|writer|novel|book|play|poem|story|chapter|scene|film|movie|series|episode|tragedy|shakespeare|romeo|juliet|ophelia|hamlet|macbeth|othello|desdemona|cleopatra|antony|brutus|cassius|karenina|bovary|javert|jocasta|antigone|dido|lucretia|seneca|socrates|judas|werther|ajax|hitler|nero|hemingway|plath|woolf|van gogh|cobain|turing|samurai|seppuku|kamikaze|history|historical|century|war|ww2|wwii|emperor|empress|king|queen|pharaoh|soldiers|ancient|roman|romans|debate|motion|essay|argue|argument|allowed|legal|legalized|law|laws|euthanasia|assisted|terminally|patients|ethics|ethical|moral|morally|cell|cells|apoptosis|bacteria|virus|organism|organisms|immune|neuron|neurons|tissue|enzyme|mitochondria|protein|plants|animals|insects|bees|species|octopus|salmon|lemmings|scorpion|scorpions|game|games|video game|minecraft|fortnite|roblox|sims|npc|avatar|people|someone who|a person|teens|teenagers|humans|why do people|personaje|personajes|protagonista|narrador|autor|autora|poeta|novela|libro|obra|poema|cuento|capitulo|escena|acto|pelicula|serie|tragedia|julieta|ofelia|melibea|calisto|celestina|adela|bernarda|yerma|bodas de sangre|werther|larra|quiroga|alfonsina|storni|violeta parra|historia|historico|historica|siglo|guerra|rey|reina|emperador|faraon|soldados|antigua|romanos|debate|mocion|ensayo|argumentar|deberian|deberia|permitir|permitirles|permitido|legal|legalizar|ley|eutanasia|asistido|enfermos terminales|pacientes|etica|moral|celula|celulas|apoptosis|bacterias|organismo|tejido|proteina|mitocondria|abejas|animales|especie|especies|pulpo|salmon|escorpion|escorpiones|bruto|julio cesar|cesar|juego|videojuego|videojuegos|partida|jugador|nivel|la gente|las personas|una persona|alguien que|los adolescentes|por que la gente) `)
 
-// topicFrames, in the sentence of a first-person match, put it in a game or in a text being
-// studied rather than in the learner's life.
-var topicFrames = regexp.MustCompile(` (?:` + topicFrame + `) `)
+// topicFramesAfter and topicFramesBefore are topicAfter and topicBefore compiled, anchored at
+// the end and the start of a match.
+var (
+	topicFramesAfter  = regexp.MustCompile(`^` + topicAfter + ` `)
+	topicFramesBefore = regexp.MustCompile(` ` + topicBefore)
+)

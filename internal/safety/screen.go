@@ -166,7 +166,7 @@ func (r *rule) concern(norm string, m []int) Concern {
 		return ConcernOther
 	case r.cat == CategoryConcernOther:
 		return ConcernOther
-	case topicFrames.MatchString(sentence):
+	case topicFramesAfter.MatchString(norm[m[1]:]) || topicFramesBefore.MatchString(norm[:m[0]+1]):
 		return ConcernTopic
 	}
 	return ConcernSelf
