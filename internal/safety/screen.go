@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strings"
 )
@@ -46,8 +47,19 @@ const (
 // rule is a compiled ruleSpec.
 type rule struct {
 	ruleSpec
-	re     *regexp.Regexp
-	unless *regexp.Regexp
+	// branches are the pattern's top-level alternatives, each compiled with its own
+	// prefilter, so that one branch written around a common word ("my", "will") does not make
+	// the whole rule's regular expression run on every turn.
+	branches []branch
+	unless   *regexp.Regexp
+	// lits are literals one of which every match contains (nil: unknown): the union of the
+	// branches' literals.
+	lits []string
+}
+
+// branch is one top-level alternative of a rule's pattern.
+type branch struct {
+	re *regexp.Regexp
 	// lits are literals one of which every match contains (nil: unknown), a cheap prefilter.
 	lits []string
 }
@@ -82,11 +94,24 @@ func compile(specs []ruleSpec) (*Screen, error) {
 		if sp.stage == "" {
 			sp.stage = StageInput
 		}
-		re, err := regexp.Compile(` (?:` + expand(sp.re) + `) `)
+		r := rule{ruleSpec: sp}
+		alts, err := alternatives(expand(sp.re))
 		if err != nil {
 			return nil, fmt.Errorf("safety: rule %s: %w", sp.id, err)
 		}
-		r := rule{ruleSpec: sp, re: re, lits: requiredLiterals(re.String())}
+		for _, alt := range alts {
+			re, err := regexp.Compile(` (?:` + alt + `) `)
+			if err != nil {
+				return nil, fmt.Errorf("safety: rule %s: %w", sp.id, err)
+			}
+			b := branch{re: re, lits: requiredLiterals(re.String())}
+			r.branches = append(r.branches, b)
+			if b.lits == nil || (len(r.branches) > 1 && r.lits == nil) {
+				r.lits = nil
+			} else {
+				r.lits = append(r.lits, b.lits...)
+			}
+		}
 		if sp.unless != "" {
 			// What follows a match starts after its closing space.
 			if r.unless, err = regexp.Compile(`^(?:` + expand(sp.unless) + `) `); err != nil {
@@ -118,11 +143,13 @@ func (s *Screen) Check(_ context.Context, t Text) (Verdict, error) {
 // audit shows what the screen saw and let go.
 func (s *Screen) check(stage Stage, content string) Verdict {
 	norm := normalize(content)
+	var grams gramSet
+	grams.add(norm)
 	var v Verdict
 	topic := false
 	for i := range s.rules[stage] {
 		r := &s.rules[stage][i]
-		m := r.hit(norm)
+		m := r.hit(norm, &grams)
 		if m == nil {
 			continue
 		}
@@ -186,24 +213,53 @@ func sentenceAt(norm string, m []int) string {
 }
 
 // hit returns the first match of r in norm that survives its negation and hyperbole checks,
-// or nil.
-func (r *rule) hit(norm string) []int {
-	if !mayMatch(norm, r.lits) {
-		return nil
-	}
-	for _, m := range r.re.FindAllStringIndex(norm, -1) {
-		if r.negatable && negatedBefore(norm[:m[0]+1]) {
+// or nil; grams is norm's gramSet.
+func (r *rule) hit(norm string, grams *gramSet) []int {
+	for i := range r.branches {
+		b := &r.branches[i]
+		if !mayMatch(norm, grams, b.lits) {
 			continue
 		}
-		if r.negInside && hasNegation(norm[m[0]:m[1]]) {
-			continue
+		for _, m := range b.re.FindAllStringIndex(norm, -1) {
+			if r.negatable && negatedBefore(norm[:m[0]+1]) {
+				continue
+			}
+			if r.negInside && hasNegation(norm[m[0]:m[1]]) {
+				continue
+			}
+			if r.unless != nil && r.unless.MatchString(norm[m[1]:]) {
+				continue
+			}
+			return m
 		}
-		if r.unless != nil && r.unless.MatchString(norm[m[1]:]) {
-			continue
-		}
-		return m
 	}
 	return nil
+}
+
+// alternatives splits a pattern into its top-level alternatives, as written (a "|" inside a
+// group or a character class, or escaped, does not split).
+func alternatives(p string) ([]string, error) {
+	if _, err := syntax.Parse(p, syntax.Perl); err != nil {
+		return nil, err
+	}
+	var out []string
+	depth, start := 0, 0
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '\\':
+			i++
+		case '(', '[':
+			depth++
+		case ')', ']':
+			depth--
+		case '|':
+			if depth == 0 {
+				out = append(out, p[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, p[start:]), nil
 }
 
 // negatedBefore reports whether one of the last three words of before, within its clause,

@@ -144,6 +144,24 @@ func TestPrefilter(t *testing.T) {
 	if got := requiredLiterals(`(?:a|b+) (?:kill|killing) (?:myself|x?)`); !slices.Equal(got, []string{"kill"}) {
 		t.Errorf("requiredLiterals = %q, want [kill]", got)
 	}
+	// The trigram set never rejects a literal the text holds.
+	for _, stage := range []Stage{StageInput, StageOutput} {
+		for _, r := range s.rules[stage] {
+			for _, l := range r.lits {
+				norm := normalize("some words before") + l + " after"
+				var g gramSet
+				g.add(norm)
+				if !mayMatch(norm, &g, []string{l}) {
+					t.Errorf("rule %s: literal %q rejected in a text that holds it", r.id, l)
+				}
+			}
+		}
+	}
+	var g gramSet
+	g.add(" | i feel calm today | ")
+	if mayMatch(" | i feel calm today | ", &g, []string{"myself", "suicid"}) {
+		t.Error("mayMatch found literals the text does not hold")
+	}
 	if got := requiredLiterals(`x*|y`); got != nil {
 		t.Errorf("requiredLiterals of an optional pattern = %q, want nil", got)
 	}
