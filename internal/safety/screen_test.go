@@ -74,7 +74,7 @@ func TestNormalize(t *testing.T) {
 		{"niño…\nhola", " | nino | hola | "},
 		{"", " | "},
 		{"kiero matarm xq nadie me kiere", " | quiero matarme porque nadie me quiere | "},
-		{"gonna kil myslef 2nite", " | gonna kill myself tonight | "},
+		{"gonna kil myslef 2nite", " | going to kill myself tonight | "},
 		{"I want to diiiie", " | i want to die | "},
 		{"su1c1de, k1ll, $uicide, m@tarme", " | suicide , kill , suicide , matarme | "},
 		{"Nooo, I love this coffee at 3pm", " | nooo , i love this coffee at 3pm | "},

@@ -31,11 +31,15 @@ func respell(norm string) string {
 		}
 		i = j
 	}
-	if b == nil {
-		return norm
+	if b != nil {
+		b.WriteString(norm[last:])
+		norm = b.String()
 	}
-	b.WriteString(norm[last:])
-	return b.String()
+	// "my self" is "myself" split in two, which no word-by-word rewrite can join.
+	if strings.Contains(norm, " my self ") {
+		norm = strings.ReplaceAll(norm, " my self ", " myself ")
+	}
+	return norm
 }
 
 // spell returns the rules' spelling of word, and whether it differs.
@@ -123,7 +127,7 @@ var spellings = map[string]string{
 	"ppl": "people", "every1": "everyone", "evry1": "everyone", "no1": "no one", "noone": "no one",
 	"bc": "because", "cuz": "because", "coz": "because", "bcs": "because", "bcuz": "because",
 	"rn": "right now", "imma": "im going to", "ima": "im going to", "finna": "going to", "tryna": "trying to",
-	"wana": "wanna", "wnt": "want", "wnat": "want", "gona": "gonna", "gunna": "gonna", "dnt": "dont",
+	"wanna": "want to", "wana": "want to", "gonna": "going to", "od": "overdose", "wnt": "want", "wnat": "want", "gona": "going to", "gunna": "going to", "dnt": "dont",
 	"ur": "your", "u": "you", "r": "are", "abt": "about", "lyf": "life", "lyfe": "life", "ded": "dead",
 	"gud": "good", "bye4ever": "goodbye forever", "gbye": "goodbye", "goodby": "goodbye", "gudbye": "goodbye",
 	"kmsl": "laughing",
