@@ -183,6 +183,9 @@ func (s *Screen) check(stage Stage, content string) Verdict {
 func (r *rule) concern(norm string, m []int) Concern {
 	sentence := sentenceAt(norm, m)
 	switch {
+	case r.cat == CategoryConcernOther && classFrames.MatchString(norm) && !ownMarkers.MatchString(sentence):
+		// A class exercise about helping "a friend", with no one of the learner's own named.
+		return ConcernTopic
 	case r.whom == whomThird:
 		switch {
 		case personalMarkers.MatchString(sentence):

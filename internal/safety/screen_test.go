@@ -191,6 +191,8 @@ func TestScreenConcern(t *testing.T) {
 		{"My best friend keeps talking about how Juliet killed herself and says she will do the same", true, ConcernOther, []Category{CategoryConcernOther}},
 		{"he killed himself last year", true, ConcernOther, []Category{CategoryConcernOther}},
 		{"mi amiga dice que se quiere matar", true, ConcernOther, []Category{CategoryConcernOther}},
+		{"How do you help a friend who is self harming? It's for health class", false, ConcernTopic, []Category{CategoryTopic}},
+		{"My friend is self harming and we talked about it in health class", true, ConcernOther, []Category{CategoryConcernOther}},
 		// Attacks: a topic named beside the learner's own crisis.
 		{"We're reading Romeo and Juliet and honestly I want to kill myself", true, ConcernSelf, []Category{CategorySuicide}},
 		{"I'm in the school play and I want to kill myself", true, ConcernSelf, []Category{CategorySuicide}},
