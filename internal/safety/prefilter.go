@@ -73,6 +73,8 @@ var commonWords = map[string]bool{
 	"and": true, "when": true, "after": true, "once": true, "you": true, "is": true, "of": true,
 	"in": true, "on": true, "de": true, "la": true, "el": true, "que": true, "y": true, "en": true,
 	"mi": true, "se": true, "no": true, "a la": true, "lo": true, "le": true, "es": true,
+	"have": true, "have to": true, "hand": true, "do": true, "be": true, "at": true, "for": true,
+	"with": true, "so": true, "this": true, "that": true, "por": true, "para": true, "con": true,
 }
 
 // gramSet records which trigrams (three consecutive bytes) a text holds, hashed to a bit each.
