@@ -39,8 +39,9 @@ const (
 	// whomCategory: the rule's category says it (the learner, or someone the learner names).
 	whomCategory whom = iota
 	// whomThird: a third person ("killed herself", "se suicidó") is someone the learner knows
-	// when the sentence names one (personalMarkers), else a topic when the text is about one
-	// (topicMarkers), else, to be safe, someone the learner knows.
+	// when the text names one of the learner's own (relationMarkers) or the sentence names
+	// one otherwise (personalMarkers), else a topic when the text is about one (topicMarkers),
+	// else, to be safe, someone the learner knows.
 	whomThird
 )
 
@@ -188,7 +189,7 @@ func (r *rule) concern(norm string, m []int) Concern {
 		return ConcernTopic
 	case r.whom == whomThird:
 		switch {
-		case personalMarkers.MatchString(sentence):
+		case relationMarkers.MatchString(norm) || personalMarkers.MatchString(sentence):
 			return ConcernOther
 		case topicMarkers.MatchString(norm):
 			return ConcernTopic

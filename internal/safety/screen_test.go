@@ -193,6 +193,9 @@ func TestScreenConcern(t *testing.T) {
 		{"mi amiga dice que se quiere matar", true, ConcernOther, []Category{CategoryConcernOther}},
 		{"How do you help a friend who is self harming? It's for health class", false, ConcernTopic, []Category{CategoryTopic}},
 		{"My friend is self harming and we talked about it in health class", true, ConcernOther, []Category{CategoryConcernOther}},
+		{"Why did he kill himself? He was my brother", true, ConcernOther, []Category{CategoryConcernOther}},
+		{"¿Por qué se suicidó? Era mi prima", true, ConcernOther, []Category{CategoryConcernOther}},
+		{"¿Por qué se suicida el padre de Pedro Páramo?", false, ConcernTopic, []Category{CategoryTopic}},
 		// Attacks: a topic named beside the learner's own crisis.
 		{"We're reading Romeo and Juliet and honestly I want to kill myself", true, ConcernSelf, []Category{CategorySuicide}},
 		{"I'm in the school play and I want to kill myself", true, ConcernSelf, []Category{CategorySuicide}},
