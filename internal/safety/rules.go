@@ -120,7 +120,7 @@ var ruleTable = []ruleSpec{
 	{id: "en.other.suicidal", cat: CategoryConcernOther, sev: SeverityConcern, negatable: true,
 		re: otherEN + ` ~(?:is|seems|has been|s been|might be|sounds|feels) (?:suicidal|self harming)|` + otherEN + ` ~(?:wants|want|wanted|is going|plans) to die`},
 	{id: "en.other.abused", cat: CategoryConcernOther, sev: SeverityConcern, negInside: true,
-		re: otherEN + `s (?:dad|mom|mum|father|mother|stepdad|parents|uncle) ~(?:hits|beats|abuses|punches) (?:him|her|them)`},
+		re: otherEN + `s (?:dad|mom|mum|father|mother|stepdad|parents|uncle|stepmom|brother|cousin|coach) ~(?:hits|beats|abuses|punches|touches|molests|starves|locks up) (?:him|her|them)`},
 
 	// Spanish: suicide, direct.
 	{id: "es.direct.matarme", cat: CategorySuicide, sev: SeverityImminent, negatable: true,
@@ -194,7 +194,7 @@ var ruleTable = []ruleSpec{
 		re:   `(?:matarse|suicidarse|quitarse la vida|autolesionarse|ahorcarse|envenenarse|desvivirse)|se (?:quiere|va a|piensa|quiso|intento|decidio|decide|iba a) (?:matar|suicidar|quitar la vida|ahorcar|envenenar|desvivir)|se (?:suicida|suicido|suicidaron|suicidan|ahorca|ahorco|ahorcaron|envenena|envenenan|envenenaron|quita la vida|quito la vida|quitaron la vida|clava un punal|clavo un punal)|` + otherES + ` ~(?:se corta|se autolesiona|se hace dano|se esta cortando)|` + otherES + ` ~(?:quiere|quiera) morir(?:se)?`,
 		whom: whomThird, unless: hyperboleES},
 	{id: "es.other.le_pega", cat: CategoryConcernOther, sev: SeverityConcern, negInside: true,
-		re: `a ` + otherES + ` (?:su|sus) (?:padre|madre|padrastro|padres|tio) (?:le pega|la pega|lo pega|le golpea|la golpea|lo golpea|la maltrata|lo maltrata)`},
+		re: `a ` + otherES + ` (?:su|sus) (?:padre|madre|padrastro|padres|tio) (?:le pega|la pega|lo pega|le golpea|la golpea|lo golpea|la maltrata|lo maltrata|la toca|lo toca|la manosea|lo manosea|abusa de ella|abusa de el|la encierra|lo encierra)`},
 
 	// Output, English: instructions.
 	{id: "en.output.method", cat: CategorySelfHarmInstructions, sev: SeverityHigh, stage: StageOutput, negatable: true,
