@@ -117,9 +117,11 @@ func hasRun(w string, n int) bool {
 	return false
 }
 
-// spellings maps shorthand and common misspellings of the words crisis talk depends on to the
-// words the rules use. Each entry is a spelling published teen-slang glossaries list or that
-// is one letter away from a key word and is no word of its own in English or Spanish.
+// spellings maps chat shorthand ("u", "q", "xq", "2nite", "wanna") and common misspellings of
+// the words crisis talk depends on ("myslef", "sucide", "kiero") to the words the rules are
+// written with, so the rules name each word once. A misspelling goes in only when it is no word
+// of its own in English or Spanish; a shorthand letter ("q", "d", "x") changes nothing outside
+// the phrases the rules look for.
 var spellings = map[string]string{
 	// English shorthand.
 	"tmrw": "tomorrow", "tmr": "tomorrow", "tmrow": "tomorrow", "tomoro": "tomorrow", "tomorow": "tomorrow",
