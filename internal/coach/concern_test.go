@@ -102,6 +102,8 @@ func TestWhom(t *testing.T) {
 		{"a judge says self", safety.Verdict{Crisis: true, Concern: safety.ConcernSelf, Categories: []safety.Category{safety.CategoryConcernOther}}, safety.ConcernSelf},
 		{"a failed check", safety.Verdict{Crisis: true, Categories: []safety.Category{safety.CategoryUnchecked}}, safety.ConcernSelf},
 		{"no categories", safety.Verdict{Crisis: true}, safety.ConcernSelf},
+		{"a judge says other without a category", safety.Verdict{Crisis: true, Concern: safety.ConcernOther}, safety.ConcernOther},
+		{"a topic that a classifier beside the screen found a crisis", safety.Verdict{Crisis: true, Concern: safety.ConcernTopic, Categories: []safety.Category{safety.CategorySuicide, safety.CategoryTopic}}, safety.ConcernSelf},
 	}
 	for _, tt := range tests {
 		if got := whom(tt.v); got != tt.want {

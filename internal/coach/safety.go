@@ -305,7 +305,7 @@ func remind(req *ModelRequest) {
 // that a classifier beside the screen that finds the learner at risk is never outweighed by
 // the screen's reading of the same text; otherwise the learner (safety.ConcernSelf).
 func whom(v safety.Verdict) safety.Concern {
-	if v.Concern == safety.ConcernSelf || len(v.Categories) == 0 {
+	if v.Concern == safety.ConcernSelf {
 		return safety.ConcernSelf
 	}
 	for _, c := range v.Categories {
@@ -313,7 +313,10 @@ func whom(v safety.Verdict) safety.Concern {
 			return safety.ConcernSelf
 		}
 	}
-	return safety.ConcernOther
+	if v.Concern == safety.ConcernOther || v.Has(safety.CategoryConcernOther) {
+		return safety.ConcernOther
+	}
+	return safety.ConcernSelf
 }
 
 // supportiveText is the visible text of a crisis turn's answer: it acknowledges, gives the

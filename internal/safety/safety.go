@@ -139,6 +139,13 @@ func (v Verdict) Merge(o Verdict) Verdict {
 	out := Verdict{Crisis: v.Crisis || o.Crisis, Severity: max(v.Severity, o.Severity), Concern: maxConcern(v.Concern, o.Concern)}
 	out.Categories = union(v.Categories, o.Categories)
 	out.Rules = union(v.Rules, o.Rules)
+	if out.Crisis {
+		// One check's reading that the text is only a topic does not survive another's crisis.
+		out.Categories = slices.DeleteFunc(out.Categories, func(c Category) bool { return c == CategoryTopic })
+		if out.Concern == ConcernTopic {
+			out.Concern = ConcernNone
+		}
+	}
 	return out
 }
 

@@ -271,3 +271,18 @@ func FuzzNormalize(f *testing.F) {
 		}
 	})
 }
+
+// TestMergeTopicAndCrisis: a topic the screen let go and a crisis a classifier beside it found
+// merge into a crisis that says nothing of a topic.
+func TestMergeTopicAndCrisis(t *testing.T) {
+	topic := Verdict{Categories: []Category{CategoryTopic}, Concern: ConcernTopic, Rules: []string{"en.other.kill_self"}}
+	crisis := Verdict{Crisis: true, Categories: []Category{CategorySuicide}, Severity: SeverityHigh, Rules: []string{"moderation"}}
+	for _, got := range []Verdict{topic.Merge(crisis), crisis.Merge(topic)} {
+		if !got.Crisis || !slices.Equal(got.Categories, []Category{CategorySuicide}) || got.Concern != ConcernNone || len(got.Rules) != 2 {
+			t.Errorf("Merge = %+v, want a suicide crisis with no topic and both rules", got)
+		}
+	}
+	if got := topic.Merge(Verdict{}); got.Crisis || got.Concern != ConcernTopic || !slices.Equal(got.Categories, []Category{CategoryTopic}) {
+		t.Errorf("topic merged with a clean verdict = %+v, want the topic", got)
+	}
+}
