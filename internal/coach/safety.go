@@ -303,12 +303,30 @@ func remind(req *ModelRequest) {
 	req.Messages = msgs
 }
 
+// whom says whom a crisis verdict concerns, for what the turn does with it: someone the
+// learner knows (safety.ConcernOther) only when every signal found is about someone else, so
+// that a classifier beside the screen that finds the learner at risk is never outweighed by
+// the screen's reading of the same text; otherwise the learner (safety.ConcernSelf).
+func whom(v safety.Verdict) safety.Concern {
+	if v.Concern == safety.ConcernSelf {
+		return safety.ConcernSelf
+	}
+	for _, c := range v.Categories {
+		if c != safety.CategoryConcernOther {
+			return safety.ConcernSelf
+		}
+	}
+	if v.Concern == safety.ConcernOther || v.Has(safety.CategoryConcernOther) {
+		return safety.ConcernOther
+	}
+	return safety.ConcernSelf
+}
+
 // supportiveText is the visible text of a crisis turn's answer: it acknowledges, gives the
 // resources, stays available, and asks nothing (never about method) and continues no exercise.
 func supportiveText(lang string, v safety.Verdict, lr safety.LocaleResources) string {
 	var b strings.Builder
-	other := v.Has(safety.CategoryConcernOther) && !v.Has(safety.CategorySuicide) && !v.Has(safety.CategorySelfHarm) &&
-		!v.Has(safety.CategoryAbuse) && !v.Has(safety.CategoryDanger)
+	other := v.Crisis && whom(v) == safety.ConcernOther
 	switch {
 	case lang == "es" && other:
 		b.WriteString("Gracias por contármelo. Preocuparte así por alguien dice mucho de ti, y no tienes que cargar con esto a solas. Vamos a dejar la lección por ahora. ")
@@ -375,11 +393,21 @@ func (r *TurnRun) safetyRecords(stage safety.Stage, checks []safety.Check, actio
 		out = append(out, safety.Record{
 			Time: now, Tenant: r.sess.Tenant, Session: r.sess.ID, Learner: r.sess.Learner, Turn: r.id,
 			Stage: stage, Classifier: c.Classifier, Ran: safety.Ran{NotRun: c.NotRun},
-			Categories: c.Verdict.Categories, Severity: c.Verdict.Severity, Rules: c.Verdict.Rules, Lang: c.Lang,
+			Categories: auditCategories(c.Verdict), Severity: c.Verdict.Severity, Rules: c.Verdict.Rules, Lang: c.Lang,
 			Action: a, Mode: r.svc.safety.Mode, LatencyMS: float64(c.Latency.Microseconds()) / 1000,
 		})
 	}
 	return out
+}
+
+// auditCategories returns the categories an audit record shows for v: a verdict that found a
+// topic of study and no crisis shows safety.CategoryTopic, whichever classifier gave it, so an
+// operator sees what was let go and why.
+func auditCategories(v safety.Verdict) []safety.Category {
+	if v.Concern == safety.ConcernTopic && !v.Crisis && !v.Has(safety.CategoryTopic) {
+		return append(slices.Clip(v.Categories), safety.CategoryTopic)
+	}
+	return v.Categories
 }
 
 // audit stores a turn's records off the client's path: the turn's answer is out by then.
@@ -456,10 +484,10 @@ func (r *TurnRun) safeFallback() (*Outcome, error) {
 	return out, nil
 }
 
-// episode returns the escalation of the crisis episode that hold starts.
-func (r *TurnRun) episode(hold *SafetyHold, v safety.Verdict) *safety.Episode {
+// episode returns the escalation of the crisis episode id, found at since.
+func (r *TurnRun) episode(id string, since time.Time, v safety.Verdict) *safety.Episode {
 	ep := &safety.Episode{
-		ID: hold.Episode, Time: hold.Since, Tenant: r.sess.Tenant, Session: r.sess.ID, Learner: r.sess.Learner,
+		ID: id, Time: since, Tenant: r.sess.Tenant, Session: r.sess.ID, Learner: r.sess.Learner,
 		Contract: r.contract, Module: stateModule(r.sess.State), Locale: r.sess.Locale,
 		Severity: v.Severity, Categories: v.Categories,
 	}

@@ -244,6 +244,10 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 	defer func() { s.auditTurn(r) }()
 	// safeAnswer ends the turn with the contract's answer written by the gateway instead of
 	// the lesson: for a crisis in the learner's input (v), or for any turn of a held session.
+	// Whom the crisis concerns decides what follows (see whom): the learner's own risk holds
+	// the session and escalates at its severity; worry about someone the learner knows gets
+	// the same resources and an escalation of severity concern, and the next turn is a lesson
+	// again, because nobody in the session is at risk.
 	safeAnswer := func(held bool, v safety.Verdict) Report {
 		stopRenewing()
 		loc, lr := guard.Resources.For(r.sess.Locale)
@@ -261,8 +265,13 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 		var hold *SafetyHold
 		var episode *safety.Episode
 		if !held && !r.sess.Held() && safety.Detected(v) {
-			hold = &SafetyHold{Hold: true, Since: s.now().UTC(), Episode: NewID()}
-			episode = r.episode(hold, v)
+			id, since := NewID(), s.now().UTC()
+			episode = r.episode(id, since, v)
+			if whom(v) == safety.ConcernOther {
+				episode.Severity = safety.SeverityConcern
+			} else {
+				hold = &SafetyHold{Hold: true, Since: since, Episode: id}
+			}
 		}
 		next, err := commit(res, nil, notice, hold)
 		if err != nil {

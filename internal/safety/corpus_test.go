@@ -17,7 +17,10 @@ const corpusDir = "../../testdata/safety"
 // minRecall is the bar every language's positive set must clear. The corpus was written before
 // the rules and keeps the cases the rules miss, so recall is reported as measured; the bar stops
 // a rule change from quietly losing coverage.
-const minRecall = 0.90
+const minRecall = 0.95
+
+// minKindRecall is the bar of each class of crisis in each language (see TestCorpusByKind).
+const minKindRecall = 0.85
 
 type corpusCase struct {
 	Text   string     `json:"text"`
@@ -154,16 +157,26 @@ func TestCorpusPrecisionRecall(t *testing.T) {
 	}
 }
 
+// benignKinds are the kinds of case that must raise nothing: lesson talk of the anxiety module,
+// and classroom questions about a topic (a character, history, debate, biology, a game, an idiom).
+var benignKinds = map[string]bool{"benign": true, "topic": true}
+
+// youthKinds are the kinds of crisis a school's learners write in their own way: slang,
+// misspellings, laughter, plans, goodbyes, sexual abuse, neglect, eating disorders, and the
+// colloquial and reflexive Spanish of teenagers.
+var youthKinds = []string{"slang", "misspelling", "laughing", "plan", "goodbye", "sexual_abuse", "neglect", "eating"}
+
 // TestCorpusCoversEveryKind keeps the corpus honest about what it claims to hold: every input
-// language has each kind of signal and at least 40 benign cases and 20 positives.
+// language has each kind of signal, at least 40 benign lesson cases, 60 classroom topics, and
+// 40 crisis cases of the kinds teenagers write.
 func TestCorpusCoversEveryKind(t *testing.T) {
-	kinds := []string{"direct", "passive", "indirect", "self_harm", "abuse", "danger", "friend", "benign"}
+	kinds := append([]string{"direct", "passive", "indirect", "self_harm", "abuse", "danger", "friend", "benign", "topic"}, youthKinds...)
 	for _, file := range []string{"en.jsonl", "es.jsonl"} {
 		t.Run(file, func(t *testing.T) {
 			count := map[string]int{}
 			for _, c := range loadCorpus(t, file) {
 				count[c.Kind]++
-				if (c.Kind == "benign") != (len(c.Expect) == 0) {
+				if benignKinds[c.Kind] != (len(c.Expect) == 0) {
 					t.Errorf("%q: kind %s with expect %v", c.Text, c.Kind, c.Expect)
 				}
 			}
@@ -172,15 +185,81 @@ func TestCorpusCoversEveryKind(t *testing.T) {
 					t.Errorf("no %s case", k)
 				}
 			}
-			pos := 0
-			for k, n := range count {
-				if k != "benign" {
-					pos += n
-				}
+			youth := count["colloquial"] + count["reflexive"]
+			for _, k := range youthKinds {
+				youth += count[k]
 			}
-			if count["benign"] < 40 || pos < 20 {
-				t.Errorf("got %d benign and %d positive cases, want at least 40 and 20", count["benign"], pos)
+			if count["benign"] < 40 || count["topic"] < 60 || youth < 40 {
+				t.Errorf("got %d benign, %d topic and %d youth crisis cases, want at least 40, 60 and 40", count["benign"], count["topic"], youth)
 			}
 		})
+	}
+}
+
+// TestCorpusByKind is the evaluation per class of case and language that the README and
+// docs/safety.md show: every crisis kind found in full but for the cases listed in
+// knownMisses, and every benign kind silent. Run with -v to see the table.
+func TestCorpusByKind(t *testing.T) {
+	s := newScreen(t)
+	type cell struct{ cases, hits int }
+	langs := []string{"en", "es"}
+	byKind := map[string]map[string]*cell{}
+	var order []string
+	for _, lang := range langs {
+		for _, c := range loadCorpus(t, lang+".jsonl") {
+			if byKind[c.Kind] == nil {
+				byKind[c.Kind] = map[string]*cell{}
+				order = append(order, c.Kind)
+			}
+			cl := byKind[c.Kind][lang]
+			if cl == nil {
+				cl = &cell{}
+				byKind[c.Kind][lang] = cl
+			}
+			cl.cases++
+			v := s.check(StageInput, c.Text)
+			found := v.Crisis
+			for _, want := range c.Expect {
+				found = found && v.Has(want)
+			}
+			if (benignKinds[c.Kind] && v.Crisis) || (!benignKinds[c.Kind] && found) {
+				cl.hits++
+			}
+		}
+	}
+	var table strings.Builder
+	table.WriteString("| class | en cases | en result | es cases | es result |\n")
+	table.WriteString("|---|---|---|---|---|\n")
+	for _, k := range order {
+		fmt.Fprintf(&table, "| %s |", k)
+		for _, lang := range langs {
+			cl := byKind[k][lang]
+			if cl == nil {
+				table.WriteString(" 0 | - |")
+				continue
+			}
+			word := "found"
+			if benignKinds[k] {
+				word = "raised"
+			}
+			fmt.Fprintf(&table, " %d | %d %s |", cl.cases, cl.hits, word)
+			switch {
+			case benignKinds[k] && cl.hits > 0:
+				t.Errorf("%s %s: %d of %d raised, want none", lang, k, cl.hits, cl.cases)
+			case !benignKinds[k] && float64(cl.hits) < minKindRecall*float64(cl.cases):
+				t.Errorf("%s %s: found %d of %d, want at least %.0f%%", lang, k, cl.hits, cl.cases, 100*minKindRecall)
+			}
+		}
+		table.WriteString("\n")
+	}
+	t.Logf("built-in screen per class on testdata/safety:\n%s", table.String())
+	for _, page := range []string{"../../README.md", "../../docs/safety.md"} {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), table.String()) {
+			t.Errorf("%s does not show the evaluation per class as measured; want the table:\n%s", page, table.String())
+		}
 	}
 }

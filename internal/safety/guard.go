@@ -272,7 +272,8 @@ const (
 	ActionNone Action = "none"
 	// ActionObserved is a hit in observe mode: audited, nothing changed.
 	ActionObserved Action = "observed"
-	// ActionCrisis is a learner input hit: safety line, supportive answer, hold.
+	// ActionCrisis is a learner input hit: safety line and supportive answer, and a hold when
+	// it concerns the learner (not someone the learner knows).
 	ActionCrisis Action = "crisis"
 	// ActionHeld is a turn of a held session, answered supportively without a check.
 	ActionHeld Action = "held"

@@ -14,11 +14,15 @@ import (
 // are written with plain spaces between words, so no rule matches across a comma or a sentence
 // end; the window relies on that (text up to a released sentence end can never become part of a
 // later hit) and so does the negation check (a "no" in the previous clause does not negate). The
-// text always ends in "|".
+// text always starts and ends in "|", so a rule can name the start of a clause.
+//
+// Words are then spelled the way the rules are written (see spell): learners, teenagers above
+// all, write "kiero", "q", "myslef", "kiiill", "su1c1de" and "2nite", and a rule must not depend
+// on a learner spelling a crisis correctly.
 func normalize(s string) string {
 	var b strings.Builder
 	b.Grow(len(s) + 8)
-	b.WriteByte(' ')
+	b.WriteString(" | ")
 	space := true // the builder ends in a space
 	mark := func(m byte) {
 		if cur := b.String(); len(cur) >= 3 && cur[len(cur)-2] == m && cur[len(cur)-3] == ' ' {
@@ -41,6 +45,10 @@ func normalize(s string) string {
 			mark('|')
 		case r == ',' || r == ':':
 			mark(',')
+		case (r == '@' || r == '$') && (!space || (i < len(s) && isASCIILetter(s[i]))):
+			// Inside a word, "@" and "$" stand for letters: "$uicide", "m@tarme".
+			b.WriteByte(map[rune]byte{'@': 'a', '$': 's'}[r])
+			space = false
 		case r < utf8.RuneSelf:
 			c := byte(r)
 			if 'A' <= c && c <= 'Z' {
@@ -66,8 +74,10 @@ func normalize(s string) string {
 	// The end of the text ends its last clause, so a rule written for a clause end ("I don't
 	// want to live" and nothing after) matches at the end of a turn.
 	mark('|')
-	return b.String()
+	return respell(b.String())
 }
+
+func isASCIILetter(c byte) bool { return 'a' <= c|0x20 && c|0x20 <= 'z' }
 
 // fold maps a lower-case letter with a diacritic to its base letter; letters without one (and
 // scripts the rules do not cover) are kept as they are.

@@ -58,6 +58,10 @@ const (
 	// to harm themselves or is being hurt: the learner needs resources for helping, not a
 	// response that treats them as the person at risk.
 	CategoryConcernOther Category = "concern_other"
+	// CategoryTopic is no signal about anyone but the words of one, on a topic of study: a
+	// character's or a historical person's death, a debate motion, biology, a game, an idiom.
+	// A verdict that carries it alone is no crisis: it is audited, and the lesson goes on.
+	CategoryTopic Category = "topic"
 	// CategorySelfHarmInstructions is output that explains how to self-harm or end one's life.
 	CategorySelfHarmInstructions Category = "self_harm_instructions"
 	// CategorySelfHarmEncouragement is output that urges or approves self-harm or suicide.
@@ -138,6 +142,13 @@ func (v Verdict) Merge(o Verdict) Verdict {
 	out := Verdict{Crisis: v.Crisis || o.Crisis, Severity: max(v.Severity, o.Severity), Concern: maxConcern(v.Concern, o.Concern)}
 	out.Categories = union(v.Categories, o.Categories)
 	out.Rules = union(v.Rules, o.Rules)
+	if out.Crisis {
+		// One check's reading that the text is only a topic does not survive another's crisis.
+		out.Categories = slices.DeleteFunc(out.Categories, func(c Category) bool { return c == CategoryTopic })
+		if out.Concern == ConcernTopic {
+			out.Concern = ConcernNone
+		}
+	}
 	return out
 }
 

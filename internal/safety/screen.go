@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strings"
 )
@@ -26,13 +27,40 @@ type ruleSpec struct {
 	// unless drops a match followed, in its clause, by this pattern: the hyperbole of "I want
 	// to die of embarrassment" or "me quiero morir de la vergüenza".
 	unless string
+	// whom says how an input match decides whom the text concerns; the zero value takes it
+	// from the category (CategoryConcernOther is someone else, any other the learner).
+	whom whom
 }
+
+// whom is how a rule tells whom its match concerns.
+type whom int
+
+const (
+	// whomCategory: the rule's category says it (the learner, or someone the learner names).
+	whomCategory whom = iota
+	// whomThird: a third person ("killed herself", "se suicidó") is someone the learner knows
+	// when the text names one of the learner's own (relationMarkers) or the sentence names
+	// one otherwise (personalMarkers), else a topic when the text is about one (topicMarkers),
+	// else, to be safe, someone the learner knows.
+	whomThird
+)
 
 // rule is a compiled ruleSpec.
 type rule struct {
 	ruleSpec
-	re     *regexp.Regexp
-	unless *regexp.Regexp
+	// branches are the pattern's top-level alternatives, each compiled with its own
+	// prefilter, so that one branch written around a common word ("my", "will") does not make
+	// the whole rule's regular expression run on every turn.
+	branches []branch
+	unless   *regexp.Regexp
+	// lits are literals one of which every match contains (nil: unknown): the union of the
+	// branches' literals.
+	lits []string
+}
+
+// branch is one top-level alternative of a rule's pattern.
+type branch struct {
+	re *regexp.Regexp
 	// lits are literals one of which every match contains (nil: unknown), a cheap prefilter.
 	lits []string
 }
@@ -67,11 +95,24 @@ func compile(specs []ruleSpec) (*Screen, error) {
 		if sp.stage == "" {
 			sp.stage = StageInput
 		}
-		re, err := regexp.Compile(` (?:` + expand(sp.re) + `) `)
+		r := rule{ruleSpec: sp}
+		alts, err := alternatives(expand(sp.re))
 		if err != nil {
 			return nil, fmt.Errorf("safety: rule %s: %w", sp.id, err)
 		}
-		r := rule{ruleSpec: sp, re: re, lits: requiredLiterals(re.String())}
+		for _, alt := range alts {
+			re, err := regexp.Compile(` (?:` + alt + `) `)
+			if err != nil {
+				return nil, fmt.Errorf("safety: rule %s: %w", sp.id, err)
+			}
+			b := branch{re: re, lits: requiredLiterals(re.String())}
+			r.branches = append(r.branches, b)
+			if b.lits == nil || (len(r.branches) > 1 && r.lits == nil) {
+				r.lits = nil
+			} else {
+				r.lits = append(r.lits, b.lits...)
+			}
+		}
 		if sp.unless != "" {
 			// What follows a match starts after its closing space.
 			if r.unless, err = regexp.Compile(`^(?:` + expand(sp.unless) + `) `); err != nil {
@@ -97,44 +138,132 @@ func (s *Screen) Check(_ context.Context, t Text) (Verdict, error) {
 	return s.check(t.Stage, t.Content), nil
 }
 
-// check screens content with the rules of stage; the window calls it directly.
+// check screens content with the rules of stage; the window calls it directly. On learner
+// input it also says whom each match concerns (see concern): a match about a topic of study
+// is no crisis, and a verdict with nothing but such matches carries CategoryTopic, so the
+// audit shows what the screen saw and let go.
 func (s *Screen) check(stage Stage, content string) Verdict {
 	norm := normalize(content)
+	var grams gramSet
+	grams.add(norm)
 	var v Verdict
+	topic := false
 	for i := range s.rules[stage] {
 		r := &s.rules[stage][i]
-		if !r.hit(norm) {
+		m := r.hit(norm, &grams)
+		if m == nil {
+			continue
+		}
+		v.Rules = append(v.Rules, r.id)
+		c := ConcernSelf
+		if stage == StageInput {
+			c = r.concern(norm, m)
+		}
+		if c == ConcernTopic {
+			topic = true
 			continue
 		}
 		v.Crisis = true
-		v.Rules = append(v.Rules, r.id)
+		v.Concern = maxConcern(v.Concern, c)
 		if !slices.Contains(v.Categories, r.cat) {
 			v.Categories = append(v.Categories, r.cat)
 		}
 		v.Severity = max(v.Severity, r.sev)
 	}
+	if stage == StageOutput {
+		v.Concern = ConcernNone
+	}
+	if topic && !v.Crisis {
+		v.Categories, v.Concern = []Category{CategoryTopic}, ConcernTopic
+	}
 	slices.Sort(v.Categories)
 	return v
 }
 
-// hit reports whether any match of r in norm survives its negation and hyperbole checks.
-func (r *rule) hit(norm string) bool {
-	if !mayMatch(norm, r.lits) {
-		return false
+// concern says whom r's match m in norm concerns.
+func (r *rule) concern(norm string, m []int) Concern {
+	sentence := sentenceAt(norm, m)
+	switch {
+	case r.cat == CategoryConcernOther && classFrames.MatchString(norm) && !ownMarkers.MatchString(sentence):
+		// A class exercise about helping "a friend", with no one of the learner's own named.
+		return ConcernTopic
+	case r.whom == whomThird:
+		switch {
+		case relationMarkers.MatchString(norm) || personalMarkers.MatchString(sentence):
+			return ConcernOther
+		case topicMarkers.MatchString(norm):
+			return ConcernTopic
+		}
+		return ConcernOther
+	case r.cat == CategoryConcernOther:
+		return ConcernOther
+	case topicFramesAfter.MatchString(norm[m[1]:]) || topicFramesBefore.MatchString(norm[:m[0]+1]):
+		return ConcernTopic
 	}
-	for _, m := range r.re.FindAllStringIndex(norm, -1) {
-		if r.negatable && negatedBefore(norm[:m[0]+1]) {
-			continue
-		}
-		if r.negInside && hasNegation(norm[m[0]:m[1]]) {
-			continue
-		}
-		if r.unless != nil && r.unless.MatchString(norm[m[1]:]) {
-			continue
-		}
-		return true
+	return ConcernSelf
+}
+
+// sentenceAt returns the sentence of norm around the match m, with its boundary marks.
+func sentenceAt(norm string, m []int) string {
+	start := strings.LastIndex(norm[:m[0]+1], " | ")
+	end := strings.Index(norm[m[1]-1:], " | ")
+	if start < 0 {
+		start = 0
 	}
-	return false
+	if end < 0 {
+		return norm[start:]
+	}
+	return norm[start : m[1]-1+end+3]
+}
+
+// hit returns the first match of r in norm that survives its negation and hyperbole checks,
+// or nil; grams is norm's gramSet.
+func (r *rule) hit(norm string, grams *gramSet) []int {
+	for i := range r.branches {
+		b := &r.branches[i]
+		if !mayMatch(norm, grams, b.lits) {
+			continue
+		}
+		for _, m := range b.re.FindAllStringIndex(norm, -1) {
+			if r.negatable && negatedBefore(norm[:m[0]+1]) {
+				continue
+			}
+			if r.negInside && hasNegation(norm[m[0]:m[1]]) {
+				continue
+			}
+			if r.unless != nil && r.unless.MatchString(norm[m[1]:]) {
+				continue
+			}
+			return m
+		}
+	}
+	return nil
+}
+
+// alternatives splits a pattern into its top-level alternatives, as written (a "|" inside a
+// group or a character class, or escaped, does not split).
+func alternatives(p string) ([]string, error) {
+	if _, err := syntax.Parse(p, syntax.Perl); err != nil {
+		return nil, err
+	}
+	var out []string
+	depth, start := 0, 0
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '\\':
+			i++
+		case '(', '[':
+			depth++
+		case ')', ']':
+			depth--
+		case '|':
+			if depth == 0 {
+				out = append(out, p[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, p[start:]), nil
 }
 
 // negatedBefore reports whether one of the last three words of before, within its clause,
