@@ -263,6 +263,14 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 		if !held && !r.sess.Held() && safety.Detected(v) {
 			hold = &SafetyHold{Hold: true, Since: s.now().UTC(), Episode: NewID()}
 			episode = r.episode(hold, v)
+			// The learner is held before the session: a commit that then fails leaves a
+			// learner held by a crisis that was detected, never a held session whose
+			// learner's next session is not.
+			if lh := s.learnerHolds(r.sess.Learner); lh != nil {
+				if err := lh.HoldLearner(ctx, r.sess.Tenant, r.sess.Learner, *hold); err != nil {
+					return fail(err)
+				}
+			}
 		}
 		next, err := commit(res, nil, notice, hold)
 		if err != nil {
