@@ -116,9 +116,9 @@ return redis.call('DEL', unpack(KEYS))
 
 // EraseLearner deletes everything the store keeps of learner of tenant: every session its index
 // lists (document, lock, transcript, turn pointer and line logs, and any other key of the
-// session's hash tag), its safety audit records, the index and the learner's hold. Erasing a learner with nothing
-// left is not an error. Another tenant's learner with the same reference is untouched: its
-// index is another key, and each session is checked to be of this tenant and learner before it
+// session's hash tag), its safety audit records, the index and the learner's hold. Erasing a
+// learner with nothing left is not an error. Another tenant's learner with the same reference
+// is untouched: its index is another key, and each session is checked to be of this tenant and learner before it
 // is deleted.
 //
 // It takes several round trips: one script per session, then one scan of the keyspace for the
