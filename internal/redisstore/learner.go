@@ -118,8 +118,8 @@ return redis.call('DEL', unpack(KEYS))
 // lists (document, lock, transcript, turn pointer and line logs, and any other key of the
 // session's hash tag), its safety audit records, the index and the learner's hold. Erasing a
 // learner with nothing left is not an error. Another tenant's learner with the same reference
-// is untouched: its index is another key, and each session is checked to be of this tenant and learner before it
-// is deleted.
+// is untouched: its index is another key, and each session is checked to be of this tenant
+// and learner before it is deleted.
 //
 // It takes several round trips: one script per session, then one scan of the keyspace for the
 // sessions' other keys (each turn's line log is a key of its own, named after the turn, which
