@@ -2,6 +2,8 @@ package redisstore
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -34,7 +36,19 @@ import (
 // as a whole; the reader never answers a record older than Retention, whatever the trimming has
 // left. A record holds no learner text: safety.Record has no member for it.
 //
-// Audit is one round trip whatever the number of records and tenants: one pipeline of an XADD
+// Each learner (each session, for records without a learner reference) has a fair share of its
+// tenant's stream: at most MaxEntries/100 records a UTC day (learnerShare), counted in
+// {prefix}:{audit:<tenant>}:day:<date>:<sha256 of the learner or "s:"+session>, which expires
+// after two days. Records past the share are not written; crisis records always are, and a
+// learner has one crisis an episode, since the hold (which follows the learner) answers the
+// rest as held turns. So one learner's flood (held turns are answered without the model in
+// microseconds) fills at most a hundredth of the stream a day, and evicts no other learner's
+// records before their retention unless a hundred learners of the tenant flood a whole day
+// each; a per-learner stream would make the tenant's reader merge streams, and a cap per
+// learner within one stream cannot be trimmed by learner.
+//
+// Audit is two round trips whatever the number of records and tenants: the shares' counters,
+// then one pipeline of an XADD
 // (MAXLEN ~ MaxEntries) per record, then an XTRIM and a PEXPIRE per tenant. In a cluster
 // go-redis sends the pipeline's commands to their tenants' nodes at once.
 //
@@ -55,6 +69,12 @@ type SafetyAudit struct {
 // record, some 30 MB of Redis per tenant at most.
 const DefaultAuditMaxEntries = 100_000
 
+// learnerShareDivisor divides MaxEntries into the daily share of one learner.
+const learnerShareDivisor = 100
+
+// shareTTL keeps a day's share counter past the day's end, whatever the clocks' skew.
+const shareTTL = 48 * time.Hour
+
 // DefaultAuditRetention is the retention of a SafetyAudit made without one, COACH_TRANSCRIPT_RETENTION's default.
 const DefaultAuditRetention = 365 * 24 * time.Hour
 
@@ -72,6 +92,54 @@ func NewSafetyAudit(client redis.UniversalClient, prefix string, retention time.
 		maxEntries = DefaultAuditMaxEntries
 	}
 	return &SafetyAudit{client: client, prefix: prefix, retention: retention, maxEntries: int64(maxEntries), now: time.Now}
+}
+
+// learnerShare is how many records one learner may add to its tenant's stream a day.
+func (a *SafetyAudit) learnerShare() int64 { return max(1, a.maxEntries/learnerShareDivisor) }
+
+// shareKey returns the key of the day's share counter of r's learner (its session's without one).
+func (a *SafetyAudit) shareKey(r safety.Record, day string) string {
+	who := r.Learner
+	if who == "" {
+		who = "s:" + r.Session
+	}
+	h := sha256.Sum256([]byte(who))
+	return a.key(r.Tenant) + ":day:" + day + ":" + hex.EncodeToString(h[:])
+}
+
+// withinShares returns which of records fit their learners' shares of the day: a crisis
+// record always does, and counts.
+func (a *SafetyAudit) withinShares(ctx context.Context, records []safety.Record) ([]bool, error) {
+	day := a.now().UTC().Format("2006-01-02")
+	counts := map[string]*redis.IntCmd{}
+	asked := map[string]int64{}
+	keys := make([]string, len(records))
+	_, err := a.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, r := range records {
+			keys[i] = a.shareKey(r, day)
+			asked[keys[i]]++
+		}
+		for k, n := range asked {
+			counts[k] = p.IncrBy(ctx, k, n)
+			p.Expire(ctx, k, shareTTL)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, failure("safety audit share", err)
+	}
+	// used[k] is the count before this batch; records take the room left in order.
+	used := map[string]int64{}
+	for k, c := range counts {
+		used[k] = c.Val() - asked[k]
+	}
+	fit := make([]bool, len(records))
+	for i, r := range records {
+		k := keys[i]
+		fit[i] = r.Action == safety.ActionCrisis || used[k] < a.learnerShare()
+		used[k]++
+	}
+	return fit, nil
 }
 
 var _ coach.SafetyAudit = (*SafetyAudit)(nil)
@@ -97,10 +165,17 @@ func (a *SafetyAudit) Audit(ctx context.Context, records []safety.Record) error 
 		}
 		values[i] = b
 	}
+	fit, err := a.withinShares(ctx, records)
+	if err != nil {
+		return err
+	}
 	cutoff := a.cutoff()
-	_, err := a.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = a.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		seen := map[string]bool{}
 		for i, r := range records {
+			if !fit[i] {
+				continue
+			}
 			p.XAdd(ctx, &redis.XAddArgs{Stream: a.key(r.Tenant), MaxLen: a.maxEntries, Approx: true, Values: []any{"r", values[i]}})
 			seen[r.Tenant] = true
 		}
