@@ -47,9 +47,9 @@ import (
 // each; a per-learner stream would make the tenant's reader merge streams, and a cap per
 // learner within one stream cannot be trimmed by learner.
 //
-// Audit is two round trips whatever the number of records and tenants: the shares' counters,
-// then one pipeline of an XADD
-// (MAXLEN ~ MaxEntries) per record, then an XTRIM and a PEXPIRE per tenant. In a cluster
+// Audit is one round trip whatever the number of records and tenants (two the first time after
+// Redis lost its scripts): one pipeline of a script per record (the share's INCR, then XADD
+// MAXLEN ~ MaxEntries), then an XTRIM and a PEXPIRE per tenant. In a cluster
 // go-redis sends the pipeline's commands to their tenants' nodes at once.
 //
 // The embedded Redis (miniredis) supports all of it (XADD with MAXLEN, XTRIM MINID, XRANGE with
@@ -107,41 +107,6 @@ func (a *SafetyAudit) shareKey(r safety.Record, day string) string {
 	return a.key(r.Tenant) + ":day:" + day + ":" + hex.EncodeToString(h[:])
 }
 
-// withinShares returns which of records fit their learners' shares of the day: a crisis
-// record always does, and counts.
-func (a *SafetyAudit) withinShares(ctx context.Context, records []safety.Record) ([]bool, error) {
-	day := a.now().UTC().Format("2006-01-02")
-	counts := map[string]*redis.IntCmd{}
-	asked := map[string]int64{}
-	keys := make([]string, len(records))
-	_, err := a.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, r := range records {
-			keys[i] = a.shareKey(r, day)
-			asked[keys[i]]++
-		}
-		for k, n := range asked {
-			counts[k] = p.IncrBy(ctx, k, n)
-			p.Expire(ctx, k, shareTTL)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, failure("safety audit share", err)
-	}
-	// used[k] is the count before this batch; records take the room left in order.
-	used := map[string]int64{}
-	for k, c := range counts {
-		used[k] = c.Val() - asked[k]
-	}
-	fit := make([]bool, len(records))
-	for i, r := range records {
-		k := keys[i]
-		fit[i] = r.Action == safety.ActionCrisis || used[k] < a.learnerShare()
-		used[k]++
-	}
-	return fit, nil
-}
-
 var _ coach.SafetyAudit = (*SafetyAudit)(nil)
 
 func (a *SafetyAudit) key(tenant string) string { return a.prefix + ":{audit:" + tenant + "}" }
@@ -150,6 +115,24 @@ func (a *SafetyAudit) key(tenant string) string { return a.prefix + ":{audit:" +
 func (a *SafetyAudit) cutoff() string {
 	return strconv.FormatInt(a.now().Add(-a.retention).UnixMilli(), 10) + "-0"
 }
+
+// auditScript adds one record to its tenant's stream within its learner's share of the day.
+//
+// KEYS: the stream, the share's counter (both of the tenant's hash tag). ARGV: the share, the
+// stream's MaxEntries, the record, "1" when the record is written whatever the share (a
+// crisis), the counter's TTL (ms). Returns 1 when the record was written, 0 when not.
+var auditScript = redis.NewScript(`
+if redis.replicate_commands then redis.replicate_commands() end
+local n = redis.call('INCR', KEYS[2])
+if n == 1 then
+  redis.call('PEXPIRE', KEYS[2], ARGV[5])
+end
+if n > tonumber(ARGV[1]) and ARGV[4] ~= '1' then
+  return 0
+end
+redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', 'r', ARGV[3])
+return 1
+`)
 
 // Audit appends records, each to the stream of its tenant, in one round trip.
 func (a *SafetyAudit) Audit(ctx context.Context, records []safety.Record) error {
@@ -165,26 +148,51 @@ func (a *SafetyAudit) Audit(ctx context.Context, records []safety.Record) error 
 		}
 		values[i] = b
 	}
-	fit, err := a.withinShares(ctx, records)
-	if err != nil {
-		return err
-	}
+	day := a.now().UTC().Format("2006-01-02")
 	cutoff := a.cutoff()
-	_, err = a.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		seen := map[string]bool{}
-		for i, r := range records {
-			if !fit[i] {
-				continue
+	write := func(todo []int) ([]int, error) {
+		cmds := make([]*redis.Cmd, len(todo))
+		_, err := a.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			seen := map[string]bool{}
+			for j, i := range todo {
+				r := records[i]
+				always := "0"
+				if r.Action == safety.ActionCrisis {
+					always = "1"
+				}
+				cmds[j] = auditScript.EvalSha(ctx, p, []string{a.key(r.Tenant), a.shareKey(r, day)},
+					a.learnerShare(), a.maxEntries, values[i], always, shareTTL.Milliseconds())
+				seen[r.Tenant] = true
 			}
-			p.XAdd(ctx, &redis.XAddArgs{Stream: a.key(r.Tenant), MaxLen: a.maxEntries, Approx: true, Values: []any{"r", values[i]}})
-			seen[r.Tenant] = true
+			for tenant := range seen {
+				p.XTrimMinIDApprox(ctx, a.key(tenant), cutoff, 0)
+				p.PExpire(ctx, a.key(tenant), a.retention)
+			}
+			return nil
+		})
+		// A Redis that lost its scripts (a restart, SCRIPT FLUSH) ran none of those it
+		// refused with NOSCRIPT: they are sent again once the script is loaded.
+		var again []int
+		for j, c := range cmds {
+			if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+				again = append(again, todo[j])
+			}
 		}
-		for tenant := range seen {
-			p.XTrimMinIDApprox(ctx, a.key(tenant), cutoff, 0)
-			p.PExpire(ctx, a.key(tenant), a.retention)
+		if len(again) > 0 {
+			return again, nil
 		}
-		return nil
-	})
+		return nil, err
+	}
+	all := make([]int, len(records))
+	for i := range all {
+		all[i] = i
+	}
+	again, err := write(all)
+	if err == nil && len(again) > 0 {
+		if err = auditScript.Load(ctx, a.client).Err(); err == nil {
+			_, err = write(again)
+		}
+	}
 	if err != nil {
 		return failure("safety audit", err)
 	}

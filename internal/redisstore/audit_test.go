@@ -26,8 +26,8 @@ func auditRecord(tenant string, n int) safety.Record {
 	}
 }
 
-// TestSafetyAudit writes the records of two tenants in one Audit and reads them back: two round
-// trips for the write (the learners' shares, then the records), each tenant's records only, in order and whole, paged with after, and
+// TestSafetyAudit writes the records of two tenants in one Audit and reads them back: one round
+// trip for the write (once the script is loaded), each tenant's records only, in order and whole, paged with after, and
 // nothing but the record in the stream.
 func TestSafetyAudit(t *testing.T) {
 	for _, b := range backends(t) {
@@ -43,6 +43,10 @@ func TestSafetyAudit(t *testing.T) {
 			if _, err := client.Pipelined(ctx, func(p redis.Pipeliner) error { return p.Ping(ctx).Err() }); err != nil {
 				t.Fatal(err)
 			}
+			// A fresh Redis has no scripts: the first Audit loads its own, as a restarted one's would.
+			if err := audit.Audit(ctx, []safety.Record{auditRecord("script-loader", 0)}); err != nil {
+				t.Fatal(err)
+			}
 
 			var records []safety.Record
 			for n := range 5 {
@@ -55,8 +59,8 @@ func TestSafetyAudit(t *testing.T) {
 			if err := audit.Audit(ctx, records); err != nil {
 				t.Fatalf("Audit: %v", err)
 			}
-			if got := hook.Count() - before; got != 2 {
-				t.Errorf("Audit of %d records of 2 tenants took %d round trips, want 2", len(records), got)
+			if got := hook.Count() - before; got != 1 {
+				t.Errorf("Audit of %d records of 2 tenants took %d round trips, want 1", len(records), got)
 			}
 			if err := audit.Audit(ctx, nil); err != nil {
 				t.Errorf("Audit of no records: %v", err)
