@@ -210,6 +210,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 		RateLimit:       cfg.RateLimit,
 
 		SessionRateLimit:   cfg.SessionRateLimit,
+		TurnRateLimit:      cfg.TurnRateLimit,
 		CancelOnDisconnect: cfg.TurnOnDisconnect == "cancel",
 		TurnLog:            turnLog,
 		ResumeTTL:          cfg.ResumeTTL,

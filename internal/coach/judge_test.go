@@ -120,9 +120,9 @@ func TestJudgeFailure(t *testing.T) {
 		wantAction  safety.Action
 		wantRan     string
 	}{
-		{"closed, error, caught", safety.FailClosed, &fakeClassifier{err: errors.New("503")}, juliet, OutcomeCrisis, true, safety.ActionCrisis, "error"},
-		{"closed, hang, caught", safety.FailClosed, &fakeClassifier{wait: hang}, juliet, OutcomeCrisis, true, safety.ActionCrisis, "timeout"},
-		{"open, error, caught", safety.FailOpen, &fakeClassifier{err: errors.New("503")}, juliet, OutcomeCrisis, true, safety.ActionFailedOpen, "error"},
+		{"closed, error, caught", safety.FailClosed, &fakeClassifier{err: errors.New("503")}, crisisMessage, OutcomeCrisis, true, safety.ActionCrisis, "error"},
+		{"closed, hang, caught", safety.FailClosed, &fakeClassifier{wait: hang}, crisisMessage, OutcomeCrisis, true, safety.ActionCrisis, "timeout"},
+		{"open, error, caught", safety.FailOpen, &fakeClassifier{err: errors.New("503")}, crisisMessage, OutcomeCrisis, true, safety.ActionFailedOpen, "error"},
 		{"closed, error, unreadable", safety.FailClosed, &fakeClassifier{err: errors.New("503")}, french, OutcomeCrisis, false, safety.ActionCrisis, "error"},
 		{"open, error, unreadable", safety.FailOpen, &fakeClassifier{err: errors.New("503")}, french, "ok", false, safety.ActionFailedOpen, "error"},
 	}

@@ -212,6 +212,15 @@ func (s *Service) CreateSession(ctx context.Context, tenant, contract string, op
 		ID: NewID(), Contract: contract, Locale: opts.Locale, Version: 1, State: state,
 		CreatedAt: now, UpdatedAt: now, Tenant: tenant, Learner: opts.Learner,
 	}
+	if lh := s.learnerHolds(opts.Learner); lh != nil {
+		// A held learner's new session starts held, in the same episode: the operator's
+		// clear of any session of the episode ends it.
+		hold, err := lh.LearnerHold(ctx, tenant, opts.Learner)
+		if err != nil {
+			return nil, err
+		}
+		sess.Safety = hold
+	}
 	if err := s.store.Create(ctx, sess); err != nil {
 		return nil, err
 	}
@@ -226,10 +235,23 @@ func (s *Service) GetSession(ctx context.Context, tenant, id string) (*Session, 
 	return s.store.Get(ctx, tenant, id)
 }
 
-// DeleteSession removes a session of tenant.
-func (s *Service) DeleteSession(ctx context.Context, tenant, id string) error {
+// DeleteSession removes a session of tenant. Only an operator deletes a held session: for
+// anyone else it is a safety_hold conflict, so that a learner cannot delete the crisis away
+// from the operator's export, or the session a webhook named.
+func (s *Service) DeleteSession(ctx context.Context, tenant, id string, operator bool) error {
 	if !ValidID(id) {
 		return nil
+	}
+	if !operator && s.safety.Enforcing() {
+		sess, err := s.store.Get(ctx, tenant, id)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return nil
+		case err != nil:
+			return err
+		case sess.Held():
+			return Errorf(KindConflict, CodeSafetyHold, "the session is on a safety hold: only an operator deletes it")
+		}
 	}
 	return s.store.Delete(ctx, tenant, id)
 }
@@ -282,8 +304,9 @@ func (s *Service) Update(ctx context.Context, tenant, id, contract string, input
 // returns the session. It claims the session like a turn does, so it never races one: while a
 // turn holds the session it is ErrBusy, and a turn that claimed the session before it cannot
 // commit afterwards over the cleared hold (its version no longer matches). The cleared session
-// is a new version without Safety. A session without a hold is returned as it is, unchanged:
-// clearing is idempotent.
+// is a new version without Safety, and the hold of the session's learner ends with it when it
+// is of the same episode (see LearnerHolds). A session without a hold is returned as it is,
+// unchanged: clearing is idempotent.
 func (s *Service) ClearSafetyHold(ctx context.Context, tenant, id string) (*Session, error) {
 	if !ValidID(id) {
 		return nil, ErrNotFound
@@ -295,6 +318,15 @@ func (s *Service) ClearSafetyHold(ctx context.Context, tenant, id string) (*Sess
 	if sess.Safety == nil {
 		s.release(sess.ID, token)
 		return sess, nil
+	}
+	if lh := s.learnerHolds(sess.Learner); lh != nil {
+		// The learner's hold ends first: should the session's commit then fail, the clear
+		// is asked again, while the other order could leave a learner held with no held
+		// session to clear.
+		if err := lh.ClearLearnerHold(ctx, tenant, sess.Learner, sess.Safety.Episode); err != nil {
+			s.release(sess.ID, token)
+			return nil, err
+		}
 	}
 	next := *sess
 	next.Safety = nil

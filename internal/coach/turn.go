@@ -271,6 +271,14 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 				episode.Severity = safety.SeverityConcern
 			} else {
 				hold = &SafetyHold{Hold: true, Since: since, Episode: id}
+				// The learner is held before the session: a commit that then fails leaves a
+				// learner held by a crisis that was detected, never a held session whose
+				// learner's next session is not.
+				if lh := s.learnerHolds(r.sess.Learner); lh != nil {
+					if err := lh.HoldLearner(ctx, r.sess.Tenant, r.sess.Learner, *hold); err != nil {
+						return fail(err)
+					}
+				}
 			}
 		}
 		next, err := commit(res, nil, notice, hold)

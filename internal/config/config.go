@@ -137,6 +137,10 @@ type Config struct {
 	// SessionRateLimit is COACH_SESSION_RATE_LIMIT: sessions a minute each tenant may create (each
 	// client address when no API keys are configured); 0 turns it off.
 	SessionRateLimit int
+	// TurnRateLimit is COACH_TURN_RATE_LIMIT: turns a minute each session may take, and each
+	// learner reference of a tenant across its sessions, whether the model answers them or the
+	// gateway does (a held session's); 0 turns it off.
+	TurnRateLimit int
 	// MaxHeaderBytes (COACH_MAX_HEADER_BYTES) bounds a request's header; MaxConns
 	// (COACH_MAX_CONNS) the connections served at once (0: no cap).
 	MaxHeaderBytes int
@@ -260,6 +264,7 @@ func Default() Config {
 		LogLevel:             "info",
 		LogFormat:            "json",
 		SessionRateLimit:     120,
+		TurnRateLimit:        30,
 		MaxHeaderBytes:       64 << 10,
 		MaxConns:             2048,
 		MetricsTenantLabel:   "hash",
@@ -392,6 +397,7 @@ func Load(getenv func(string) string) (Config, error) {
 	str("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", &c.OTLPProtocol)
 	c.CORSOrigins, errs = parseOrigins(getenv("COACH_CORS_ORIGINS"), errs)
 	num("COACH_SESSION_RATE_LIMIT", &c.SessionRateLimit)
+	num("COACH_TURN_RATE_LIMIT", &c.TurnRateLimit)
 	num("COACH_MAX_HEADER_BYTES", &c.MaxHeaderBytes)
 	num("COACH_MAX_CONNS", &c.MaxConns)
 	str("COACH_METRICS_TENANT_LABEL", &c.MetricsTenantLabel)
@@ -534,6 +540,7 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 		Int("apiKeys", len(c.APIKeys)).
 		Int("rateLimit", c.RateLimit).
 		Int("sessionRateLimit", c.SessionRateLimit).
+		Int("turnRateLimit", c.TurnRateLimit).
 		Int("maxHeaderBytes", c.MaxHeaderBytes).
 		Int("maxConns", c.MaxConns).
 		Str("metricsTenantLabel", c.MetricsTenantLabel).

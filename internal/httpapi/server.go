@@ -63,6 +63,9 @@ type Deps struct {
 	// SessionRateLimit bounds the sessions each tenant (each client address without API keys)
 	// creates a minute (see sessionlimit.go); 0 turns that off.
 	SessionRateLimit int
+	// TurnRateLimit bounds the turns each session, and each learner reference of a tenant,
+	// takes a minute (see turnlimit.go); 0 turns that off.
+	TurnRateLimit int
 	// CancelOnDisconnect (COACH_TURN_ON_DISCONNECT=cancel) ends a turn when its client goes
 	// away, as v1 did; otherwise the turn runs to its end.
 	CancelOnDisconnect bool

@@ -58,6 +58,10 @@ func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open ope
 		}
 		return err
 	}
+	if ok, err := s.limitTurn(c, run.Session()); !ok {
+		run.Abort()
+		return err
+	}
 	// The engine's id of the turn names it everywhere: its stream, its log, its resume and its
 	// transcript entries (which is how a restored answer is told from its replay).
 	turnID := run.ID()

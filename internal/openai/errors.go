@@ -278,13 +278,83 @@ func clampDelay(ns float64) time.Duration {
 // Downgrade.Reason.
 const maxErrorExcerpt = 1024
 
-// fail scrubs the credentials (see redact.NewScrubber) from me's message, which an endpoint may
-// echo in an error body, and cuts it to maxErrorExcerpt bytes. A scrubbed or cut error keeps no
-// chain, so no cause can leak what was removed.
+// fail makes me's message fit for warn lines: an endpoint's error response is told by its
+// status and identifiers alone (see withoutWords), and the credentials (see
+// redact.NewScrubber), which other errors may carry in a URL, are scrubbed and the message cut
+// to maxErrorExcerpt bytes. A replaced, scrubbed or cut error keeps no chain, so no cause can
+// leak what was removed.
 func (c *Client) fail(me *coach.ModelError) *coach.ModelError {
+	if msg, ok := withoutWords(me.Err); ok {
+		me.Err = errors.New(msg)
+	}
 	msg := me.Err.Error()
 	if clean := redact.Excerpt(c.scrub.Scrub(msg), maxErrorExcerpt); clean != msg {
 		me.Err = errors.New(clean)
 	}
 	return me
+}
+
+// withoutWords describes err by the status, type, code and param of the endpoint's error
+// response it carries, and reports whether it carries one. The response's message and body are
+// left out: endpoints quote the request in them ("could not process message: …"), and the
+// learner's words must not reach any log line above debug. A type, code or param is kept only
+// when it looks like an identifier, which a quoted sentence does not.
+func withoutWords(err error) (string, bool) {
+	var re *oai.RequestError
+	var ae *oai.APIError
+	hasRE, hasAE := errors.As(err, &re), errors.As(err, &ae)
+	if !hasRE && !hasAE {
+		return "", false
+	}
+	var b strings.Builder
+	b.WriteString("the endpoint answered")
+	status := httpStatus(err)
+	if status != 0 {
+		fmt.Fprintf(&b, " %d %s", status, http.StatusText(status))
+	} else {
+		b.WriteString(" an error event")
+	}
+	if hasAE {
+		var ids []string
+		add := func(name, v string) {
+			if identifier(v) {
+				ids = append(ids, name+" "+v)
+			}
+		}
+		add("type", ae.Type)
+		switch code := ae.Code.(type) {
+		case string:
+			add("code", code)
+		case float64:
+			add("code", strconv.FormatFloat(code, 'f', -1, 64))
+		}
+		if ae.Param != nil {
+			add("param", *ae.Param)
+		}
+		if len(ids) > 0 {
+			b.WriteString(" (" + strings.Join(ids, ", ") + ")")
+		}
+	}
+	b.WriteString("; its message is not shown, since it may quote the learner")
+	return b.String(), true
+}
+
+// maxIdentifier bounds an identifier withoutWords keeps.
+const maxIdentifier = 64
+
+// identifier reports whether s looks like an error type, code or parameter name
+// ("invalid_request_error", "messages[0].content"): short, with no spaces.
+func identifier(s string) bool {
+	if s == "" || len(s) > maxIdentifier {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case strings.ContainsRune("_-.:/[]", r):
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -285,8 +285,8 @@ func TestInStreamErrorEvent(t *testing.T) {
 		t.Errorf("fragments = %+v, want Hel", got)
 	}
 	me := modelError(t, err)
-	if me.Class != ClassStream || !me.Retryable || !strings.Contains(err.Error(), "overloaded") {
-		t.Errorf("got %v (class %q retryable %v), want a retryable stream error quoting the message", err, me.Class, me.Retryable)
+	if me.Class != ClassStream || !me.Retryable || !strings.Contains(err.Error(), "server_error") || strings.Contains(err.Error(), "overloaded") {
+		t.Errorf("got %v (class %q retryable %v), want a retryable stream error naming the type, not quoting the message", err, me.Class, me.Retryable)
 	}
 }
 
@@ -409,12 +409,12 @@ func TestSSEFraming(t *testing.T) {
 	}
 }
 
-// TestErrorTypedEvent checks that an event of type "error" fails the stream with its message,
+// TestErrorTypedEvent checks that an event of type "error" fails the stream, named by its type,
 // whether its data is OpenAI's error object or a bare one.
 func TestErrorTypedEvent(t *testing.T) {
-	for _, data := range []string{
-		`{"message":"Overloaded","type":"overloaded_error"}`,
-		`{"error":{"message":"Overloaded","type":"server_error"}}`,
+	for data, typ := range map[string]string{
+		`{"message":"Overloaded","type":"overloaded_error"}`:       "overloaded_error",
+		`{"error":{"message":"Overloaded","type":"server_error"}}`: "server_error",
 	} {
 		t.Run(data, func(t *testing.T) {
 			u := newUpstream(t, rawResponse("data: "+chunkHel+"\n\nevent: error\ndata: "+data+"\n\n"))
@@ -424,8 +424,8 @@ func TestErrorTypedEvent(t *testing.T) {
 			}
 			defer s.Close()
 			_, err = collect(t, s)
-			if me := modelError(t, err); me.Class != ClassStream || !strings.Contains(err.Error(), "Overloaded") {
-				t.Errorf("got %v (class %q), want a stream error quoting the message", err, me.Class)
+			if me := modelError(t, err); me.Class != ClassStream || !strings.Contains(err.Error(), typ) {
+				t.Errorf("got %v (class %q), want a stream error naming type %s", err, me.Class, typ)
 			}
 		})
 	}

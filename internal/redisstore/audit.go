@@ -2,6 +2,8 @@ package redisstore
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -34,8 +36,20 @@ import (
 // as a whole; the reader never answers a record older than Retention, whatever the trimming has
 // left. A record holds no learner text: safety.Record has no member for it.
 //
-// Audit is one round trip whatever the number of records and tenants: one pipeline of an XADD
-// (MAXLEN ~ MaxEntries) per record, then an XTRIM and a PEXPIRE per tenant. In a cluster
+// Each learner (each session, for records without a learner reference) has a fair share of its
+// tenant's stream: at most MaxEntries/100 records a UTC day (learnerShare), counted in
+// {prefix}:{audit:<tenant>}:day:<date>:<sha256 of the learner or "s:"+session>, which expires
+// after two days. Records past the share are not written; crisis records always are, and a
+// learner has one crisis an episode, since the hold (which follows the learner) answers the
+// rest as held turns. So one learner's flood (held turns are answered without the model in
+// microseconds) fills at most a hundredth of the stream a day, and evicts no other learner's
+// records before their retention unless a hundred learners of the tenant flood a whole day
+// each; a per-learner stream would make the tenant's reader merge streams, and a cap per
+// learner within one stream cannot be trimmed by learner.
+//
+// Audit is one round trip whatever the number of records and tenants (two the first time after
+// Redis lost its scripts): one pipeline of a script per record (the share's INCR, then XADD
+// MAXLEN ~ MaxEntries), then an XTRIM and a PEXPIRE per tenant. In a cluster
 // go-redis sends the pipeline's commands to their tenants' nodes at once.
 //
 // The embedded Redis (miniredis) supports all of it (XADD with MAXLEN, XTRIM MINID, XRANGE with
@@ -54,6 +68,12 @@ type SafetyAudit struct {
 // turn and a classifier beside the built-in screen, about 25,000 turns; a few hundred bytes per
 // record, some 30 MB of Redis per tenant at most.
 const DefaultAuditMaxEntries = 100_000
+
+// learnerShareDivisor divides MaxEntries into the daily share of one learner.
+const learnerShareDivisor = 100
+
+// shareTTL keeps a day's share counter past the day's end, whatever the clocks' skew.
+const shareTTL = 48 * time.Hour
 
 // DefaultAuditRetention is the retention of a SafetyAudit made without one, COACH_TRANSCRIPT_RETENTION's default.
 const DefaultAuditRetention = 365 * 24 * time.Hour
@@ -74,6 +94,19 @@ func NewSafetyAudit(client redis.UniversalClient, prefix string, retention time.
 	return &SafetyAudit{client: client, prefix: prefix, retention: retention, maxEntries: int64(maxEntries), now: time.Now}
 }
 
+// learnerShare is how many records one learner may add to its tenant's stream a day.
+func (a *SafetyAudit) learnerShare() int64 { return max(1, a.maxEntries/learnerShareDivisor) }
+
+// shareKey returns the key of the day's share counter of r's learner (its session's without one).
+func (a *SafetyAudit) shareKey(r safety.Record, day string) string {
+	who := r.Learner
+	if who == "" {
+		who = "s:" + r.Session
+	}
+	h := sha256.Sum256([]byte(who))
+	return a.key(r.Tenant) + ":day:" + day + ":" + hex.EncodeToString(h[:])
+}
+
 var _ coach.SafetyAudit = (*SafetyAudit)(nil)
 
 func (a *SafetyAudit) key(tenant string) string { return a.prefix + ":{audit:" + tenant + "}" }
@@ -82,6 +115,24 @@ func (a *SafetyAudit) key(tenant string) string { return a.prefix + ":{audit:" +
 func (a *SafetyAudit) cutoff() string {
 	return strconv.FormatInt(a.now().Add(-a.retention).UnixMilli(), 10) + "-0"
 }
+
+// auditScript adds one record to its tenant's stream within its learner's share of the day.
+//
+// KEYS: the stream, the share's counter (both of the tenant's hash tag). ARGV: the share, the
+// stream's MaxEntries, the record, "1" when the record is written whatever the share (a
+// crisis), the counter's TTL (ms). Returns 1 when the record was written, 0 when not.
+var auditScript = redis.NewScript(`
+if redis.replicate_commands then redis.replicate_commands() end
+local n = redis.call('INCR', KEYS[2])
+if n == 1 then
+  redis.call('PEXPIRE', KEYS[2], ARGV[5])
+end
+if n > tonumber(ARGV[1]) and ARGV[4] ~= '1' then
+  return 0
+end
+redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', 'r', ARGV[3])
+return 1
+`)
 
 // Audit appends records, each to the stream of its tenant, in one round trip.
 func (a *SafetyAudit) Audit(ctx context.Context, records []safety.Record) error {
@@ -97,19 +148,51 @@ func (a *SafetyAudit) Audit(ctx context.Context, records []safety.Record) error 
 		}
 		values[i] = b
 	}
+	day := a.now().UTC().Format("2006-01-02")
 	cutoff := a.cutoff()
-	_, err := a.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		seen := map[string]bool{}
-		for i, r := range records {
-			p.XAdd(ctx, &redis.XAddArgs{Stream: a.key(r.Tenant), MaxLen: a.maxEntries, Approx: true, Values: []any{"r", values[i]}})
-			seen[r.Tenant] = true
+	write := func(todo []int) ([]int, error) {
+		cmds := make([]*redis.Cmd, len(todo))
+		_, err := a.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			seen := map[string]bool{}
+			for j, i := range todo {
+				r := records[i]
+				always := "0"
+				if r.Action == safety.ActionCrisis {
+					always = "1"
+				}
+				cmds[j] = auditScript.EvalSha(ctx, p, []string{a.key(r.Tenant), a.shareKey(r, day)},
+					a.learnerShare(), a.maxEntries, values[i], always, shareTTL.Milliseconds())
+				seen[r.Tenant] = true
+			}
+			for tenant := range seen {
+				p.XTrimMinIDApprox(ctx, a.key(tenant), cutoff, 0)
+				p.PExpire(ctx, a.key(tenant), a.retention)
+			}
+			return nil
+		})
+		// A Redis that lost its scripts (a restart, SCRIPT FLUSH) ran none of those it
+		// refused with NOSCRIPT: they are sent again once the script is loaded.
+		var again []int
+		for j, c := range cmds {
+			if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+				again = append(again, todo[j])
+			}
 		}
-		for tenant := range seen {
-			p.XTrimMinIDApprox(ctx, a.key(tenant), cutoff, 0)
-			p.PExpire(ctx, a.key(tenant), a.retention)
+		if len(again) > 0 {
+			return again, nil
 		}
-		return nil
-	})
+		return nil, err
+	}
+	all := make([]int, len(records))
+	for i := range all {
+		all[i] = i
+	}
+	again, err := write(all)
+	if err == nil && len(again) > 0 {
+		if err = auditScript.Load(ctx, a.client).Err(); err == nil {
+			_, err = write(again)
+		}
+	}
 	if err != nil {
 		return failure("safety audit", err)
 	}

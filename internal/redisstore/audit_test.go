@@ -27,7 +27,7 @@ func auditRecord(tenant string, n int) safety.Record {
 }
 
 // TestSafetyAudit writes the records of two tenants in one Audit and reads them back: one round
-// trip for the write, each tenant's records only, in order and whole, paged with after, and
+// trip for the write (once the script is loaded), each tenant's records only, in order and whole, paged with after, and
 // nothing but the record in the stream.
 func TestSafetyAudit(t *testing.T) {
 	for _, b := range backends(t) {
@@ -41,6 +41,10 @@ func TestSafetyAudit(t *testing.T) {
 			// The first pipeline of a client may open a connection of its own, whose handshake
 			// would count; a running gateway's finds it open.
 			if _, err := client.Pipelined(ctx, func(p redis.Pipeliner) error { return p.Ping(ctx).Err() }); err != nil {
+				t.Fatal(err)
+			}
+			// A fresh Redis has no scripts: the first Audit loads its own, as a restarted one's would.
+			if err := audit.Audit(ctx, []safety.Record{auditRecord("script-loader", 0)}); err != nil {
 				t.Fatal(err)
 			}
 
@@ -273,6 +277,62 @@ func TestAuditBatcherTenantShare(t *testing.T) {
 			}
 			if n, err := f.client.XLen(ctx, audit.key("noisy")).Result(); err != nil || n != auditTenantQueueMax {
 				t.Errorf("the flooding tenant's stream holds %d records (%v), want its share, %d", n, err, auditTenantQueueMax)
+			}
+		})
+	}
+}
+
+// TestSafetyAuditLearnerShare attacks the audit from one learner's side: a held learner's
+// turns, each one record, flood the tenant's stream far past its bound. The learner writes its
+// daily share (a hundredth of the bound) and its crisis record; the records another learner of
+// the tenant wrote before stay, all of them, and that learner still writes its own.
+func TestSafetyAuditLearnerShare(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			ctx := context.Background()
+			const bound = 1000
+			audit := NewSafetyAudit(f.client, f.prefix, time.Hour, bound)
+			record := func(learner string, n int, action safety.Action) safety.Record {
+				r := auditRecord("acme", n)
+				r.Learner, r.Action = learner, action
+				return r
+			}
+			var quiet []safety.Record
+			for i := range 5 {
+				quiet = append(quiet, record("quiet", i, safety.ActionNone))
+			}
+			if err := audit.Audit(ctx, quiet); err != nil {
+				t.Fatal(err)
+			}
+			if err := audit.Audit(ctx, []safety.Record{record("flooder", 0, safety.ActionCrisis)}); err != nil {
+				t.Fatal(err)
+			}
+			for range 30 {
+				batch := make([]safety.Record, 100)
+				for i := range batch {
+					batch[i] = record("flooder", i, safety.ActionHeld)
+				}
+				if err := audit.Audit(ctx, batch); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := audit.Audit(ctx, []safety.Record{record("quiet", 99, safety.ActionNone)}); err != nil {
+				t.Fatal(err)
+			}
+			events, _, err := audit.SafetyEvents(ctx, "acme", "", 5000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]int{}
+			for _, e := range events {
+				got[e.Learner+"/"+string(e.Action)]++
+			}
+			want := map[string]int{"quiet/none": 6, "flooder/crisis": 1, "flooder/held": bound/learnerShareDivisor - 1}
+			for k, n := range want {
+				if got[k] != n {
+					t.Errorf("%s records: got %d, want %d (all: %v)", k, got[k], n, got)
+				}
 			}
 		})
 	}

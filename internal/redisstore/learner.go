@@ -116,10 +116,10 @@ return redis.call('DEL', unpack(KEYS))
 
 // EraseLearner deletes everything the store keeps of learner of tenant: every session its index
 // lists (document, lock, transcript, turn pointer and line logs, and any other key of the
-// session's hash tag), its safety audit records, and the index. Erasing a learner with nothing
-// left is not an error. Another tenant's learner with the same reference is untouched: its
-// index is another key, and each session is checked to be of this tenant and learner before it
-// is deleted.
+// session's hash tag), its safety audit records, the index and the learner's hold. Erasing a
+// learner with nothing left is not an error. Another tenant's learner with the same reference
+// is untouched: its index is another key, and each session is checked to be of this tenant
+// and learner before it is deleted.
 //
 // It takes several round trips: one script per session, then one scan of the keyspace for the
 // sessions' other keys (each turn's line log is a key of its own, named after the turn, which
@@ -164,7 +164,7 @@ func (s *Store) EraseLearner(ctx context.Context, tenant, learner string) error 
 			return failure("erase learner", err)
 		}
 	}
-	return nil
+	return s.eraseLearnerHold(ctx, tenant, learner)
 }
 
 // eraseSession runs eraseScript on session id: the number of keys deleted, or -1 when the
