@@ -74,7 +74,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 		}
 	}()
 
-	m := metrics.New(metrics.WithTenantLabel(cfg.MetricsTenantLabel))
+	m := metrics.New(metrics.WithTenantLabel(cfg.MetricsTenantLabel), metrics.WithLabelSecret([]byte(cfg.MetricsLabelSecret)))
 	client, err := a.redis()
 	if err != nil {
 		return nil, err
