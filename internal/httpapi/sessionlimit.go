@@ -4,12 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"math"
-	"net"
 	"net/http"
-	"net/netip"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/coachgw/coachgw/internal/connlimit"
 )
 
 // codeSessionRateLimited is the error of a session refused by Deps.SessionRateLimit: a code of
@@ -58,31 +58,11 @@ func (s *Server) limitSessions(c echo.Context, learner string) error {
 func (s *Server) sessionCountKey(c echo.Context, learner string) string {
 	switch {
 	case len(s.deps.APIKeys) == 0:
-		return "sessions:a:" + clientAddress(c.Request().RemoteAddr)
+		return "sessions:a:" + connlimit.Client(c.Request().RemoteAddr)
 	case learner != "":
 		h := sha256.Sum256([]byte(tenant(c) + "\x00" + learner))
 		return "sessions:l:" + hex.EncodeToString(h[:16])
 	default:
 		return "sessions:k:" + keyID(c)
 	}
-}
-
-// clientAddress returns the address that new sessions are counted against for a peer at
-// remoteAddr (host:port): an IPv4 address as it is, an IPv6 address's /64 prefix (an
-// IPv4-mapped one as IPv4), and anything else as it is.
-func clientAddress(remoteAddr string) string {
-	host, _, err := net.SplitHostPort(remoteAddr)
-	if err != nil {
-		host = remoteAddr
-	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return host
-	}
-	ip = ip.Unmap()
-	if ip.Is4() {
-		return ip.String()
-	}
-	p, _ := ip.WithZone("").Prefix(64)
-	return p.String()
 }

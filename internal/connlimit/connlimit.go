@@ -1,0 +1,236 @@
+// Package connlimit shares a server's connections fairly between its clients: at most Max at
+// once, at most PerClient of them from one client address, and an idle keep-alive connection
+// (or one that has sent nothing yet) closed to make room for a new one when all Max are held.
+//
+// netutil.LimitListener caps the connections too, but it cannot tell an idle connection from a
+// busy one: a single client that opened Max keep-alive connections and sent nothing more held
+// every slot, and every new client, health probes included, waited unaccepted until one timed
+// out. Here a new connection waits only while every slot is busy with a request; requests end
+// (a header must arrive within the server's ReadHeaderTimeout), so a health probe is served
+// within that time under any flood, and at once while some connection is idle.
+//
+// The server tells the Listener what each connection is doing through ConnState, which goes
+// into http.Server.ConnState.
+package connlimit
+
+import (
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// Listener is a net.Listener that accepts connections within its limits (see the package
+// comment). Its ConnState must be the http.Server's ConnState.
+type Listener struct {
+	net.Listener
+	max, perClient int
+	now            func() time.Time
+
+	mu sync.Mutex
+	// freed is signalled when a connection closes or becomes idle: a waiting Accept may go on.
+	freed *sync.Cond
+	// held counts slots taken: accepted connections not yet closed, and an Accept in progress.
+	held     int
+	conns    map[*conn]struct{}
+	byClient map[string]int
+	closed   bool
+}
+
+// New returns ln limited to max connections at once (0: no cap) and perClient connections per
+// client address (0: no cap), where a client address is what Client returns.
+func New(ln net.Listener, max, perClient int) *Listener {
+	l := &Listener{Listener: ln, max: max, perClient: perClient, now: time.Now,
+		conns: map[*conn]struct{}{}, byClient: map[string]int{}}
+	l.freed = sync.NewCond(&l.mu)
+	return l
+}
+
+// conn is a connection the Listener accepted.
+type conn struct {
+	net.Conn
+	l      *Listener
+	client string
+	once   sync.Once
+	// idleSince is when the connection last became idle (or was accepted), zero while it
+	// serves a request; guarded by l.mu.
+	idleSince time.Time
+}
+
+// Close closes the connection and gives its slot back.
+func (c *conn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() {
+		l := c.l
+		l.mu.Lock()
+		delete(l.conns, c)
+		l.held--
+		if l.byClient[c.client]--; l.byClient[c.client] <= 0 {
+			delete(l.byClient, c.client)
+		}
+		l.mu.Unlock()
+		l.freed.Broadcast()
+	})
+	return err
+}
+
+// Accept waits for a slot, closing the longest-idle connection when all are held and one is
+// idle, then accepts a connection. A connection from a client address that holds PerClient
+// connections takes the place of that address's longest-idle one, or is closed at once when
+// all of them are busy; Accept then goes on to the next connection.
+func (l *Listener) Accept() (net.Conn, error) {
+	for {
+		if err := l.reserve(); err != nil {
+			return nil, err
+		}
+		nc, err := l.Listener.Accept()
+		if err != nil {
+			l.unreserve()
+			return nil, err
+		}
+		if c := l.admit(nc); c != nil {
+			return c, nil
+		}
+		_ = nc.Close()
+	}
+}
+
+// reserve takes a slot for the next Accept. At the cap it closes the longest-idle connection
+// even before a new one arrives, so one slot stays ready for whoever connects next.
+func (l *Listener) reserve() error {
+	var victim *conn
+	l.mu.Lock()
+	for l.max > 0 && l.held >= l.max && !l.closed {
+		if victim = l.longestIdle(""); victim != nil {
+			break
+		}
+		l.freed.Wait()
+	}
+	if l.closed {
+		l.mu.Unlock()
+		return net.ErrClosed
+	}
+	l.held++
+	if victim != nil {
+		// Its slot is the new connection's: it is no longer counted, and closing it later,
+		// outside the lock, gives back nothing.
+		l.forget(victim)
+	}
+	l.mu.Unlock()
+	if victim != nil {
+		_ = victim.Conn.Close()
+	}
+	return nil
+}
+
+// unreserve gives back the slot of an Accept that accepted nothing.
+func (l *Listener) unreserve() {
+	l.mu.Lock()
+	l.held--
+	l.mu.Unlock()
+	l.freed.Broadcast()
+}
+
+// admit counts nc against its client address, or refuses it (nil, with its slot given back)
+// when the address holds PerClient connections none of which is idle.
+func (l *Listener) admit(nc net.Conn) *conn {
+	c := &conn{Conn: nc, l: l, client: Client(nc.RemoteAddr().String())}
+	var victim *conn
+	l.mu.Lock()
+	if l.perClient > 0 && l.byClient[c.client] >= l.perClient {
+		if victim = l.longestIdle(c.client); victim == nil {
+			l.held--
+			l.mu.Unlock()
+			l.freed.Broadcast()
+			return nil
+		}
+		// The victim's slot goes back; the new connection keeps the one reserve took.
+		l.forget(victim)
+	}
+	c.idleSince = l.now()
+	l.conns[c] = struct{}{}
+	l.byClient[c.client]++
+	l.mu.Unlock()
+	if victim != nil {
+		_ = victim.Conn.Close()
+	}
+	return c
+}
+
+// forget stops counting c, whose slot passes to a new connection; l.mu is held.
+func (l *Listener) forget(c *conn) {
+	c.once.Do(func() {
+		delete(l.conns, c)
+		l.held--
+		if l.byClient[c.client]--; l.byClient[c.client] <= 0 {
+			delete(l.byClient, c.client)
+		}
+	})
+}
+
+// longestIdle returns the connection idle the longest, of client when it is not "", or nil
+// when none is idle; l.mu is held. A scan of at most Max connections, only when at a cap.
+func (l *Listener) longestIdle(client string) *conn {
+	var oldest *conn
+	for c := range l.conns {
+		if c.idleSince.IsZero() || client != "" && c.client != client {
+			continue
+		}
+		if oldest == nil || c.idleSince.Before(oldest.idleSince) {
+			oldest = c
+		}
+	}
+	return oldest
+}
+
+// ConnState is the http.Server's ConnState: it marks a connection idle between requests (and
+// before its first), which makes it the first to close when a new connection needs its slot,
+// and busy while it serves a request or is hijacked.
+func (l *Listener) ConnState(nc net.Conn, state http.ConnState) {
+	c, ok := nc.(*conn)
+	if !ok || c.l != l {
+		return
+	}
+	l.mu.Lock()
+	switch state {
+	case http.StateNew, http.StateIdle:
+		c.idleSince = l.now()
+	case http.StateActive, http.StateHijacked:
+		c.idleSince = time.Time{}
+	}
+	l.mu.Unlock()
+	if state == http.StateIdle {
+		l.freed.Broadcast()
+	}
+}
+
+// Close closes the listener; an Accept waiting for a slot returns net.ErrClosed.
+func (l *Listener) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.freed.Broadcast()
+	return l.Listener.Close()
+}
+
+// Client returns the client address of a peer at remoteAddr (host:port), which its connections
+// and new sessions are counted against: an IPv4 address as it is, an IPv6 address's /64 prefix
+// (a single host usually holds a whole /64, so rotating within it evades nothing; an
+// IPv4-mapped one as IPv4), and anything else as it is.
+func Client(remoteAddr string) string {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		host = remoteAddr
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	ip = ip.Unmap()
+	if ip.Is4() {
+		return ip.String()
+	}
+	p, _ := ip.WithZone("").Prefix(64)
+	return p.String()
+}
