@@ -75,6 +75,16 @@ func (c *conn) Close() error {
 	return err
 }
 
+// CloseWrite shuts down the writing side of a TCP connection, as net/http does before it closes
+// a connection whose request it refused (431), so that the client reads the answer rather than
+// a reset.
+func (c *conn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 // Accept waits for a slot, closing the longest-idle connection when all are held and one is
 // idle, then accepts a connection. A connection from a client address that holds PerClient
 // connections takes the place of that address's longest-idle one, or is closed at once when
