@@ -1,6 +1,6 @@
 // Package connlimit shares a server's connections fairly between its clients: at most Max at
 // once, at most PerClient of them from one client address, and an idle keep-alive connection
-// (or one that has sent nothing yet) closed to make room for a new one when all Max are held.
+// (or one that has sent nothing for a second) closed to make room for a new one when all Max are held.
 //
 // netutil.LimitListener caps the connections too, but it cannot tell an idle connection from a
 // busy one: a single client that opened Max keep-alive connections and sent nothing more held
@@ -54,8 +54,9 @@ type conn struct {
 	client string
 	once   sync.Once
 	// idleSince is when the connection last became idle (or was accepted), zero while it
-	// serves a request; guarded by l.mu.
+	// serves a request; fresh marks one that has sent no request yet. Guarded by l.mu.
 	idleSince time.Time
+	fresh     bool
 }
 
 // Close closes the connection and gives its slot back.
@@ -85,10 +86,10 @@ func (c *conn) CloseWrite() error {
 	return nil
 }
 
-// Accept waits for a slot, closing the longest-idle connection when all are held and one is
-// idle, then accepts a connection. A connection from a client address that holds PerClient
-// connections takes the place of that address's longest-idle one, or is closed at once when
-// all of them are busy; Accept then goes on to the next connection.
+// Accept waits for a slot, then accepts a connection; when that puts it over Max it closes the
+// longest-idle connection for the new one. A connection from a client address that holds
+// PerClient connections takes the place of that address's longest-idle one, or is closed at
+// once when all of them are busy; Accept then goes on to the next connection.
 func (l *Listener) Accept() (net.Conn, error) {
 	for {
 		if err := l.reserve(); err != nil {
@@ -106,31 +107,20 @@ func (l *Listener) Accept() (net.Conn, error) {
 	}
 }
 
-// reserve takes a slot for the next Accept. At the cap it closes the longest-idle connection
-// even before a new one arrives, so one slot stays ready for whoever connects next.
+// reserve takes a slot for the next Accept: at once below Max, or at Max when some connection
+// is idle (admit closes one when the new connection arrives), else when one closes or goes idle.
+// So the connections number at most Max, and Max+1 for a moment when the idle connection that
+// admit was to close became busy first.
 func (l *Listener) reserve() error {
-	var victim *conn
 	l.mu.Lock()
-	for l.max > 0 && l.held >= l.max && !l.closed {
-		if victim = l.longestIdle(""); victim != nil {
-			break
-		}
+	defer l.mu.Unlock()
+	for l.max > 0 && l.held >= l.max && l.longestIdle("") == nil && !l.closed {
 		l.freed.Wait()
 	}
 	if l.closed {
-		l.mu.Unlock()
 		return net.ErrClosed
 	}
 	l.held++
-	if victim != nil {
-		// Its slot is the new connection's: it is no longer counted, and closing it later,
-		// outside the lock, gives back nothing.
-		l.forget(victim)
-	}
-	l.mu.Unlock()
-	if victim != nil {
-		_ = victim.Conn.Close()
-	}
 	return nil
 }
 
@@ -142,10 +132,12 @@ func (l *Listener) unreserve() {
 	l.freed.Broadcast()
 }
 
-// admit counts nc against its client address, or refuses it (nil, with its slot given back)
-// when the address holds PerClient connections none of which is idle.
+// admit counts nc, whose slot reserve took, against its client address and closes an idle
+// connection to make room for it when there is too little; it refuses nc (nil, with its slot
+// given back) when its address holds PerClient connections none of which is idle.
 func (l *Listener) admit(nc net.Conn) *conn {
-	c := &conn{Conn: nc, l: l, client: Client(nc.RemoteAddr().String())}
+	now := l.now()
+	c := &conn{Conn: nc, l: l, client: Client(nc.RemoteAddr().String()), idleSince: now, fresh: true}
 	var victim *conn
 	l.mu.Lock()
 	if l.perClient > 0 && l.byClient[c.client] >= l.perClient {
@@ -155,10 +147,12 @@ func (l *Listener) admit(nc net.Conn) *conn {
 			l.freed.Broadcast()
 			return nil
 		}
-		// The victim's slot goes back; the new connection keeps the one reserve took.
+	} else if l.max > 0 && l.held > l.max {
+		victim = l.longestIdle("")
+	}
+	if victim != nil {
 		l.forget(victim)
 	}
-	c.idleSince = l.now()
 	l.conns[c] = struct{}{}
 	l.byClient[c.client]++
 	l.mu.Unlock()
@@ -179,12 +173,17 @@ func (l *Listener) forget(c *conn) {
 	})
 }
 
+// newGrace is how long a connection that has sent nothing yet is spared: it was just accepted
+// and its request is on its way. After that it is as idle as a keep-alive connection.
+const newGrace = time.Second
+
 // longestIdle returns the connection idle the longest, of client when it is not "", or nil
 // when none is idle; l.mu is held. A scan of at most Max connections, only when at a cap.
 func (l *Listener) longestIdle(client string) *conn {
 	var oldest *conn
+	now := l.now()
 	for c := range l.conns {
-		if c.idleSince.IsZero() || client != "" && c.client != client {
+		if c.idleSince.IsZero() || client != "" && c.client != client || c.fresh && now.Sub(c.idleSince) < newGrace {
 			continue
 		}
 		if oldest == nil || c.idleSince.Before(oldest.idleSince) {
@@ -194,9 +193,10 @@ func (l *Listener) longestIdle(client string) *conn {
 	return oldest
 }
 
-// ConnState is the http.Server's ConnState: it marks a connection idle between requests (and
-// before its first), which makes it the first to close when a new connection needs its slot,
-// and busy while it serves a request or is hijacked.
+// ConnState is the http.Server's ConnState: it marks a connection idle between requests, which
+// makes it the first to close when a new connection needs its slot, and busy while it serves a
+// request or is hijacked. One that has sent nothing a second after it was accepted counts as
+// idle too.
 func (l *Listener) ConnState(nc net.Conn, state http.ConnState) {
 	c, ok := nc.(*conn)
 	if !ok || c.l != l {
@@ -204,10 +204,10 @@ func (l *Listener) ConnState(nc net.Conn, state http.ConnState) {
 	}
 	l.mu.Lock()
 	switch state {
-	case http.StateNew, http.StateIdle:
-		c.idleSince = l.now()
+	case http.StateIdle:
+		c.idleSince, c.fresh = l.now(), false
 	case http.StateActive, http.StateHijacked:
-		c.idleSince = time.Time{}
+		c.idleSince, c.fresh = time.Time{}, false
 	}
 	l.mu.Unlock()
 	if state == http.StateIdle {
