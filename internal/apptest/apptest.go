@@ -118,6 +118,9 @@ func StartWith(t *testing.T, o Options) *Gateway {
 	// before it leaves, and releases it as soon as it passed, so their lines stay as they were;
 	// the safety suites set the default holdback (sentence windows) back.
 	cfg.SafetyHoldbackChars = 0
+	// Every client of a test is 127.0.0.1, and load tests open more connections at once than
+	// one address's share: the suites that attack the shares set it back.
+	cfg.MaxConnsPerClient = 0
 	if o.Config != nil {
 		o.Config(&cfg)
 	}
