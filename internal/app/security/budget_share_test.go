@@ -105,3 +105,36 @@ func TestBigLearnerLeavesOthersAdmitted(t *testing.T) {
 		t.Errorf("%d of %d other sessions' turns ran with %d of %d tokens charged, want all", ran, ordinary, before, budget)
 	}
 }
+
+// TestBudgetBusyIsBrief fills what is left of a budget with reservations of running turns (as
+// the counters hold them) and starts a turn: it is refused 429 budget_busy with a Retry-After
+// of at most the turn timeout, not budget_exceeded until midnight. Once the charged tokens reach
+// the budget the refusal is budget_exceeded.
+func TestBudgetBusyIsBrief(t *testing.T) {
+	const budget = 10000
+	g := apptest.Start(t, func(c *config.Config) {
+		withKeys(c)
+		c.TokenBudgets = map[string]int64{"acme": budget}
+	})
+	rc := redisOf(t, g.Config)
+	key := g.Config.RedisPrefix + ":{tok:acme}:" + time.Now().UTC().Format("20060102")
+	id := create(t, g, keyAcme, "toulmin")
+	for _, tc := range []struct {
+		charged, reserved int64
+		code              string
+		maxRetry          time.Duration
+	}{
+		{100, budget - 100, coach.CodeBudgetBusy, g.Config.TurnTimeout},
+		{budget, 0, coach.CodeBudgetExceeded, 24 * time.Hour},
+	} {
+		if err := rc.HSet(context.Background(), key, "prompt", tc.charged, "completion", 0, "reserved", tc.reserved).Err(); err != nil {
+			t.Fatal(err)
+		}
+		a := send(t, g, keyAcme, "POST", "/v1/sessions/"+id+"/turns", apptest.Msg("Cities should plant more trees."))
+		secs, err := strconv.Atoi(a.Header.Get("Retry-After"))
+		if a.Status != http.StatusTooManyRequests || a.code() != tc.code || err != nil || secs < 1 || time.Duration(secs)*time.Second > tc.maxRetry {
+			t.Errorf("%d charged, %d reserved: %d %s, Retry-After %q; want 429 %s and Retry-After of 1 s to %s",
+				tc.charged, tc.reserved, a.Status, a.code(), a.Header.Get("Retry-After"), tc.code, tc.maxRetry)
+		}
+	}
+}
