@@ -115,7 +115,11 @@ func (l *Listener) reserve() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for l.max > 0 && l.held >= l.max && l.longestIdle("") == nil && !l.closed {
+		// A connection that has sent nothing becomes closable when its grace ends, which
+		// nothing signals: look again then.
+		wake := time.AfterFunc(newGrace, l.freed.Broadcast)
 		l.freed.Wait()
+		wake.Stop()
 	}
 	if l.closed {
 		return net.ErrClosed

@@ -127,3 +127,20 @@ func TestPerClientShare(t *testing.T) {
 		t.Error("another address's connection was not accepted")
 	}
 }
+
+// TestSilentConnectionsMakeRoom fills the cap with connections that never send a request: a
+// new connection waits for them no longer than their grace, then one of them is closed for it.
+func TestSilentConnectionsMakeRoom(t *testing.T) {
+	h := start(t, 1, 0)
+	c1, s1 := h.dial("127.0.0.1", time.Second)
+	if s1 == nil {
+		t.Fatal("the first connection was not accepted")
+	}
+	began := time.Now()
+	if _, s2 := h.dial("127.0.0.1", newGrace+2*time.Second); s2 == nil {
+		t.Fatalf("a connection was not accepted %v after a silent one took the only slot", time.Since(began))
+	}
+	if !closedByServer(c1) {
+		t.Error("the silent connection is open, want it closed for the new one")
+	}
+}
