@@ -16,12 +16,12 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/trace"
-	"golang.org/x/net/netutil"
 
 	"github.com/coachgw/coachgw/internal/breaker"
 	"github.com/coachgw/coachgw/internal/cards"
 	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/config"
+	"github.com/coachgw/coachgw/internal/connlimit"
 	"github.com/coachgw/coachgw/internal/fakellm"
 	"github.com/coachgw/coachgw/internal/httpapi"
 	"github.com/coachgw/coachgw/internal/metrics"
@@ -74,7 +74,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 		}
 	}()
 
-	m := metrics.New(metrics.WithTenantLabel(cfg.MetricsTenantLabel))
+	m := metrics.New(metrics.WithTenantLabel(cfg.MetricsTenantLabel), metrics.WithLabelSecret([]byte(cfg.MetricsLabelSecret)))
 	client, err := a.redis()
 	if err != nil {
 		return nil, err
@@ -492,17 +492,20 @@ func (a *App) Handler() http.Handler { return a.api.Handler() }
 // What a client can hold before it is authenticated is bounded: a header of at most
 // COACH_MAX_HEADER_BYTES (net/http answers 431 past it and closes; its default, 1 MB, let 400
 // connections of unfinished headers take 460 MB), sent within ReadHeaderTimeout, on one of at
-// most COACH_MAX_CONNS connections (more wait, unaccepted, until one closes).
+// most COACH_MAX_CONNS connections, at most COACH_MAX_CONNS_PER_CLIENT of them from one client
+// address. At the cap the longest-idle connection is closed for a new one, which waits only
+// while every connection serves a request (see connlimit), so /healthz and /readyz stay
+// reachable under any connection flood.
 func (a *App) Serve(ctx context.Context, ln net.Listener) error {
-	if a.cfg.MaxConns > 0 {
-		ln = netutil.LimitListener(ln, a.cfg.MaxConns)
-	}
+	limited := connlimit.New(ln, a.cfg.MaxConns, a.cfg.MaxConnsPerClient)
 	srv := &http.Server{
 		Handler:           a.api.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    a.cfg.MaxHeaderBytes,
+		ConnState:         limited.ConnState,
 	}
+	ln = limited
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	a.log.Info().Str("addr", ln.Addr().String()).Msg("listening")

@@ -122,6 +122,9 @@ func StartWith(t *testing.T, o Options) *Gateway {
 	// endpoint (COACH_SAFETY_JUDGE=auto) would take some of them; the judge's suites give it an
 	// endpoint of its own.
 	cfg.SafetyJudge = "off"
+	// Every client of a test is 127.0.0.1, and load tests open more connections at once than
+	// one address's share: the suites that attack the shares set it back.
+	cfg.MaxConnsPerClient = 0
 	if o.Config != nil {
 		o.Config(&cfg)
 	}

@@ -9,6 +9,15 @@ import (
 // the day.
 const CodeBudgetExceeded = "budget_exceeded"
 
+// CodeBudgetBusy is the error of a turn refused only because the tokens reserved by the
+// tenant's running turns fill what is left of its budget: those turns end, and settle what
+// they really used, within the turn timeout, so the refusal is brief.
+const CodeBudgetBusy = "budget_busy"
+
+// budgetBusyRetry is the Retry-After of budget_busy (never more than the turn timeout): most
+// turns settle within seconds, and a client retrying then usually finds room.
+const budgetBusyRetry = 5 * time.Second
+
 // Budgets
 //
 // A tenant's daily budget is a limit at any concurrency because a turn reserves tokens before
@@ -27,14 +36,28 @@ const CodeBudgetExceeded = "budget_exceeded"
 type UsageStore interface {
 	// ClaimReserving is Claim that also reserves res.Tokens of res.Tenant's counters of
 	// res.Day for turn res.Turn, atomically with the check that the tenant's tokens charged
-	// and reserved are below res.Budget, in the same round trip. It returns granted false
-	// (and no error) when the budget is used up: the session is claimed anyway, and the
-	// caller releases it. A claim that fails leaves no reservation behind.
-	ClaimReserving(ctx context.Context, tenant, id string, ttl time.Duration, res Reservation) (sess *Session, token string, granted bool, err error)
+	// and reserved are below res.Budget, in the same round trip. It returns a refusal other
+	// than Granted (and no error) when the budget is used up (BudgetSpent) or only the
+	// reservations of running turns fill it (BudgetBusy): the session is claimed anyway, and the caller releases
+	// it. A claim that fails leaves no reservation behind.
+	ClaimReserving(ctx context.Context, tenant, id string, ttl time.Duration, res Reservation) (sess *Session, token string, refusal Refusal, err error)
 	// ReleaseCharging is Release that also settles charge (see CommitExtra.Usage), in the same
 	// round trip; a nil charge only releases.
 	ReleaseCharging(ctx context.Context, id, token string, charge *TenantUsage) error
 }
+
+// Refusal says why a reservation was refused, or that it was not.
+type Refusal int
+
+const (
+	// Granted: the turn reserved its tokens.
+	Granted Refusal = iota
+	// BudgetBusy: the tokens charged are below the budget, and the running turns'
+	// reservations fill the rest.
+	BudgetBusy
+	// BudgetSpent: the tokens charged reached the budget.
+	BudgetSpent
+)
 
 // Reservation is what a turn reserves of its tenant's budget of a day before calling a model.
 type Reservation struct {
@@ -45,10 +68,12 @@ type Reservation struct {
 	Day time.Time
 	// Budget is the tenant's tokens of the day.
 	Budget int64
-	// Tokens is the turn's own estimate. The store reserves the larger of it and the most one
-	// attempt of this tenant was charged today, so that a tenant whose sessions have grown
-	// reserves what its turns really take.
-	Tokens int64
+	// Session is the turn's session. Tokens is the turn's own estimate. The store reserves
+	// the larger of it and the most one attempt of this session was charged, so that a session
+	// that has grown reserves what its turns really take, and one session's big attempts
+	// never raise what other sessions' turns reserve.
+	Session string
+	Tokens  int64
 }
 
 // claim claims session id of tenant for turn, and refuses it when the tenant has a token
@@ -64,23 +89,30 @@ func (s *Service) claim(ctx context.Context, tenant, id, turn string, reserve in
 	if budget <= 0 || !ok {
 		return s.store.Claim(ctx, tenant, id, s.opts.LockTTL)
 	}
-	res := Reservation{Turn: turn, Tenant: tenant, Day: now, Budget: budget, Tokens: reserve}
-	sess, token, granted, err := us.ClaimReserving(ctx, tenant, id, s.opts.LockTTL, res)
+	res := Reservation{Turn: turn, Tenant: tenant, Day: now, Budget: budget, Session: id, Tokens: reserve}
+	sess, token, refusal, err := us.ClaimReserving(ctx, tenant, id, s.opts.LockTTL, res)
 	if err != nil {
 		return nil, "", err
 	}
-	if !granted {
+	switch refusal {
+	case Granted:
+		return sess, token, nil
+	case BudgetBusy:
+		s.release(sess.ID, token)
+		e := Errorf(KindLimited, CodeBudgetBusy, "the running turns of this tenant have reserved what is left of its daily token budget; retry shortly")
+		e.RetryAfter = min(budgetBusyRetry, s.opts.TurnTimeout)
+		return nil, "", e
+	default:
 		s.release(sess.ID, token)
 		e := Errorf(KindLimited, CodeBudgetExceeded, "the daily token budget of this tenant is used up; it renews at midnight UTC")
 		e.RetryAfter = untilTomorrow(now)
 		return nil, "", e
 	}
-	return sess, token, nil
 }
 
 // reservation returns a turn's own estimate of its tokens before its session is read: its
 // input's bytes (see EstimateTokens) plus Options.TokenReserve, the allowance for the prompt
-// around it and the answer. The store raises it to the tenant's largest attempt of the day.
+// around it and the answer. The store raises it to the session's largest attempt.
 func (s *Service) reservation(in TurnInput) int64 {
 	n := 0
 	if in.Message != nil {

@@ -62,8 +62,9 @@ type TenantUsage struct {
 	// Day is when the turn started, as for its reservation; its UTC date picks the counters.
 	Day time.Time
 	Usage
-	// Largest is the most tokens one attempt of the turn used, which the store keeps as the
-	// tenant's largest of the day for later reservations.
+	// Session is the turn's session; Largest the most tokens one attempt of the turn used,
+	// which the store keeps as the session's largest for its later reservations.
+	Session string
 	Largest int
 }
 

@@ -112,7 +112,7 @@ func (r *TurnRun) charge(spent []Spent) *TenantUsage {
 	if total == nil && !r.reserved {
 		return nil
 	}
-	u := &TenantUsage{Turn: r.id, Tenant: r.sess.Tenant, Day: r.start}
+	u := &TenantUsage{Turn: r.id, Tenant: r.sess.Tenant, Day: r.start, Session: r.sess.ID}
 	if total != nil {
 		u.Usage = *total
 	}

@@ -134,20 +134,26 @@ type Config struct {
 	// none sends no CORS headers.
 	CORSOrigins []string
 
-	// SessionRateLimit is COACH_SESSION_RATE_LIMIT: sessions a minute each tenant may create (each
-	// client address when no API keys are configured); 0 turns it off.
+	// SessionRateLimit is COACH_SESSION_RATE_LIMIT: sessions a minute each API key may create
+	// (each learner reference, when one is given; each client address when no API keys are
+	// configured); 0 turns it off.
 	SessionRateLimit int
 	// TurnRateLimit is COACH_TURN_RATE_LIMIT: turns a minute each session may take, and each
 	// learner reference of a tenant across its sessions, whether the model answers them or the
 	// gateway does (a held session's); 0 turns it off.
 	TurnRateLimit int
 	// MaxHeaderBytes (COACH_MAX_HEADER_BYTES) bounds a request's header; MaxConns
-	// (COACH_MAX_CONNS) the connections served at once (0: no cap).
-	MaxHeaderBytes int
-	MaxConns       int
+	// (COACH_MAX_CONNS) the connections served at once (0: no cap); MaxConnsPerClient
+	// (COACH_MAX_CONNS_PER_CLIENT) those of one client address, an IPv6 /64 (0: no cap).
+	MaxHeaderBytes    int
+	MaxConns          int
+	MaxConnsPerClient int
 	// MetricsTenantLabel is COACH_METRICS_TENANT_LABEL: what the tenant label of /metrics holds,
 	// "name", "hash" (the default) or "none".
 	MetricsTenantLabel string
+	// MetricsLabelSecret is COACH_METRICS_LABEL_SECRET: the key of the HMAC that makes "hash"
+	// tenant labels; unset, each process draws a random one, and labels change on restart.
+	MetricsLabelSecret string
 
 	// Safety settings (wire contract v1.3). SafetyMode is COACH_SAFETY_MODE: "enforce" (the
 	// default), "observe" (check and audit, change nothing) or "off".
@@ -267,6 +273,7 @@ func Default() Config {
 		TurnRateLimit:        30,
 		MaxHeaderBytes:       64 << 10,
 		MaxConns:             2048,
+		MaxConnsPerClient:    64,
 		MetricsTenantLabel:   "hash",
 		SafetyMode:           "enforce",
 		SafetyHoldbackChars:  160,
@@ -400,7 +407,9 @@ func Load(getenv func(string) string) (Config, error) {
 	num("COACH_TURN_RATE_LIMIT", &c.TurnRateLimit)
 	num("COACH_MAX_HEADER_BYTES", &c.MaxHeaderBytes)
 	num("COACH_MAX_CONNS", &c.MaxConns)
+	num("COACH_MAX_CONNS_PER_CLIENT", &c.MaxConnsPerClient)
 	str("COACH_METRICS_TENANT_LABEL", &c.MetricsTenantLabel)
+	c.MetricsLabelSecret = strings.TrimSpace(getenv("COACH_METRICS_LABEL_SECRET"))
 	c.MetricsTenantLabel = strings.ToLower(c.MetricsTenantLabel)
 	str("COACH_SAFETY_MODE", &c.SafetyMode)
 	c.SafetyMode = strings.ToLower(c.SafetyMode)
@@ -543,7 +552,9 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 		Int("turnRateLimit", c.TurnRateLimit).
 		Int("maxHeaderBytes", c.MaxHeaderBytes).
 		Int("maxConns", c.MaxConns).
+		Int("maxConnsPerClient", c.MaxConnsPerClient).
 		Str("metricsTenantLabel", c.MetricsTenantLabel).
+		Str("metricsLabelSecret", Mask(c.MetricsLabelSecret)).
 		Strs("corsOrigins", c.CORSOrigins).
 		Str("safetyMode", c.SafetyMode).
 		Int("safetyHoldbackChars", c.SafetyHoldbackChars).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"net/http"
 	"strings"
 
@@ -64,6 +65,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		ctx := context.WithValue(req.Context(), tenantKey, k.Tenant)
 		ctx = context.WithValue(ctx, operatorKey, k.Operator)
+		ctx = context.WithValue(ctx, keyIDKey, hex.EncodeToString(k.Hash[:8]))
 		ctx = logger(c).With().Str("tenant", k.Tenant).Logger().WithContext(ctx)
 		c.SetRequest(req.WithContext(ctx))
 		return next(c)
@@ -93,6 +95,14 @@ func (s *Server) lookupKey(key string) (APIKey, bool) {
 		return APIKey{}, false
 	}
 	return s.deps.APIKeys[found], true
+}
+
+// keyID returns an id of the request's key: the first 16 hex digits of its SHA-256, which
+// names the key apart from its tenant's other keys without being the key; "" on an open
+// gateway.
+func keyID(c echo.Context) string {
+	id, _ := c.Request().Context().Value(keyIDKey).(string)
+	return id
 }
 
 // operator reports whether the request was made with an operator key of its tenant. It is false

@@ -53,6 +53,9 @@ func (s *Server) createSession(c echo.Context) error {
 	if err := s.decode(c, &in); err != nil {
 		return err
 	}
+	if err := s.limitSessions(c, in.Learner); err != nil {
+		return err
+	}
 	sess, err := s.deps.Service.CreateSession(c.Request().Context(), tenant(c), in.Contract, coach.NewSession{Locale: in.Locale, Module: in.Module, Learner: in.Learner})
 	if err != nil {
 		return err

@@ -60,8 +60,9 @@ type Deps struct {
 	// RateLimit a minute (see ratelimit.go); a nil Limiter or a RateLimit of 0 turns that off.
 	Limiter   Limiter
 	RateLimit int
-	// SessionRateLimit bounds the sessions each tenant (each client address without API keys)
-	// creates a minute (see sessionlimit.go); 0 turns that off.
+	// SessionRateLimit bounds the sessions each API key (each learner reference, when one is
+	// given; each client address without API keys) creates a minute (see sessionlimit.go); 0
+	// turns that off.
 	SessionRateLimit int
 	// TurnRateLimit bounds the turns each session, and each learner reference of a tenant,
 	// takes a minute (see turnlimit.go); 0 turns that off.
@@ -138,7 +139,7 @@ func New(d Deps) *Server {
 	if mw := cors(d.CORSOrigins); mw != nil {
 		e.Use(mw)
 	}
-	e.Use(s.authenticate, s.rateLimit, s.limitSessions)
+	e.Use(s.authenticate, s.rateLimit)
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
@@ -206,6 +207,8 @@ const (
 	tenantKey ctxKey = iota
 	// operatorKey holds whether the request's key is an operator key of its tenant (a bool).
 	operatorKey
+	// keyIDKey holds the id of the request's key (a string: see keyID).
+	keyIDKey
 )
 
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)

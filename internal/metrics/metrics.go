@@ -10,6 +10,8 @@
 package metrics
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
@@ -79,6 +81,8 @@ type Metrics struct {
 
 	// tenant turns a tenant's name into the value of the tenant label (see WithTenantLabel).
 	tenant func(string) string
+	// labelSecret keys the HMAC of TenantHash labels (see WithLabelSecret).
+	labelSecret []byte
 }
 
 // Option configures New.
@@ -88,9 +92,10 @@ type Option func(*Metrics)
 const (
 	// TenantName labels by the tenant's name as configured with its API keys.
 	TenantName = "name"
-	// TenantHash labels by the first 12 hex digits of the SHA-256 of the name: tenants stay
-	// apart on a dashboard, and an operator who knows a name can find its series, but the
-	// names are not shown to whoever can read /metrics, which needs no key.
+	// TenantHash labels by the first 12 hex digits of the HMAC-SHA-256 of the name under the
+	// deployment's label secret: tenants stay apart on a dashboard, and an operator who knows
+	// the secret and a name can find its series, but whoever reads /metrics, which needs no
+	// key, cannot reverse a label by hashing likely names.
 	TenantHash = "hash"
 	// TenantNone leaves the label empty: one series for all tenants.
 	TenantNone = "none"
@@ -106,19 +111,31 @@ func WithTenantLabel(mode string) Option {
 		case TenantNone:
 			m.tenant = func(string) string { return "" }
 		default:
-			m.tenant = hashTenant
+			m.tenant = m.hashTenant
+		}
+	}
+}
+
+// WithLabelSecret sets the key of the HMAC that TenantHash labels are made with
+// (COACH_METRICS_LABEL_SECRET). Without it, or with an empty one, New draws a random secret,
+// so labels are stable only for the life of the process.
+func WithLabelSecret(secret []byte) Option {
+	return func(m *Metrics) {
+		if len(secret) > 0 {
+			m.labelSecret = secret
 		}
 	}
 }
 
 // hashTenant returns the label value of tenant in TenantHash mode; the tenant of a gateway
 // with no API keys, the empty name, stays empty.
-func hashTenant(tenant string) string {
+func (m *Metrics) hashTenant(tenant string) string {
 	if tenant == "" {
 		return ""
 	}
-	sum := sha256.Sum256([]byte(tenant))
-	return hex.EncodeToString(sum[:6])
+	mac := hmac.New(sha256.New, m.labelSecret)
+	mac.Write([]byte(tenant))
+	return hex.EncodeToString(mac.Sum(nil)[:6])
 }
 
 var _ coach.Observer = (*Metrics)(nil)
@@ -257,6 +274,8 @@ func New(opts ...Option) *Metrics {
 		// the gateway's own metrics.
 		ErrorHandling: promhttp.ContinueOnError,
 	})
+	m.labelSecret = make([]byte, 32)
+	rand.Read(m.labelSecret) // never fails: crypto/rand panics rather than return an error
 	WithTenantLabel(TenantHash)(m)
 	for _, o := range opts {
 		o(m)

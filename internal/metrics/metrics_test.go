@@ -2,6 +2,9 @@ package metrics
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
 	"net/http"
@@ -188,11 +191,11 @@ func TestObserver(t *testing.T) {
 					}})
 			},
 			want: []want{
-				{"coachgw_prompt_tokens_total", []string{"tenant", hashTenant("acme"), "contract", "cards", "upstream", "primary", "model", "gpt-4o-mini"}, 250},
-				{"coachgw_completion_tokens_total", []string{"tenant", hashTenant("acme"), "contract", "cards", "upstream", "primary", "model", "gpt-4o-mini"}, 45},
-				{"coachgw_prompt_tokens_total", []string{"tenant", hashTenant("acme"), "contract", "cards", "upstream", "second", "model", "qwen"}, 7},
-				{"coachgw_completion_tokens_total", []string{"tenant", hashTenant("acme"), "contract", "cards", "upstream", "second", "model", "qwen"}, 3},
-				{"coachgw_prompt_tokens_total", []string{"tenant", hashTenant("acme"), "contract", "cards", "upstream", "local", "model", ""}, -1},
+				{"coachgw_prompt_tokens_total", []string{"tenant", testLabels.hashTenant("acme"), "contract", "cards", "upstream", "primary", "model", "gpt-4o-mini"}, 250},
+				{"coachgw_completion_tokens_total", []string{"tenant", testLabels.hashTenant("acme"), "contract", "cards", "upstream", "primary", "model", "gpt-4o-mini"}, 45},
+				{"coachgw_prompt_tokens_total", []string{"tenant", testLabels.hashTenant("acme"), "contract", "cards", "upstream", "second", "model", "qwen"}, 7},
+				{"coachgw_completion_tokens_total", []string{"tenant", testLabels.hashTenant("acme"), "contract", "cards", "upstream", "second", "model", "qwen"}, 3},
+				{"coachgw_prompt_tokens_total", []string{"tenant", testLabels.hashTenant("acme"), "contract", "cards", "upstream", "local", "model", ""}, -1},
 			},
 		},
 		{
@@ -224,7 +227,7 @@ func TestObserver(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := New()
+			m := New(WithLabelSecret(testLabelSecret))
 			tt.calls(m)
 			for _, w := range tt.want {
 				if got := value(t, m, w.name, w.labels...); got != w.value {
@@ -453,21 +456,18 @@ func TestConcurrentTurns(t *testing.T) {
 // TestTenantLabel reads /metrics in each COACH_METRICS_TENANT_LABEL mode: the unauthenticated
 // page shows a tenant's name only when the operator asked for names.
 func TestTenantLabel(t *testing.T) {
+	secret := []byte("deployment secret")
+	hashed := New(WithLabelSecret(secret)).hashTenant("acme")
 	for _, tc := range []struct {
 		mode, want string
 	}{
 		{TenantName, `tenant="acme"`},
-		{TenantHash, `tenant="` + hashTenant("acme") + `"`},
+		{TenantHash, `tenant="` + hashed + `"`},
 		{TenantNone, `tenant=""`},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			m := New(WithTenantLabel(tc.mode))
-			m.TurnStarted("cards")
-			m.TurnEnded(coach.Report{Contract: "cards", Outcome: "ok", Tenant: "acme",
-				Spent: []coach.Spent{{Upstream: "primary", Model: "m", Usage: coach.Usage{PromptTokens: 1, CompletionTokens: 1}}}})
-			rec := httptest.NewRecorder()
-			m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-			body := rec.Body.String()
+			m := New(WithTenantLabel(tc.mode), WithLabelSecret(secret))
+			body := scrapeTenant(t, m, "acme")
 			found := false
 			for _, line := range strings.Split(body, "\n") {
 				found = found || strings.HasPrefix(line, "coachgw_prompt_tokens_total{") && strings.Contains(line, tc.want)
@@ -480,8 +480,8 @@ func TestTenantLabel(t *testing.T) {
 			}
 		})
 	}
-	if got := hashTenant("acme"); len(got) != 12 || got == hashTenant("acme2") {
-		t.Errorf("hashTenant(acme) = %q, want 12 hex digits distinct per tenant", got)
+	if len(hashed) != 12 || hashed == New(WithLabelSecret(secret)).hashTenant("acme2") {
+		t.Errorf("hashTenant(acme) = %q, want 12 hex digits distinct per tenant", hashed)
 	}
 }
 
@@ -502,4 +502,53 @@ func TestUnsupportedLanguageCounted(t *testing.T) {
 	if got := testutil.CollectAndCount(m.safetyUnsupported); got != 1 {
 		t.Errorf("series = %d, want 1 (a read text is not counted)", got)
 	}
+}
+
+// TestTenantLabelNotReversible attacks the hashed label as a reader of /metrics would: hash
+// likely tenant names without the deployment's secret and look for them on the page. Neither a
+// configured secret nor the random one of a deployment without it lets the guess match, and
+// two processes without a secret label the same tenant differently.
+func TestTenantLabelNotReversible(t *testing.T) {
+	guesses := func(name string) []string {
+		sum := sha256.Sum256([]byte(name))
+		empty := hmac.New(sha256.New, nil)
+		empty.Write([]byte(name))
+		return []string{hex.EncodeToString(sum[:6]), hex.EncodeToString(empty.Sum(nil)[:6])}
+	}
+	for _, tc := range []struct {
+		name string
+		opts []Option
+	}{
+		{"configured secret", []Option{WithLabelSecret([]byte("deployment secret"))}},
+		{"random secret", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := scrapeTenant(t, New(tc.opts...), "acme")
+			for _, g := range guesses("acme") {
+				if strings.Contains(body, `tenant="`+g+`"`) {
+					t.Errorf("/metrics has tenant=%q, the hash of a guessed name", g)
+				}
+			}
+		})
+	}
+	if a, b := New().hashTenant("acme"), New().hashTenant("acme"); a == b {
+		t.Errorf("two processes without a secret both label acme %q, want distinct random keys", a)
+	}
+}
+
+// testLabelSecret keys the tenant labels the tests expect, as testLabels computes them.
+var (
+	testLabelSecret = []byte("test label secret")
+	testLabels      = &Metrics{labelSecret: testLabelSecret}
+)
+
+// scrapeTenant records one turn of tenant on m and returns its /metrics page.
+func scrapeTenant(t *testing.T, m *Metrics, tenant string) string {
+	t.Helper()
+	m.TurnStarted("cards")
+	m.TurnEnded(coach.Report{Contract: "cards", Outcome: "ok", Tenant: tenant,
+		Spent: []coach.Spent{{Upstream: "primary", Model: "m", Usage: coach.Usage{PromptTokens: 1, CompletionTokens: 1}}}})
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	return rec.Body.String()
 }

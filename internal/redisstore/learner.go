@@ -152,6 +152,9 @@ func (s *Store) EraseLearner(ctx context.Context, tenant, learner string) error 
 		if err := s.sweep(ctx, gone); err != nil {
 			return err
 		}
+		if err := s.forgetLargest(ctx, tenant, gone); err != nil {
+			return err
+		}
 	}
 	if len(ids) > 0 {
 		bctx, cancel := s.bound(ctx)
@@ -165,6 +168,21 @@ func (s *Store) EraseLearner(ctx context.Context, tenant, learner string) error 
 		}
 	}
 	return s.eraseLearnerHold(ctx, tenant, learner)
+}
+
+// forgetLargest deletes the largest attempts of the erased sessions ids (see largestKey): keys
+// of the tenant's slot, which the sweep of the sessions' own slots does not reach. One round trip.
+func (s *Store) forgetLargest(ctx context.Context, tenant string, ids map[string]bool) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	keys := make([]string, 0, len(ids))
+	for id := range ids {
+		keys = append(keys, s.largestKey(tenant, id))
+	}
+	if err := s.client.Del(ctx, keys...).Err(); err != nil {
+		return failure("erase learner", err)
+	}
+	return nil
 }
 
 // eraseSession runs eraseScript on session id: the number of keys deleted, or -1 when the

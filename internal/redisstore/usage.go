@@ -26,10 +26,11 @@ const (
 	fieldCompletion = "completion"
 	// fieldReserved is the tokens reserved by turns not yet settled.
 	fieldReserved = "reserved"
-	// fieldLargest is the most tokens one attempt was charged this day: a reservation is never
-	// less.
-	fieldLargest = "largest"
 )
+
+// largestTTL is how long a session's largest attempt is kept after its last turn: a session
+// idle that long reserves by its turns' own estimates again.
+const largestTTL = 24 * time.Hour
 
 // usageKey is the key of tenant's token counters of the UTC date of day: a hash with the fields
 // above, {prefix}:{tok:<tenant>}:<yyyymmdd>. Its hash tag is the tenant, so a tenant's days and
@@ -37,6 +38,14 @@ const (
 // "tok:" that no session id can start with.
 func (s *Store) usageKey(tenant string, day time.Time) string {
 	return s.prefix + ":{tok:" + tenant + "}:" + day.UTC().Format("20060102")
+}
+
+// largestKey is the key of the most tokens one attempt of session was charged,
+// {prefix}:{tok:<tenant>}:largest:<session>: a reservation of the session's turns is never less.
+// It is the session's, not the tenant's, so that one learner's big attempts raise only what that
+// learner's own turns reserve.
+func (s *Store) largestKey(tenant, session string) string {
+	return s.prefix + ":{tok:" + tenant + "}:largest:" + session
 }
 
 // markKey is the key of a turn's mark, {prefix}:{tok:<tenant>}:turn:<id>: the tokens it
@@ -47,14 +56,16 @@ func (s *Store) markKey(tenant, turn string) string {
 
 // reserveScript reserves a turn's tokens if its tenant's tokens charged and reserved are below
 // the budget, all at once: concurrent turns see each other's reservations, so a budget is passed
-// by at most one turn. A turn that is marked already (a resent reservation, or one that arrives
+// by at most one turn. The reservation is the larger of the turn's estimate and its session's
+// largest attempt. A turn that is marked already (a resent reservation, or one that arrives
 // after its turn gave up and settled) reserves nothing more. A count gone negative (a counter
 // edited by hand) counts as zero.
 //
-// KEYS: the counters of the day, the turn's mark. ARGV: budget, the turn's estimate, mark ttl
-// (ms), counters ttl (s). Returns {granted (1 or 0), tokens charged}.
+// KEYS: the counters of the day, the turn's mark, the session's largest attempt. ARGV: budget,
+// the turn's estimate, mark ttl (ms), counters ttl (s). Returns {granted (1 or 0), tokens
+// charged}: a refusal with tokens charged below the budget was the reservations'.
 var reserveScript = redis.NewScript(`
-local h = redis.call('HMGET', KEYS[1], 'prompt', 'completion', 'reserved', 'largest')
+local h = redis.call('HMGET', KEYS[1], 'prompt', 'completion', 'reserved')
 local used = math.max(tonumber(h[1] or '0') + tonumber(h[2] or '0'), 0)
 if redis.call('EXISTS', KEYS[2]) == 1 then
   return {1, used}
@@ -63,7 +74,7 @@ local reserved = math.max(tonumber(h[3] or '0'), 0)
 if used + reserved >= tonumber(ARGV[1]) then
   return {0, used}
 end
-local est = math.max(tonumber(ARGV[2]), tonumber(h[4] or '0'))
+local est = math.max(tonumber(ARGV[2]), tonumber(redis.call('GET', KEYS[3]) or '0'))
 redis.call('HINCRBY', KEYS[1], 'reserved', est)
 redis.call('EXPIRE', KEYS[1], ARGV[4])
 redis.call('SET', KEYS[2], est, 'PX', ARGV[3])
@@ -73,9 +84,9 @@ return {1, used}
 // settleScript charges a turn once: unless its mark says it was charged already (a resent
 // commit or release), it drops the turn's reservation, adds its tokens and marks it charged.
 //
-// KEYS: the counters of the day, the turn's mark. ARGV: prompt tokens, completion tokens, the
-// turn's largest attempt, mark ttl (ms), counters ttl (s). Returns 1 when it charged, 0 when the
-// turn was charged before.
+// KEYS: the counters of the day, the turn's mark, the session's largest attempt. ARGV: prompt
+// tokens, completion tokens, the turn's largest attempt, mark ttl (ms), counters ttl (s),
+// largest ttl (s). Returns 1 when it charged, 0 when the turn was charged before.
 var settleScript = redis.NewScript(`
 local m = redis.call('GET', KEYS[2])
 if m == 'charged' then
@@ -86,9 +97,11 @@ if m then
 end
 redis.call('HINCRBY', KEYS[1], 'prompt', ARGV[1])
 redis.call('HINCRBY', KEYS[1], 'completion', ARGV[2])
-local largest = tonumber(redis.call('HGET', KEYS[1], 'largest') or '0')
+local largest = tonumber(redis.call('GET', KEYS[3]) or '0')
 if tonumber(ARGV[3]) > largest then
-  redis.call('HSET', KEYS[1], 'largest', ARGV[3])
+  redis.call('SET', KEYS[3], ARGV[3], 'EX', ARGV[6])
+elseif largest > 0 then
+  redis.call('EXPIRE', KEYS[3], ARGV[6])
 end
 redis.call('EXPIRE', KEYS[1], ARGV[5])
 redis.call('SET', KEYS[2], 'charged', 'PX', ARGV[4])
@@ -97,11 +110,11 @@ return 1
 
 // settleKeys and settleArgs are the KEYS and ARGV of settleScript for u.
 func (s *Store) settleKeys(u *coach.TenantUsage) []string {
-	return []string{s.usageKey(u.Tenant, u.Day), s.markKey(u.Tenant, u.Turn)}
+	return []string{s.usageKey(u.Tenant, u.Day), s.markKey(u.Tenant, u.Turn), s.largestKey(u.Tenant, u.Session)}
 }
 
 func (s *Store) settleArgs(u *coach.TenantUsage) []any {
-	return []any{max(u.PromptTokens, 0), max(u.CompletionTokens, 0), max(u.Largest, 0), millis(markTTL), int64(usageTTL / time.Second)}
+	return []any{max(u.PromptTokens, 0), max(u.CompletionTokens, 0), max(u.Largest, 0), millis(markTTL), int64(usageTTL / time.Second), int64(largestTTL / time.Second)}
 }
 
 // queueSettle queues settleScript for u in p.
@@ -143,14 +156,14 @@ func (s *Store) runWith(ctx context.Context, script *redis.Script, keys []string
 
 // ClaimReserving is Claim that also reserves res.Tokens of the tenant's budget (see
 // coach.UsageStore), in the same round trip: one pipeline of the claim script and the
-// reservation script. The reservation is the larger of res.Tokens and the tenant's largest
-// attempt of the day. A claim that fails gives back what the reservation took; a claim whose
-// reservation was refused is returned with granted false for the caller to release.
-func (s *Store) ClaimReserving(ctx context.Context, tenant, id string, ttl time.Duration, res coach.Reservation) (*coach.Session, string, bool, error) {
+// reservation script. The reservation is the larger of res.Tokens and the session's largest
+// attempt. A claim that fails gives back what the reservation took; a claim whose reservation
+// was refused is returned with its refusal for the caller to release.
+func (s *Store) ClaimReserving(ctx context.Context, tenant, id string, ttl time.Duration, res coach.Reservation) (*coach.Session, string, coach.Refusal, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	token := rand.Text()
-	keys := []string{s.usageKey(tenant, res.Day), s.markKey(tenant, res.Turn)}
+	keys := []string{s.usageKey(tenant, res.Day), s.markKey(tenant, res.Turn), s.largestKey(tenant, res.Session)}
 	args := []any{res.Budget, max(res.Tokens, 1), millis(markTTL), int64(usageTTL / time.Second)}
 	reply, others, err := s.runWith(ctx, claimScript, s.keys(id), s.claimArgs(tenant, token, ttl), func(p redis.Pipeliner, sha bool) []*redis.Cmd {
 		if sha {
@@ -162,12 +175,12 @@ func (s *Store) ClaimReserving(ctx context.Context, tenant, id string, ttl time.
 	// the claim is not handed out: settling the turn with nothing marks it charged, so that
 	// even a reservation that reaches Redis only later (sent before a timeout) takes nothing.
 	giveBack := func() {
-		go s.settleLater(&coach.TenantUsage{Turn: res.Turn, Tenant: tenant, Day: res.Day})
+		go s.settleLater(&coach.TenantUsage{Turn: res.Turn, Tenant: tenant, Day: res.Day, Session: res.Session})
 	}
 	sess, err := s.claimed(id, token, reply, err)
 	if err != nil {
 		giveBack()
-		return nil, "", false, err
+		return nil, "", coach.Granted, err
 	}
 	granted, err := others[0].Int64Slice()
 	if err != nil || len(granted) != 2 {
@@ -176,9 +189,16 @@ func (s *Store) ClaimReserving(ctx context.Context, tenant, id string, ttl time.
 		if err == nil {
 			err = errors.New("unexpected reply of the reservation")
 		}
-		return nil, "", false, failure("reserve tokens", err)
+		return nil, "", coach.Granted, failure("reserve tokens", err)
 	}
-	return sess, token, granted[0] == 1, nil
+	switch {
+	case granted[0] == 1:
+		return sess, token, coach.Granted, nil
+	case granted[1] < res.Budget:
+		return sess, token, coach.BudgetBusy, nil
+	default:
+		return sess, token, coach.BudgetSpent, nil
+	}
 }
 
 // settleLater settles u on a context of its own (see later).

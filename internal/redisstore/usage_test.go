@@ -41,7 +41,7 @@ func TestTenantUsage(t *testing.T) {
 				turn := fmt.Sprint("turn-", i)
 				res := coach.Reservation{Turn: turn, Tenant: "acme", Day: day, Budget: 1000, Tokens: 300}
 				claimed, token, granted, err := f.store.ClaimReserving(ctx, "acme", s.ID, time.Minute, res)
-				if err != nil || !granted {
+				if err != nil || granted != coach.Granted {
 					t.Fatalf("ClaimReserving %d = %v, %v; want granted", i+1, granted, err)
 				}
 				if got, _ := f.store.TenantReserved(ctx, "acme", day); got != 300 {
@@ -150,7 +150,7 @@ func TestReservationsHoldAtConcurrency(t *testing.T) {
 						return
 					}
 					var charge *coach.TenantUsage
-					if ok {
+					if ok == coach.Granted {
 						mu.Lock()
 						granted++
 						mu.Unlock()
@@ -199,6 +199,62 @@ func TestFailedClaimGivesReservationBack(t *testing.T) {
 					t.Fatalf("reserved = %d, %v 5s after the failed claim; want 0", n, err)
 				}
 				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// TestReservationPerSession charges one session a big attempt, as a learner sending near-limit
+// messages does: that session's next turn reserves its largest attempt, another session's turn
+// only its own estimate. A turn refused while tokens charged are below the budget is refused by
+// the running turns' reservations (BudgetBusy); once charged tokens reach it, BudgetSpent.
+func TestReservationPerSession(t *testing.T) {
+	ctx := context.Background()
+	day := time.Now()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			ss := newSessions(t, f, "acme", 3)
+			const budget = 10000
+			reserve := func(turn string, s *coach.Session) (string, coach.Refusal) {
+				t.Helper()
+				res := coach.Reservation{Turn: turn, Tenant: "acme", Day: day, Budget: budget, Session: s.ID, Tokens: 100}
+				_, token, refusal, err := f.store.ClaimReserving(ctx, "acme", s.ID, time.Minute, res)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return token, refusal
+			}
+			token, _ := reserve("big", ss[0])
+			big := &coach.TenantUsage{Turn: "big", Tenant: "acme", Day: day, Session: ss[0].ID,
+				Usage: coach.Usage{PromptTokens: 3000, CompletionTokens: 100}, Largest: 3100}
+			if err := f.store.ReleaseCharging(ctx, ss[0].ID, token, big); err != nil {
+				t.Fatal(err)
+			}
+
+			token, refusal := reserve("other", ss[1])
+			if got, _ := f.store.TenantReserved(ctx, "acme", day); refusal != coach.Granted || got != 100 {
+				t.Errorf("another session's turn: refusal %v, reserved %d; want granted, 100 (its own estimate)", refusal, got)
+			}
+			_ = f.store.ReleaseCharging(ctx, ss[1].ID, token, &coach.TenantUsage{Turn: "other", Tenant: "acme", Day: day, Session: ss[1].ID})
+			token, refusal = reserve("again", ss[0])
+			if got, _ := f.store.TenantReserved(ctx, "acme", day); refusal != coach.Granted || got != 3100 {
+				t.Errorf("the big session's next turn: refusal %v, reserved %d; want granted, 3100 (its largest attempt)", refusal, got)
+			}
+
+			// 3,100 charged and the rest of the budget reserved: the next turn is refused by
+			// the reservations alone.
+			f.client.HSet(ctx, f.prefix+":{tok:acme}:"+day.UTC().Format("20060102"), "reserved", budget-3100)
+			if _, refusal := reserve("busy", ss[1]); refusal != coach.BudgetBusy {
+				t.Errorf("refusal with 3100 charged and the rest reserved = %v, want BudgetBusy", refusal)
+			}
+			spent := &coach.TenantUsage{Turn: "again", Tenant: "acme", Day: day, Session: ss[0].ID, Usage: coach.Usage{PromptTokens: budget}}
+			if err := f.store.ReleaseCharging(ctx, ss[0].ID, token, spent); err != nil {
+				t.Fatal(err)
+			}
+			f.client.HSet(ctx, f.prefix+":{tok:acme}:"+day.UTC().Format("20060102"), "reserved", 0)
+			if _, refusal := reserve("spent", ss[2]); refusal != coach.BudgetSpent {
+				t.Errorf("refusal with the budget charged = %v, want BudgetSpent", refusal)
 			}
 		})
 	}

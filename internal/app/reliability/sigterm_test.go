@@ -67,6 +67,8 @@ func TestSIGTERMDrainsOpenStreams(t *testing.T) {
 		// The streams stall mid-clause after their first text, which the safety window would
 		// hold back (it waits for a clause end); the drain is about streams with text out.
 		"COACH_SAFETY_HOLDBACK_CHARS=0",
+		// 100 streams from one address, more than its default share of connections.
+		"COACH_MAX_CONNS_PER_CLIENT=0",
 	}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {

@@ -40,7 +40,7 @@ func TestBudgetIsolation(t *testing.T) {
 	for i, id := range acme {
 		wg.Go(func() {
 			a := send(t, g, keyAcme, "POST", "/v1/sessions/"+id+"/turns", apptest.Msg("Cities should plant more trees, because shade cools streets."))
-			acmeRefused[i] = a.Status == http.StatusTooManyRequests && a.code() == coach.CodeBudgetExceeded
+			acmeRefused[i] = a.Status == http.StatusTooManyRequests && (a.code() == coach.CodeBudgetExceeded || a.code() == coach.CodeBudgetBusy)
 		})
 	}
 	betaOK := make([]bool, measured)

@@ -26,6 +26,8 @@ import (
 const (
 	keyAcme = "sk-coach-acme-7b1f0c2e9d"
 	keyBeta = "sk-coach-beta-41aa93c5f0"
+	// keyAcme2 is acme's second key, as a second front end of the tenant holds.
+	keyAcme2 = "sk-coach-acme-second-55d0e1"
 )
 
 // hexHash returns the configured form of key.
@@ -34,10 +36,11 @@ func hexHash(key string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// withKeys configures tenants acme and beta.
+// withKeys configures tenants acme (two keys) and beta.
 func withKeys(c *config.Config) {
 	c.APIKeys = []config.APIKey{
 		{Tenant: "acme", Hash: sha256.Sum256([]byte(keyAcme))},
+		{Tenant: "acme", Hash: sha256.Sum256([]byte(keyAcme2))},
 		{Tenant: "beta", Hash: sha256.Sum256([]byte(keyBeta))},
 	}
 }

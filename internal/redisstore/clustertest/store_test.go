@@ -109,7 +109,7 @@ func usageAndCircuits(t *testing.T, f *storetest.Fixture) {
 			id := fmt.Sprint("turn-", turn)
 			res := coach.Reservation{Turn: id, Tenant: tenant, Day: day, Budget: 1000, Tokens: 100}
 			claimed, token, granted, err := store.ClaimReserving(ctx, tenant, s.ID, longTTL, res)
-			if err != nil || !granted {
+			if err != nil || granted != coach.Granted {
 				t.Fatalf("%s: ClaimReserving = %v, %v; want granted", tenant, granted, err)
 			}
 			extra := coach.CommitExtra{Usage: &coach.TenantUsage{Turn: id, Tenant: tenant, Day: day, Usage: coach.Usage{PromptTokens: 10, CompletionTokens: 5}}}

@@ -1,11 +1,11 @@
-package httpapi
+package connlimit
 
 import "testing"
 
-// TestClientAddress checks what new sessions are counted against without API keys: the peer's
-// address, an IPv6 host's whole /64 (one host usually holds one, so rotating within it evades
-// nothing), never the port.
-func TestClientAddress(t *testing.T) {
+// TestClient checks what connections, and new sessions without API keys, are counted against:
+// the peer's address, an IPv6 host's whole /64 (one host usually holds one, so rotating within
+// it evades nothing), never the port.
+func TestClient(t *testing.T) {
 	tests := []struct{ remote, want string }{
 		{"192.0.2.7:51234", "192.0.2.7"},
 		{"192.0.2.7:1", "192.0.2.7"},
@@ -17,8 +17,8 @@ func TestClientAddress(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.remote, func(t *testing.T) {
-			if got := clientAddress(tt.remote); got != tt.want {
-				t.Errorf("clientAddress(%q) = %q, want %q", tt.remote, got, tt.want)
+			if got := Client(tt.remote); got != tt.want {
+				t.Errorf("Client(%q) = %q, want %q", tt.remote, got, tt.want)
 			}
 		})
 	}
