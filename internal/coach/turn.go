@@ -960,14 +960,25 @@ func resetReason(err error) string {
 	}
 }
 
+// unusableAnswer is the message of the error line of a turn whose output stayed unusable after
+// the corrective retry.
+const unusableAnswer = "the model's answer could not be used, even after a retry"
+
 func correction(err error) string {
 	return "Your previous reply could not be used (" + AsError(err).Message + "). " +
 		"Reply again, following the required output format exactly."
 }
 
-// streamError turns whatever ended a turn into the error its last line reports.
+// streamError turns whatever ended a turn into the error its last line reports. The message of
+// unusable output is written for the model (the corrective retry tells it what to mend, such as
+// "be shorter"), so the learner's line keeps its code and gets a message of its own; the cause
+// stays in the error for the logs.
 func streamError(err error) *Error {
 	var e *Error
+	if isInvalidOutput(err) {
+		errors.As(err, &e)
+		return Wrap(err, KindStream, e.Code, unusableAnswer)
+	}
 	if errors.As(err, &e) {
 		return e
 	}
