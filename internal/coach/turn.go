@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +35,9 @@ type TurnRun struct {
 	// finish is the attempt's finish reason, when the endpoint gave one.
 	usage  *Usage
 	finish string
+	// contextCut says that the current attempt's reply was cut by the endpoint's context
+	// window rather than by its token cap (see attempt).
+	contextCut bool
 	// size is the bytes of output the current attempt streamed (see Options.MaxOutputBytes),
 	// and reply their first maxReplyEcho bytes: what the corrective retry shows the model of
 	// its own failed reply.
@@ -435,6 +439,10 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 	// reminded says that the turn's output failed the safety check once: the next attempt's
 	// prompt carries the safety reminder, and a second failure ends the turn with a safe answer.
 	reminded := false
+	// squeezed counts the attempts that found the endpoint's context window full (a refusal for
+	// the prompt's size, or a reply cut short by it): each next attempt sends less of the
+	// conversation (see squeeze), never the failed reply, and after maxSqueezes the turn ends.
+	squeezed := 0
 	for {
 		up := s.upstreams[cur]
 		rep.Attempts++
@@ -446,6 +454,9 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 		req := r.turn.Request()
 		req.MaxTokens = s.completionCap(r.contract, req.MaxTokens)
 		req.Caller = r.sess.Tenant + "\x00" + r.sess.ID
+		if squeezed > 0 {
+			req.Messages = squeeze(req.Messages, squeezed)
+		}
 		if fix != "" {
 			req.Messages = append(req.Messages, correctiveMessages(failed, fix)...)
 		}
@@ -508,6 +519,23 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 		exhausted := invalid && recoveries >= s.opts.Recoveries
 		if v := r.verdict(me, invalid); v != Inconclusive {
 			visit = v
+		}
+		if (isModel && me.ContextFull || r.contextCut) && squeezed < maxSqueezes {
+			// The prompt filled the endpoint's context window: the same request cannot
+			// succeed, a shorter one may. Showing the model its failed reply would make the
+			// request longer still, so the retry never carries it; a refused corrective retry
+			// keeps its correction, and a cut is corrected as one.
+			squeezed++
+			s.obs.Retried(r.contract, "context_full")
+			if sent {
+				r.sendReset(rep, send, resetReason(err))
+			}
+			r.turn.Reset()
+			failed = ""
+			if r.contextCut {
+				fix = correction(err)
+			}
+			continue
 		}
 		if r.leaves(me, exhausted, retries) {
 			if next := r.nextUpstream(cur); next >= 0 {
@@ -686,7 +714,7 @@ func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, se
 		return err
 	}
 
-	r.usage, r.finish, r.size, r.reply, r.replyCut = nil, "", 0, r.reply[:0], false
+	r.usage, r.finish, r.size, r.reply, r.replyCut, r.contextCut = nil, "", 0, r.reply[:0], false, false
 	r.opened, r.badUsage = false, false
 	st, err := model.Stream(actx, req, StreamHooks{Activity: alive, Wait: flush})
 	if err != nil {
@@ -765,9 +793,64 @@ func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, se
 		// Output cut at the endpoint's token cap is unusable because it is cut, whatever the
 		// contract found wrong with its remains (typically an unexpected end of JSON): the
 		// model is told to be shorter rather than to mend a syntax error it did not make.
+		// A cut well short of the cap came from the context window, which the prompt filled.
+		r.contextCut = req.MaxTokens > 0 && r.replyTokens() < req.MaxTokens/2
 		return nil, Wrap(err, KindStream, CodeValidationFailed, cutOff)
 	}
 	return out, err
+}
+
+// replyTokens returns the tokens of the attempt's reply: the endpoint's count when it reported
+// one, otherwise one per 4 bytes, the estimate the gateway uses wherever it has no count.
+func (r *TurnRun) replyTokens() int {
+	if r.usage != nil && r.usage.CompletionTokens > 0 {
+		return r.usage.CompletionTokens
+	}
+	return (r.size + 3) / 4
+}
+
+// maxSqueezes bounds the attempts of a turn that sends less of its conversation because the
+// endpoint's context window was full: the first sends the newer half of the history, the
+// second none of it.
+const maxSqueezes = 2
+
+// squeeze returns msgs with less of the conversation before the turn's own message (the last
+// user message): at level 1 the older half of it is dropped, at level 2 all of it. The
+// leading system messages stay, and a cut falls only before a user message, so that a tool
+// call is never separated from its result.
+func squeeze(msgs []Message, level int) []Message {
+	head := 0
+	for head < len(msgs) && msgs[head].Role == RoleSystem {
+		head++
+	}
+	last := -1
+	for i := len(msgs) - 1; i >= head; i-- {
+		if msgs[i].Role == RoleUser {
+			last = i
+			break
+		}
+	}
+	if last <= head {
+		return msgs
+	}
+	cut := last
+	if level < 2 {
+		// The user message nearest the middle of the conversation: the first after it, or,
+		// when a long exchange of tool calls follows the middle, the last before it.
+		mid := head + (last-head+1)/2
+		for i := mid; i < last; i++ {
+			if msgs[i].Role == RoleUser {
+				cut = i
+				break
+			}
+		}
+		for i := mid - 1; cut == last && i > head; i-- {
+			if msgs[i].Role == RoleUser {
+				cut = i
+			}
+		}
+	}
+	return append(slices.Clip(msgs[:head]), msgs[cut:]...)
 }
 
 // FinishLength is the finish reason of a completion the endpoint cut at its token cap.
