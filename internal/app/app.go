@@ -429,6 +429,13 @@ func (a *App) addUpstream(name, system string, cfg openai.Config) error {
 		return err
 	}
 	client := openai.New(cfg)
+	// The global deadlines are logged with the configuration; an endpoint whose profile needs
+	// longer ones (a local server reading a long prompt) gets these instead, which an operator
+	// judging its timeouts needs to see.
+	firstByte, idle := client.Deadlines()
+	a.log.Info().Str("upstream", name).Str("profile", cfg.Profile).
+		Dur("firstByteTimeout", max(a.cfg.FirstByteTimeout, firstByte)).Dur("idleTimeout", max(a.cfg.IdleTimeout, idle)).
+		Msg("model endpoint: its effective deadlines")
 	if !client.AsksUsage() {
 		a.log.Info().Str("upstream", name).
 			Msg("this model endpoint is not asked for its token usage: its tokens are estimated from bytes (one per 4 bytes sent and received)")
