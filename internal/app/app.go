@@ -402,6 +402,7 @@ func (a *App) models(m *metrics.Metrics) error {
 		if err := a.addUpstream(u.Name, genAISystem(u.Profile), cfg); err != nil {
 			return fmt.Errorf("upstream %s: %w", u.Name, err)
 		}
+		a.upstreams[len(a.upstreams)-1].ContextWindow = u.ContextWindow
 	}
 	return nil
 }

@@ -1,9 +1,11 @@
 package coach
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -130,5 +132,43 @@ func TestSqueezeKeepsToolResults(t *testing.T) {
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("squeeze level %d = %v, want %v", tt.level, got, tt.want)
 		}
+	}
+}
+
+// TestContextWindowFit checks the first attempt on an endpoint whose context window is known:
+// a request whose prompt (at one token per 4 bytes) and completion cap would not fit it is sent
+// with the newer half of the conversation, or none of it, before the endpoint can refuse it.
+func TestContextWindowFit(t *testing.T) {
+	answer := strings.Repeat("word ", 80) + "." // 401 bytes: about 100 tokens
+	tests := []struct {
+		name    string
+		window  int
+		history int // history messages the request carries (the session has 6)
+	}{
+		{name: "unknown window", window: 0, history: 6},
+		{name: "all fits", window: 1 << 20, history: 6},
+		{name: "half fits", window: 1000 + 160, history: 2},
+		{name: "none fits", window: 1000 + 20, history: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &fakeModel{}
+			svc := New(Deps{Store: newMemStore(), Upstreams: []Upstream{{Name: "a", Model: m, ContextWindow: tt.window}},
+				Contracts: []Contract{historyContract{}}, Options: testOptions()})
+			sess, err := svc.CreateSession(context.Background(), "", "echo", NewSession{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 4 {
+				m.scripts = append(m.scripts, script{frags: []string{answer}})
+				if _, rep := runTurn(t, svc, sess.ID); rep.Outcome != "ok" {
+					t.Fatalf("outcome %q (%v)", rep.Outcome, rep.Err)
+				}
+			}
+			last := m.requests[len(m.requests)-1].Messages
+			if got := len(last) - 2; got != tt.history {
+				t.Errorf("the fourth turn's request carries %d history messages, want %d", got, tt.history)
+			}
+		})
 	}
 }

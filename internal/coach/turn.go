@@ -454,12 +454,7 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 		req := r.turn.Request()
 		req.MaxTokens = s.completionCap(r.contract, req.MaxTokens)
 		req.Caller = r.sess.Tenant + "\x00" + r.sess.ID
-		if squeezed > 0 {
-			req.Messages = squeeze(req.Messages, squeezed)
-		}
-		if fix != "" {
-			req.Messages = append(req.Messages, correctiveMessages(failed, fix)...)
-		}
+		req.Messages = fit(req, squeezed, failed, fix, up.ContextWindow)
 		if s.maskPII {
 			maskRequest(&req)
 		}
@@ -807,6 +802,46 @@ func (r *TurnRun) replyTokens() int {
 		return r.usage.CompletionTokens
 	}
 	return (r.size + 3) / 4
+}
+
+// fit returns the messages of req for an attempt: the conversation squeezed to level (see
+// squeeze), and the corrective messages of fix and the failed reply when there is a fix. When
+// the endpoint's context window is known (window > 0) and the request would not fit it (its
+// messages at one token per 4 bytes, the estimate the gateway uses wherever it has no count,
+// and the completion cap), the failed reply is left out first, then the conversation is
+// squeezed further, up to maxSqueezes; what still does not fit is sent, and the endpoint's
+// refusal is retried as any other.
+func fit(req ModelRequest, level int, failed, fix string, window int) []Message {
+	base := req.Messages
+	for {
+		msgs := base
+		if level > 0 {
+			msgs = squeeze(base, level)
+		}
+		if fix != "" {
+			msgs = append(slices.Clip(msgs), correctiveMessages(failed, fix)...)
+		}
+		if window <= 0 || promptTokens(msgs)+req.MaxTokens <= window {
+			return msgs
+		}
+		switch {
+		case failed != "":
+			failed = ""
+		case level < maxSqueezes:
+			level++
+		default:
+			return msgs
+		}
+	}
+}
+
+// promptTokens estimates the tokens of msgs at one per 4 bytes of text.
+func promptTokens(msgs []Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += messageBytes(m)
+	}
+	return (n + 3) / 4
 }
 
 // maxSqueezes bounds the attempts of a turn that sends less of its conversation because the
