@@ -19,9 +19,19 @@ type llamaServer struct {
 	mu      sync.Mutex
 	answers []func(w http.ResponseWriter)
 	bodies  []string
+	// nCtx, when set, is the context window GET /props reports; otherwise /props is 404.
+	nCtx int
 }
 
 func (l *llamaServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/props" {
+		if l.nCtx == 0 {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = io.WriteString(w, `{"default_generation_settings":{"id":0,"n_ctx":`+itoa(l.nCtx)+`},"total_slots":1}`)
+		return
+	}
 	body, _ := io.ReadAll(r.Body)
 	l.mu.Lock()
 	l.bodies = append(l.bodies, string(body))
@@ -89,7 +99,12 @@ func contextFull(w http.ResponseWriter) {
 }
 
 func startLlama(t *testing.T) (*llamaServer, *apptest.Gateway) {
-	l := &llamaServer{}
+	return startLlamaCtx(t, 0)
+}
+
+// startLlamaCtx starts a gateway in front of a llamaServer whose /props reports nCtx (0: none).
+func startLlamaCtx(t *testing.T, nCtx int) (*llamaServer, *apptest.Gateway) {
+	l := &llamaServer{nCtx: nCtx}
 	srv := httptest.NewServer(l)
 	t.Cleanup(srv.Close)
 	g := apptest.Start(t, func(c *config.Config) {
@@ -154,5 +169,31 @@ func TestModuleEmptyThenCutFallsBack(t *testing.T) {
 	}
 	if got := g.Get(s.ID); got.Version != 2 {
 		t.Errorf("stored version %d, want 2 (the fallback is stored)", got.Version)
+	}
+}
+
+// TestContextWindowFromProps starts the gateway in front of a llama-server whose GET /props
+// reports a context window too small for the conversation: the gateway logs the window it
+// learned, and a turn of a session with history is sent without its history before the server
+// can refuse it.
+func TestContextWindowFromProps(t *testing.T) {
+	l, g := startLlamaCtx(t, 64)
+	if !strings.Contains(g.Log.String(), `"contextWindow":64,"from":"props"`) {
+		t.Errorf("start log:\n%s\nwant the context window learned from /props", g.Log.String())
+	}
+	s := g.Create("module", map[string]string{"module": "anxiety-basics"})
+	for i := range 3 {
+		l.enqueue(sse(simpleResponse, "stop", 10))
+		if tr := g.Turn(s.ID, apptest.Msg("Tell me more, part "+itoa(i))); tr.Last().Type != "result" {
+			t.Fatalf("turn %d: %s", i+1, tr.Body)
+		}
+	}
+	for i, msgs := range l.sent(t, 0) {
+		for _, m := range msgs {
+			if m.Role == "assistant" {
+				t.Errorf("request %d carries history (%+v), want none: it does not fit the window", i+1, msgs)
+				break
+			}
+		}
 	}
 }
