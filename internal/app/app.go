@@ -405,8 +405,31 @@ func (a *App) models(m *metrics.Metrics) error {
 		if err := a.addUpstream(u.Name, genAISystem(u.Profile), cfg); err != nil {
 			return fmt.Errorf("upstream %s: %w", u.Name, err)
 		}
+		a.upstreams[len(a.upstreams)-1].ContextWindow = a.contextWindow(u)
 	}
 	return nil
+}
+
+// contextWindow returns the context window of a model endpoint: its entry's contextWindow, or
+// for a llama-server (profile llamacpp) the n_ctx its GET /props reports, asked once at start
+// within the connect timeout; 0 when neither says. The start log says which it is.
+func (a *App) contextWindow(u config.Upstream) int {
+	n, source := u.ContextWindow, "contextWindow"
+	if n == 0 && u.Profile == "llamacpp" {
+		ctx, cancel := context.WithTimeout(context.Background(), a.cfg.ConnectTimeout)
+		defer cancel()
+		var err error
+		if n, err = openai.ContextWindow(ctx, http.DefaultClient, u.BaseURL, u.APIKey); err != nil {
+			a.log.Warn().Str("upstream", u.Name).Err(err).
+				Msg("the model endpoint's context window is unknown: a request too long for it is retried after its refusal")
+			return 0
+		}
+		source = "props"
+	}
+	if n > 0 {
+		a.log.Info().Str("upstream", u.Name).Int("contextWindow", n).Str("from", source).Msg("model endpoint: its context window")
+	}
+	return n
 }
 
 // downgraded returns the OnDowngrade of a model endpoint's openai.Config: a warning, since
@@ -432,6 +455,13 @@ func (a *App) addUpstream(name, system string, cfg openai.Config) error {
 		return err
 	}
 	client := openai.New(cfg)
+	// The global deadlines are logged with the configuration; an endpoint whose profile needs
+	// longer ones (a local server reading a long prompt) gets these instead, which an operator
+	// judging its timeouts needs to see.
+	firstByte, idle := client.Deadlines()
+	a.log.Info().Str("upstream", name).Str("profile", cfg.Profile).
+		Dur("firstByteTimeout", max(a.cfg.FirstByteTimeout, firstByte)).Dur("idleTimeout", max(a.cfg.IdleTimeout, idle)).
+		Msg("model endpoint: its effective deadlines")
 	if !client.AsksUsage() {
 		a.log.Info().Str("upstream", name).
 			Msg("this model endpoint is not asked for its token usage: its tokens are estimated from bytes (one per 4 bytes sent and received)")

@@ -86,3 +86,34 @@ func TestProfileNamesAgree(t *testing.T) {
 		t.Errorf("config knows tool choices %q and formats %q, want the adapter's three of each", config.ToolChoices, config.ResponseFormats)
 	}
 }
+
+// TestStartLogShowsEffectiveDeadlines checks that the start log names, per model endpoint, the
+// deadlines its attempts get: the global ones, or the longer ones of a local server's profile.
+func TestStartLogShowsEffectiveDeadlines(t *testing.T) {
+	g := apptest.Start(t, func(c *config.Config) {
+		c.Upstreams = []config.Upstream{
+			{Name: "cloud", BaseURL: "http://127.0.0.1:1/v1", Model: "m", Profile: "openai"},
+			{Name: "local", BaseURL: "http://127.0.0.1:1/v1", Model: "m", Profile: "llamacpp"},
+		}
+	})
+	want := map[string][2]float64{"cloud": {2000, 2000}, "local": {120000, 60000}} // apptest's 2 s, the profile's
+	seen := map[string]bool{}
+	for _, line := range strings.Split(g.Log.String(), "\n") {
+		var l struct {
+			Upstream  string  `json:"upstream"`
+			Message   string  `json:"message"`
+			FirstByte float64 `json:"firstByteTimeout"`
+			Idle      float64 `json:"idleTimeout"`
+		}
+		if json.Unmarshal([]byte(line), &l) != nil || l.Message != "model endpoint: its effective deadlines" {
+			continue
+		}
+		seen[l.Upstream] = true
+		if w := want[l.Upstream]; l.FirstByte != w[0] || l.Idle != w[1] {
+			t.Errorf("%s: first byte %v ms, idle %v ms; want %v, %v", l.Upstream, l.FirstByte, l.Idle, w[0], w[1])
+		}
+	}
+	if len(seen) != 2 {
+		t.Errorf("deadlines logged for %v, want cloud and local:\n%s", seen, g.Log.String())
+	}
+}

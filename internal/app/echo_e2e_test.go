@@ -72,6 +72,10 @@ func TestEchoedLearnerTextDowngradesNothing(t *testing.T) {
 func TestServerFlagReportedOnce(t *testing.T) {
 	var calls atomic.Int64
 	endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" {
+			http.NotFound(w, r) // GET /props at start: no context window to learn
+			return
+		}
 		calls.Add(1)
 		w.WriteHeader(http.StatusInternalServerError)
 		_, _ = io.WriteString(w, `{"error":{"code":500,"message":"tools param requires --jinja flag","type":"server_error"}}`)

@@ -617,8 +617,9 @@ func TestModuleLegacyForm(t *testing.T) {
 	}
 }
 
-// TestModuleSchemaInvalidTwice sends schema-invalid JSON twice: the turn resets once, then ends
-// with coach_validation_failed and stores nothing.
+// TestModuleSchemaInvalidTwice sends schema-invalid JSON twice: each streamed attempt is reset,
+// and the turn ends with the markdown fallback, stored with the progress as it was, never with
+// the correction written for the model.
 func TestModuleSchemaInvalidTwice(t *testing.T) {
 	bad := structured([]json.RawMessage{block("type", "banner", "content", "Hello there, friend.")}, apptest.Obj("response_type", "educational"))
 	g := apptest.Start(t, nil)
@@ -627,9 +628,14 @@ func TestModuleSchemaInvalidTwice(t *testing.T) {
 	tr := g.Turn(s.ID, apptest.Msg("Hi"))
 	tr.CheckEnding(t)
 	resets := strings.Count(" "+tr.Kinds()+" ", " reset ")
-	if tr.Status != http.StatusOK || resets != 1 || tr.Last().Error != "coach_validation_failed" || tr.Lines[0].Type != "delta" {
-		t.Errorf("status %d lines %q, want deltas, one reset, deltas and error:coach_validation_failed", tr.Status, tr.Kinds())
+	res := tr.Last()
+	if tr.Status != http.StatusOK || resets != 2 || res.Type != "result" || !res.Fallback || tr.Lines[0].Type != "delta" {
+		t.Errorf("status %d lines %q, want deltas, a reset, deltas, a reset and the fallback result", tr.Status, tr.Kinds())
 	}
+	if strings.Contains(tr.Body, "could not be used") || strings.Contains(tr.Body, "must be one of") {
+		t.Errorf("body %s carries the correction meant for the model", tr.Body)
+	}
+	validResult(t, res.Result)
 	reqs := g.LLM.Requests()
 	if len(reqs) != 2 {
 		t.Fatalf("model calls = %d, want 2", len(reqs))
@@ -637,8 +643,8 @@ func TestModuleSchemaInvalidTwice(t *testing.T) {
 	if c := lastUser(t, reqs[1]); !strings.Contains(c, "could not be used") {
 		t.Errorf("retry's last message = %q, want the correction", c)
 	}
-	if got := g.Get(s.ID); got.Version != 1 {
-		t.Errorf("stored version %d, want 1 (nothing stored)", got.Version)
+	if got := g.Get(s.ID); got.Version != 2 {
+		t.Errorf("stored version %d, want 2 (the fallback is stored)", got.Version)
 	}
 }
 

@@ -278,3 +278,45 @@ func TestDeclinedFallbackSendsNoReset(t *testing.T) {
 		t.Errorf("lines %q (resets %d, observed %d), want %q (1 reset)", got, rep.Resets, obs.resets, want)
 	}
 }
+
+// TestCorrectionNeverReachesLearner checks the error line of a turn whose output stays unusable
+// after the corrective retry, on a contract with no fallback: it keeps the error's code, but its
+// message is the learner's, never the correction written for the model ("be shorter", the
+// contract's complaint), which stays in the report's error for the logs.
+func TestCorrectionNeverReachesLearner(t *testing.T) {
+	cut := script{frags: []string{`{"assistantText":"a very long`}, finish: FinishLength}
+	tests := []struct {
+		name     string
+		scripts  []script
+		wantCode string
+		modelFix string // what the model was told, which the learner must not read
+	}{
+		{name: "empty, then cut", scripts: []script{{frags: []string{"EMPTY"}}, cut},
+			wantCode: CodeValidationFailed, modelFix: cutOff},
+		{name: "cut twice", scripts: []script{cut, cut}, wantCode: CodeValidationFailed, modelFix: cutOff},
+		{name: "invalid twice", scripts: []script{{frags: []string{"no period"}}, {frags: []string{"still none"}}},
+			wantCode: CodeValidationFailed, modelFix: "no final period"},
+		{name: "cut, then empty", scripts: []script{cut, {frags: []string{"EMPTY"}}},
+			wantCode: CodeEmptyResponse, modelFix: "empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &fakeModel{scripts: tt.scripts}
+			svc, _, sess := newTestService(t, m, testOptions(), nil)
+			events, rep := runTurn(t, svc, sess.ID)
+			if len(m.requests) != 2 {
+				t.Fatalf("model calls = %d, want 2 (one corrective retry)", len(m.requests))
+			}
+			last := events[len(events)-1]
+			if last.Type != EventError || last.Code != tt.wantCode {
+				t.Fatalf("last line = %+v, want an error line %s", last, tt.wantCode)
+			}
+			if last.Message != unusableAnswer {
+				t.Errorf("error line message = %q, want %q", last.Message, unusableAnswer)
+			}
+			if !strings.Contains(rep.Err.Error(), tt.modelFix) {
+				t.Errorf("report error = %v, want the model's correction %q kept for the logs", rep.Err, tt.modelFix)
+			}
+		})
+	}
+}

@@ -188,7 +188,10 @@ type ModelError struct {
 	Retryable bool
 	// RetryAfter is the endpoint's own advice, zero when it gave none.
 	RetryAfter time.Duration
-	Err        error
+	// ContextFull says that the endpoint refused the request because the prompt does not fit
+	// its context window (a ClassRefused): the same turn with less conversation may fit.
+	ContextFull bool
+	Err         error
 }
 
 func (e *ModelError) Error() string { return "model " + e.Class + ": " + e.Err.Error() }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +35,9 @@ type TurnRun struct {
 	// finish is the attempt's finish reason, when the endpoint gave one.
 	usage  *Usage
 	finish string
+	// contextCut says that the current attempt's reply was cut by the endpoint's context
+	// window rather than by its token cap (see attempt).
+	contextCut bool
 	// size is the bytes of output the current attempt streamed (see Options.MaxOutputBytes),
 	// and reply their first maxReplyEcho bytes: what the corrective retry shows the model of
 	// its own failed reply.
@@ -454,6 +458,10 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 	// reminded says that the turn's output failed the safety check once: the next attempt's
 	// prompt carries the safety reminder, and a second failure ends the turn with a safe answer.
 	reminded := false
+	// squeezed counts the attempts that found the endpoint's context window full (a refusal for
+	// the prompt's size, or a reply cut short by it): each next attempt sends less of the
+	// conversation (see squeeze), never the failed reply, and after maxSqueezes the turn ends.
+	squeezed := 0
 	for {
 		up := s.upstreams[cur]
 		rep.Attempts++
@@ -465,9 +473,7 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 		req := r.turn.Request()
 		req.MaxTokens = s.completionCap(r.contract, req.MaxTokens)
 		req.Caller = r.sess.Tenant + "\x00" + r.sess.ID
-		if fix != "" {
-			req.Messages = append(req.Messages, correctiveMessages(failed, fix)...)
-		}
+		req.Messages = fit(req, squeezed, failed, fix, up.ContextWindow)
 		if s.maskPII {
 			maskRequest(&req)
 		}
@@ -527,6 +533,23 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 		exhausted := invalid && recoveries >= s.opts.Recoveries
 		if v := r.verdict(me, invalid); v != Inconclusive {
 			visit = v
+		}
+		if (isModel && me.ContextFull || r.contextCut) && squeezed < maxSqueezes {
+			// The prompt filled the endpoint's context window: the same request cannot
+			// succeed, a shorter one may. Showing the model its failed reply would make the
+			// request longer still, so the retry never carries it; a refused corrective retry
+			// keeps its correction, and a cut is corrected as one.
+			squeezed++
+			s.obs.Retried(r.contract, "context_full")
+			if sent {
+				r.sendReset(rep, send, resetReason(err))
+			}
+			r.turn.Reset()
+			failed = ""
+			if r.contextCut {
+				fix = correction(err)
+			}
+			continue
 		}
 		if r.leaves(me, exhausted, retries) {
 			if next := r.nextUpstream(cur); next >= 0 {
@@ -705,7 +728,7 @@ func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, se
 		return err
 	}
 
-	r.usage, r.finish, r.size, r.reply, r.replyCut = nil, "", 0, r.reply[:0], false
+	r.usage, r.finish, r.size, r.reply, r.replyCut, r.contextCut = nil, "", 0, r.reply[:0], false, false
 	r.opened, r.badUsage = false, false
 	st, err := model.Stream(actx, req, StreamHooks{Activity: alive, Wait: flush})
 	if err != nil {
@@ -784,9 +807,104 @@ func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, se
 		// Output cut at the endpoint's token cap is unusable because it is cut, whatever the
 		// contract found wrong with its remains (typically an unexpected end of JSON): the
 		// model is told to be shorter rather than to mend a syntax error it did not make.
+		// A cut well short of the cap came from the context window, which the prompt filled.
+		r.contextCut = req.MaxTokens > 0 && r.replyTokens() < req.MaxTokens/2
 		return nil, Wrap(err, KindStream, CodeValidationFailed, cutOff)
 	}
 	return out, err
+}
+
+// replyTokens returns the tokens of the attempt's reply: the endpoint's count when it reported
+// one, otherwise one per 4 bytes, the estimate the gateway uses wherever it has no count.
+func (r *TurnRun) replyTokens() int {
+	if r.usage != nil && r.usage.CompletionTokens > 0 {
+		return r.usage.CompletionTokens
+	}
+	return (r.size + 3) / 4
+}
+
+// fit returns the messages of req for an attempt: the conversation squeezed to level (see
+// squeeze), and the corrective messages of fix and the failed reply when there is a fix. When
+// the endpoint's context window is known (window > 0) and the request would not fit it (its
+// messages at one token per 4 bytes, the estimate the gateway uses wherever it has no count,
+// and the completion cap), the failed reply is left out first, then the conversation is
+// squeezed further, up to maxSqueezes; what still does not fit is sent, and the endpoint's
+// refusal is retried as any other.
+func fit(req ModelRequest, level int, failed, fix string, window int) []Message {
+	base := req.Messages
+	for {
+		msgs := base
+		if level > 0 {
+			msgs = squeeze(base, level)
+		}
+		if fix != "" {
+			msgs = append(slices.Clip(msgs), correctiveMessages(failed, fix)...)
+		}
+		if window <= 0 || promptTokens(msgs)+req.MaxTokens <= window {
+			return msgs
+		}
+		switch {
+		case failed != "":
+			failed = ""
+		case level < maxSqueezes:
+			level++
+		default:
+			return msgs
+		}
+	}
+}
+
+// promptTokens estimates the tokens of msgs at one per 4 bytes of text.
+func promptTokens(msgs []Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += messageBytes(m)
+	}
+	return (n + 3) / 4
+}
+
+// maxSqueezes bounds the attempts of a turn that sends less of its conversation because the
+// endpoint's context window was full: the first sends the newer half of the history, the
+// second none of it.
+const maxSqueezes = 2
+
+// squeeze returns msgs with less of the conversation before the turn's own message (the last
+// user message): at level 1 the older half of it is dropped, at level 2 all of it. The
+// leading system messages stay, and a cut falls only before a user message, so that a tool
+// call is never separated from its result.
+func squeeze(msgs []Message, level int) []Message {
+	head := 0
+	for head < len(msgs) && msgs[head].Role == RoleSystem {
+		head++
+	}
+	last := -1
+	for i := len(msgs) - 1; i >= head; i-- {
+		if msgs[i].Role == RoleUser {
+			last = i
+			break
+		}
+	}
+	if last <= head {
+		return msgs
+	}
+	cut := last
+	if level < 2 {
+		// The user message nearest the middle of the conversation: the first after it, or,
+		// when a long exchange of tool calls follows the middle, the last before it.
+		mid := head + (last-head+1)/2
+		for i := mid; i < last; i++ {
+			if msgs[i].Role == RoleUser {
+				cut = i
+				break
+			}
+		}
+		for i := mid - 1; cut == last && i > head; i-- {
+			if msgs[i].Role == RoleUser {
+				cut = i
+			}
+		}
+	}
+	return append(slices.Clip(msgs[:head]), msgs[cut:]...)
 }
 
 // FinishLength is the finish reason of a completion the endpoint cut at its token cap.
@@ -979,14 +1097,25 @@ func resetReason(err error) string {
 	}
 }
 
+// unusableAnswer is the message of the error line of a turn whose output stayed unusable after
+// the corrective retry.
+const unusableAnswer = "the model's answer could not be used, even after a retry"
+
 func correction(err error) string {
 	return "Your previous reply could not be used (" + AsError(err).Message + "). " +
 		"Reply again, following the required output format exactly."
 }
 
-// streamError turns whatever ended a turn into the error its last line reports.
+// streamError turns whatever ended a turn into the error its last line reports. The message of
+// unusable output is written for the model (the corrective retry tells it what to mend, such as
+// "be shorter"), so the learner's line keeps its code and gets a message of its own; the cause
+// stays in the error for the logs.
 func streamError(err error) *Error {
 	var e *Error
+	if isInvalidOutput(err) {
+		errors.As(err, &e)
+		return Wrap(err, KindStream, e.Code, unusableAnswer)
+	}
 	if errors.As(err, &e) {
 		return e
 	}

@@ -19,6 +19,9 @@ type Upstream struct {
 	// and the provider family (gen_ai.system), e.g. "openai". Both are informational.
 	ModelName string
 	System    string
+	// ContextWindow, when known, is the endpoint's context window in tokens: an attempt whose
+	// prompt and completion cap would not fit is sent with less of the conversation (see fit).
+	ContextWindow int
 }
 
 // Verdict is what a turn's visit to an endpoint says of the endpoint's health.

@@ -37,6 +37,10 @@ type Upstream struct {
 	// in place of the contracts' and COACH_MAX_COMPLETION_TOKENS (a small local model's
 	// context may hold less).
 	MaxCompletionTokens int `json:"maxCompletionTokens,omitempty" yaml:"maxCompletionTokens,omitempty"`
+	// ContextWindow, when set, is the endpoint's context window in tokens (llama-server's
+	// n_ctx): a request that would not fit it, prompt and completion cap together, is sent
+	// with less of the conversation.
+	ContextWindow int `json:"contextWindow,omitempty" yaml:"contextWindow,omitempty"`
 
 	// APIKey is the key read from APIKeyEnv. It is never decoded from the list and never logged.
 	APIKey string `json:"-" yaml:"-"`
@@ -144,6 +148,9 @@ func checkUpstream(u *Upstream, seen map[string]bool) []error {
 	}
 	if u.MaxCompletionTokens < 0 {
 		errs = append(errs, errors.New("maxCompletionTokens must not be negative"))
+	}
+	if u.ContextWindow < 0 {
+		errs = append(errs, errors.New("contextWindow must not be negative"))
 	}
 	oneOf("profile", u.Profile, Profiles)
 	oneOf("toolChoice", u.ToolChoice, ToolChoices)

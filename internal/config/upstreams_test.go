@@ -18,12 +18,12 @@ func TestLoadUpstreams(t *testing.T) {
 		{Name: "primary", BaseURL: "https://api.example.com/v1", APIKeyEnv: "PRIMARY_KEY", APIKey: "sk-primary",
 			Model: "gpt-4o-mini", Profile: "openai", IncludeUsage: &yes},
 		{Name: "local", BaseURL: "http://127.0.0.1:8081/v1", Model: "qwen2.5", Profile: "llamacpp",
-			ToolChoice: "required", ResponseFormat: "json_object"},
+			ToolChoice: "required", ResponseFormat: "json_object", ContextWindow: 8192},
 		{Name: "spare", BaseURL: "http://127.0.0.1:8082/v1", Model: "fallback-model", Profile: "generic"},
 	}
 	const list = `[
 	  {"name":"primary","baseURL":"https://api.example.com/v1","apiKeyEnv":"PRIMARY_KEY","model":"gpt-4o-mini","profile":"openai","includeUsage":true},
-	  {"name":"local","baseURL":"http://127.0.0.1:8081/v1","model":"qwen2.5","profile":"llamacpp","toolChoice":"required","responseFormat":"json_object"},
+	  {"name":"local","baseURL":"http://127.0.0.1:8081/v1","model":"qwen2.5","profile":"llamacpp","toolChoice":"required","responseFormat":"json_object","contextWindow":8192},
 	  {"name":"spare","baseURL":"http://127.0.0.1:8082/v1"}]`
 	const yamlList = `
 - name: primary
@@ -32,7 +32,7 @@ func TestLoadUpstreams(t *testing.T) {
   model: gpt-4o-mini
   profile: openai
   includeUsage: true
-- {name: local, baseURL: "http://127.0.0.1:8081/v1", model: qwen2.5, profile: llamacpp, toolChoice: required, responseFormat: json_object}
+- {name: local, baseURL: "http://127.0.0.1:8081/v1", model: qwen2.5, profile: llamacpp, toolChoice: required, responseFormat: json_object, contextWindow: 8192}
 - name: spare
   baseURL: http://127.0.0.1:8082/v1
 `
@@ -86,6 +86,7 @@ func TestLoadUpstreamsErrors(t *testing.T) {
 		{"unknown profile", `[{"name":"a","baseURL":"http://h/v1","profile":"bedrock"}]`, `profile "bedrock"`},
 		{"unknown tool choice", `[{"name":"a","baseURL":"http://h/v1","toolChoice":"auto"}]`, `toolChoice "auto"`},
 		{"unknown response format", `[{"name":"a","baseURL":"http://h/v1","responseFormat":"xml"}]`, `responseFormat "xml"`},
+		{"negative context window", `[{"name":"a","baseURL":"http://h/v1","contextWindow":-1}]`, "contextWindow must not be negative"},
 		{"unknown field", `[{"name":"a","baseURL":"http://h/v1","modle":"x"}]`, "unknown field"},
 		{"inline key", `[{"name":"a","baseURL":"http://h/v1","apiKey":"` + secret + `"}]`, `unknown field "apiKey"`},
 		{"key in apiKeyEnv", `[{"name":"a","baseURL":"http://h/v1","apiKeyEnv":"` + secret + `"}]`, "must name an environment variable"},

@@ -26,9 +26,21 @@ type Recording struct {
 	Dir string
 	// APIKey is sent as bearer token when the client sent no Authorization.
 	APIKey string
-	// Client sends the upstream requests (default http.DefaultClient).
+	// Client sends the upstream requests (default: a client that opens a connection for each,
+	// see recordClient).
 	Client *http.Client
 }
+
+// recordClient sends a recording proxy's upstream requests over a new connection each. A
+// chat completion is a POST, which Go's transport does not resend when a kept-alive
+// connection turns out to be closed by the server (llama-server closes idle ones): reusing
+// connections would answer such calls 502 and make the caller retry calls the endpoint never
+// saw. A recording proxy makes a few calls a second, so a connection each costs nothing.
+var recordClient = func() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DisableKeepAlives = true
+	return &http.Client{Transport: tr}
+}()
 
 // Record returns a Recording of upstream into dir, for Options.Record.
 func Record(upstream, dir string) *Recording {
@@ -66,7 +78,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, req *Request, seq
 	}
 	client := rec.Client
 	if client == nil {
-		client = http.DefaultClient
+		client = recordClient
 	}
 	resp, err := client.Do(up)
 	if err != nil {

@@ -3,10 +3,13 @@ package fakellm
 import (
 	"bufio"
 	"context"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -121,5 +124,55 @@ func TestRecordPassesCancellationUpstream(t *testing.T) {
 	waitFor(t, "the upstream stream to close", func() bool { return upstream.Open() == 0 && rec.Open() == 0 })
 	if files, _ := os.ReadDir(dir); len(files) != 0 {
 		t.Errorf("recorded %d files of an abandoned exchange, want none", len(files))
+	}
+}
+
+// TestRecordUpstreamClosesIdleConnections puts the recording proxy in front of an upstream that,
+// like llama-server, keeps a connection open after its answer but closes it when a second
+// request comes on it: each call the proxy relays must reach the upstream and be answered, with
+// no 502 for a call the upstream never saw.
+func TestRecordUpstreamClosesIdleConnections(t *testing.T) {
+	upstream, _ := start(t, Options{})
+	type connKey struct{}
+	var mu sync.Mutex
+	seen := 0 // requests the upstream answered
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := r.Context().Value(connKey{}).(*int)
+		if *n++; *n > 1 {
+			// A second request on a kept connection: the server had closed it.
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		mu.Lock()
+		seen++
+		mu.Unlock()
+		upstream.ServeHTTP(w, r)
+	}))
+	srv.Config.ConnContext = func(ctx context.Context, _ net.Conn) context.Context {
+		return context.WithValue(ctx, connKey{}, new(int))
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	rec, recURL := start(t, Options{Record: Record(srv.URL+"/v1", dir)})
+	const calls = 4
+	for i := range calls {
+		upstream.Enqueue(Reply{Content: "hello"})
+		x := do(t, nil, recURL, chatBody(true), nil)
+		if x.err != nil || x.resp.StatusCode != http.StatusOK {
+			t.Fatalf("call %d: %v, status %v, body %s; want 200", i, x.err, x.resp.Status, x.body)
+		}
+		waitFor(t, "the recorder to finish", func() bool { return rec.Served() == i+1 })
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if seen != calls {
+		t.Errorf("upstream answered %d requests, want %d", seen, calls)
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, "*.sse")); len(files) != calls {
+		t.Errorf("recorded %d calls, want %d", len(files), calls)
 	}
 }

@@ -22,6 +22,10 @@ const (
 	// RuleEmptyAnswer: the model's answers showed no text, even after the corrective retry; a
 	// markdown fallback (RuleFallback) said so instead, and progress did not move.
 	RuleEmptyAnswer = "empty_answer"
+	// RuleUnusableAnswer: the model's last answer was unusable otherwise (cut off, not valid
+	// JSON, against the schema) after the corrective retry; a markdown fallback (RuleFallback)
+	// said that no answer came together, and progress did not move.
+	RuleUnusableAnswer = "unusable_answer"
 	// RuleUnknownTopic: the model reported topics this module does not have; they were ignored
 	// and are listed in coach.Outcome.Diagnostic.
 	RuleUnknownTopic = "unknown_topic_ignored"

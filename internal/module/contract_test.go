@@ -598,11 +598,66 @@ func TestEmptyAnswerFallback(t *testing.T) {
 			}
 		})
 	}
-	t.Run("other unusable output keeps its error", func(t *testing.T) {
+}
+
+// TestUnusableAnswerFallback checks that every answer still unusable after the corrective retry
+// gets the markdown fallback, not only an empty one: an answer cut at the token cap after an
+// empty one (the engine's cut-off error wraps the contract's), broken JSON, a schema violation.
+// The fallback's text is the learner's and never the correction meant for the model, and the
+// learner's progress does not move; an error that is not about the output keeps its error.
+func TestUnusableAnswerFallback(t *testing.T) {
+	c := newContract(t)
+	cutOff := "your answer was cut off: be shorter"
+	tests := []struct {
+		name   string
+		output string
+		wrap   bool // the engine saw finish_reason "length" and wrapped the error as a cut
+	}{
+		{name: "cut at the cap", output: `{"content":{"text_blocks":[{"type":"paragraph","content":"A long`, wrap: true},
+		{name: "broken JSON", output: `{"content":`},
+		{name: "schema violation", output: `{"content":{"text_blocks":[{"type":"paragraph","content":"Hi."}]},"meta":{"response_type":"lecture"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSession(t, c, "quarters", "en")
+			before := decodeState(t, s.State)
+			r := runTurn(t, c, s, message("I often panic"), tt.output)
+			if got := coach.AsError(r.err).Code; got != coach.CodeValidationFailed {
+				t.Fatalf("Finish error = %v, want %s", r.err, coach.CodeValidationFailed)
+			}
+			cause := r.err
+			if tt.wrap {
+				cause = coach.Wrap(r.err, coach.KindStream, coach.CodeValidationFailed, cutOff)
+			}
+			out, err := r.turn.Fallback(cause)
+			if err != nil {
+				t.Fatalf("Fallback: %v", err)
+			}
+			if !out.Fallback || !slices.Equal(out.Rules, []string{RuleFallback, RuleUnusableAnswer}) {
+				t.Errorf("fallback %v rules %v, want a fallback with %s, %s", out.Fallback, out.Rules, RuleFallback, RuleUnusableAnswer)
+			}
+			doc := resultDoc(t, out.Result)
+			blocks := doc["content"].(map[string]any)["text_blocks"].([]any)
+			if len(blocks) != 1 || blocks[0].(map[string]any)["content"] != emptyFallbackText["en"] {
+				t.Errorf("text blocks = %v, want the fallback paragraph", blocks)
+			}
+			if strings.Contains(string(out.Result), "be shorter") || strings.Contains(string(out.Result), "could not be used") {
+				t.Errorf("result %s carries the model's correction", out.Result)
+			}
+			if after := decodeState(t, out.State); after.Percentage != before.Percentage || len(after.CoveredTopics) != len(before.CoveredTopics) {
+				t.Errorf("state after the fallback = %+v, want it as before: %+v", after, before)
+			}
+			if !strings.Contains(out.Diagnostic, coach.AsError(cause).Message) {
+				t.Errorf("diagnostic = %q, want the cause in it", out.Diagnostic)
+			}
+		})
+	}
+	t.Run("a failed call keeps its error", func(t *testing.T) {
 		s := newSession(t, c, "quarters", "en")
 		r := runTurn(t, c, s, message("hello"), `{"content":`)
-		if out, err := r.turn.Fallback(r.err); out != nil || err != r.err {
-			t.Errorf("Fallback = %v, %v; want no outcome and the cause %v", out, err, r.err)
+		failed := coach.Errorf(coach.KindStream, coach.CodeStreamFailed, "the model stream failed")
+		if out, err := r.turn.Fallback(failed); out != nil || err != failed {
+			t.Errorf("Fallback = %v, %v; want no outcome and the cause %v", out, err, failed)
 		}
 	})
 }

@@ -153,23 +153,29 @@ func showsText(doc map[string]any) bool {
 	return false
 }
 
-// emptyFallbackText is the paragraph of the markdown fallback that replaces answers that showed
-// no text even after the corrective retry, by locale.
+// emptyFallbackText is the paragraph of the markdown fallback that replaces answers that stayed
+// unusable (no text, cut off, invalid) even after the corrective retry, by locale.
 var emptyFallbackText = map[string]string{
 	"en": "Sorry, I could not put an answer together just now. Could you say that again, or tell me what you would like to look at next?",
 	"es": "Perdona, ahora mismo no he podido preparar una respuesta. ¿Puedes repetirlo o decirme qué te gustaría ver ahora?",
 }
 
-// Fallback answers in place of a response that showed no text even after the corrective retry:
-// the seed's markdown fallback, one paragraph saying so, with the learner's progress as it was
-// before the turn (a turn that taught nothing covers nothing, not even what the learner's
-// message mentioned) and the forms offered before still open. Other unusable output (broken
-// JSON, a schema violation) has no text worth showing either, but no honest fallback: it ends
-// the turn with its error line, as before. It implements coach.Fallback.
+// Fallback answers in place of a response that was unusable even after the corrective retry
+// (it showed no text, was cut off, broke off as JSON or broke the schema): the seed's markdown
+// fallback, one paragraph saying so, with the learner's progress as it was before the turn (a
+// turn that taught nothing covers nothing, not even what the learner's message mentioned) and
+// the forms offered before still open. Whatever was wrong is written for the model and stays
+// in the diagnostic; the learner only reads that no answer came together. Rules say which it
+// was: RuleEmptyAnswer when the last answer showed no text, RuleUnusableAnswer otherwise. It
+// implements coach.Fallback.
 func (t *turn) Fallback(cause error) (*coach.Outcome, error) {
 	var e *coach.Error
-	if !errors.As(cause, &e) || e.Code != coach.CodeEmptyResponse {
+	if !errors.As(cause, &e) || e.Code != coach.CodeEmptyResponse && e.Code != coach.CodeValidationFailed {
 		return nil, cause
+	}
+	why := RuleUnusableAnswer
+	if e.Code == coach.CodeEmptyResponse {
+		why = RuleEmptyAnswer
 	}
 	text, ok := emptyFallbackText[t.sess.Language()]
 	if !ok {
@@ -181,7 +187,7 @@ func (t *turn) Fallback(cause error) (*coach.Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	out.Fallback, out.Rules = true, []string{RuleFallback, RuleEmptyAnswer}
+	out.Fallback, out.Rules = true, []string{RuleFallback, why}
 	out.Diagnostic = "module: " + cause.Error() + "; a fallback was sent in place of: " + clip(t.stream.out, maxDiagnostic)
 	return out, nil
 }

@@ -122,7 +122,7 @@ func byStatus(status int, err error, sent []string) *coach.ModelError {
 	case status == http.StatusConflict || status >= 500:
 		return &coach.ModelError{Class: ClassServer, Retryable: true, Err: err}
 	case (status == http.StatusBadRequest || status == http.StatusRequestEntityTooLarge) && refused(err, sent):
-		return &coach.ModelError{Class: ClassRefused, Err: err}
+		return &coach.ModelError{Class: ClassRefused, ContextFull: mentions(err, sent, contextCodes, contextPhrases), Err: err}
 	case status == http.StatusBadRequest || status == http.StatusRequestEntityTooLarge || status == http.StatusUnprocessableEntity:
 		return &coach.ModelError{Class: ClassInvalid, Err: err}
 	default:
@@ -151,6 +151,20 @@ var refusedPhrases = []string{"maximum context length", "context length", "promp
 // to an endpoint that quotes requests in its errors must not turn the endpoint's rejection
 // into a refusal, which keeps the turn from every other endpoint.
 func refused(err error, sent []string) bool {
+	return mentions(err, sent, refusedCodes, refusedPhrases)
+}
+
+// contextCodes and contextPhrases are the refusals (of refusedCodes and refusedPhrases) that
+// say the prompt does not fit the endpoint's context window: llama-server's "request (8314
+// tokens) exceeds the available context size", OpenAI's context_length_exceeded.
+var (
+	contextCodes   = []string{"context_length_exceeded", "exceed_context_size_error"}
+	contextPhrases = []string{"maximum context length", "context length", "prompt is too long", "context size", "context window", "exceeds the maximum number of tokens"}
+)
+
+// mentions reports whether err, an error response, carries one of codes (as its code or type)
+// or, where it cannot be the learner's words (see refused), one of phrases.
+func mentions(err error, sent, codes, phrases []string) bool {
 	var ae *oai.APIError
 	var re *oai.RequestError
 	var text string
@@ -159,7 +173,7 @@ func refused(err error, sent []string) bool {
 	}
 	if errors.As(err, &ae) {
 		code, _ := ae.Code.(string)
-		for _, c := range refusedCodes {
+		for _, c := range codes {
 			if code == c || ae.Type == c {
 				return true
 			}
@@ -170,7 +184,7 @@ func refused(err error, sent []string) bool {
 	if echoes(msg, sent) {
 		return false
 	}
-	for _, p := range refusedPhrases {
+	for _, p := range phrases {
 		if strings.Contains(msg, p) && !anyContains(sent, p) {
 			return true
 		}

@@ -30,6 +30,8 @@ func TestHTTPErrors(t *testing.T) {
 		wantClass      string
 		wantRetryable  bool
 		wantRetryAfter time.Duration
+		// wantContext says the refusal is for the context window (ModelError.ContextFull).
+		wantContext bool
 	}{
 		{
 			name: "429 with Retry-After seconds", status: 429, header: map[string]string{"Retry-After": "7"},
@@ -80,12 +82,12 @@ func TestHTTPErrors(t *testing.T) {
 		{
 			name: "400 input token count (Gemini)", status: 400,
 			body:      `{"error":{"code":400,"message":"The input token count (1054016) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}`,
-			wantClass: ClassRefused,
+			wantClass: ClassRefused, wantContext: true,
 		},
 		{
 			name: "400 input token count in a list (Gemini)", status: 400,
 			body:      `[{"error":{"code":400,"message":"The input token count (1054016) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}]`,
-			wantClass: ClassRefused,
+			wantClass: ClassRefused, wantContext: true,
 		},
 		{
 			name: "404 without a body", status: 404, wantClass: ClassClient,
@@ -93,7 +95,7 @@ func TestHTTPErrors(t *testing.T) {
 		{
 			name: "400 context length exceeded (OpenAI)", status: 400,
 			body:      `{"error":{"message":"This model's maximum context length is 128000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`,
-			wantClass: ClassRefused,
+			wantClass: ClassRefused, wantContext: true,
 		},
 		{
 			name: "400 content filter (Azure)", status: 400,
@@ -103,12 +105,19 @@ func TestHTTPErrors(t *testing.T) {
 		{
 			name: "400 prompt too long (Anthropic)", status: 400,
 			body:      `{"error":{"message":"prompt is too long: 210000 tokens > 200000 maximum","type":"invalid_request_error"}}`,
-			wantClass: ClassRefused,
+			wantClass: ClassRefused, wantContext: true,
 		},
 		{
 			name: "400 context size (llama.cpp)", status: 400,
 			body:      `{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}}`,
-			wantClass: ClassRefused,
+			wantClass: ClassRefused, wantContext: true,
+		},
+		{
+			// llama-server b10573's answer (tools/server/server-context.cpp, send_error with
+			// ERROR_TYPE_EXCEED_CONTEXT_SIZE), with the prompt's and the window's sizes.
+			name: "400 request exceeds the available context size (llama-server)", status: 400,
+			body:      `{"error":{"code":400,"message":"request (8314 tokens) exceeds the available context size (8192 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":8314,"n_ctx":8192}}`,
+			wantClass: ClassRefused, wantContext: true,
 		},
 		{
 			name: "408", status: 408, body: `{"error":{"message":"timeout"}}`,
@@ -145,6 +154,9 @@ func TestHTTPErrors(t *testing.T) {
 			if me.Class != tt.wantClass || me.Retryable != tt.wantRetryable || me.RetryAfter != tt.wantRetryAfter {
 				t.Errorf("got class %q retryable %v retry after %v, want %q %v %v (%v)",
 					me.Class, me.Retryable, me.RetryAfter, tt.wantClass, tt.wantRetryable, tt.wantRetryAfter, err)
+			}
+			if me.ContextFull != tt.wantContext {
+				t.Errorf("context full = %v, want %v (%v)", me.ContextFull, tt.wantContext, err)
 			}
 			if strings.Contains(err.Error(), testKey) {
 				t.Errorf("the error shows the API key: %v", err)

@@ -13,6 +13,10 @@ import (
 	"github.com/coachgw/coachgw/internal/config"
 )
 
+// DefaultMinSuccess is --min-success unless given: a contract whose turns end in a result the
+// model wrote less than 8 times in 10 is not one an operator should put in front of learners.
+const DefaultMinSuccess = 0.8
+
 // ErrBelowBar is wrapped by Main's error when a contract on an endpoint succeeded less often
 // than --min-success asks.
 var ErrBelowBar = errors.New("below the bar")
@@ -39,7 +43,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	sessions := flags.Int("sessions", 2, "sessions per contract and locale")
 	turns := flags.Int("turns", 6, "turns per session")
 	module := flags.String("module", "", "learning module of module sessions (default: the first listed)")
-	minSuccess := flags.Float64("min-success", 0, "exit non-zero when any contract on any endpoint has a lower success rate (0 to 1)")
+	minSuccess := flags.Float64("min-success", DefaultMinSuccess, "exit non-zero when any contract on any endpoint has a lower success rate (0 to 1; 0: never)")
 	record := flags.String("record", "", "keep the wire of every model call in `DIR`/<endpoint>/ as testdata/streams fixtures")
 	asJSON := flags.Bool("json", false, "write the report as JSON")
 	safetyRun := flags.Bool("safety", false, "measure the safety screen and judge on the corpus instead of driving sessions")
@@ -89,7 +93,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		enc.SetIndent("", "  ")
 		err = enc.Encode(rep)
 	} else {
-		err = rep.WriteText(stdout)
+		err = rep.WriteText(stdout, *minSuccess)
 	}
 	if err != nil {
 		return err

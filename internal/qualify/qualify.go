@@ -278,11 +278,19 @@ func (l *errorLog) Write(p []byte) (int, error) {
 	var line struct {
 		Message string `json:"message"`
 		Error   string `json:"error"`
+		Problem string `json:"problem"`
+		Fix     string `json:"fix"`
 	}
 	if err := json.Unmarshal(p, &line); err == nil && line.Message != "" {
 		msg := line.Message
 		if line.Error != "" {
 			msg += ": " + line.Error
+		}
+		if line.Problem != "" {
+			msg += " (" + line.Problem + ")"
+		}
+		if line.Fix != "" {
+			msg += "; fix: " + line.Fix
 		}
 		l.mu.Lock()
 		if !slices.Contains(l.seen, msg) && len(l.seen) < maxGatewayErrors {

@@ -161,6 +161,35 @@ func TestFaultModes(t *testing.T) {
 	}
 }
 
+// TestFailingEndpointExplained runs an endpoint that fails every call as llama-server started
+// without --jinja does, with no --min-success: the run ends below the default bar, and the text
+// report gives, for every contract, why its calls failed and what to do, with the fix the
+// gateway logged for the server.
+func TestFailingEndpointExplained(t *testing.T) {
+	jinja := fakellm.Reply{Content: "tools param requires --jinja flag", Fault: fakellm.Fault{Status: 500}}
+	bad := startLLM(t, fakellm.Options{Responder: fakellm.ResponderFunc(func(*fakellm.Request) fakellm.Reply { return jinja })})
+	ups, _ := json.Marshal([]map[string]string{{"name": "local", "baseURL": bad, "profile": "llamacpp", "model": "m"}})
+	getenv := env(map[string]string{"COACH_UPSTREAMS": string(ups), "COACH_BREAKER_FAILURES": "1000"})
+	var out bytes.Buffer
+	err := Main(context.Background(), []string{"--sessions", "1", "--turns", "1"}, getenv, &out)
+	if !errors.Is(err, ErrBelowBar) {
+		t.Fatalf("Main = %v, want ErrBelowBar at the default bar %.2f", err, DefaultMinSuccess)
+	}
+	text := out.String()
+	if !strings.Contains(text, "fix: start llama-server with --jinja") {
+		t.Errorf("report:\n%s\nwant the gateway's fix for the server flag", text)
+	}
+	for _, c := range Contracts {
+		want := "local " + c + ": success 0.00 is below 0.80: misconfigured: "
+		if !strings.Contains(text, want) {
+			t.Errorf("report:\n%s\nwant %q with the reason", text, want)
+		}
+	}
+	if n := strings.Count(text, "\n  fix: "); n != len(Contracts) {
+		t.Errorf("report:\n%s\nhas %d fixes, want one per contract", text, n)
+	}
+}
+
 // TestRecordWritesFixtures records a run on the replay model and reads every recorded stream
 // back as testdata/streams fixtures are read: replayed by fakellm, through the openai adapter.
 func TestRecordWritesFixtures(t *testing.T) {

@@ -1,6 +1,7 @@
 package qualify
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -59,6 +60,41 @@ type Row struct {
 	// Tokens are those the endpoint reported for every call, failed and retried ones included;
 	// nil when it reported none.
 	Tokens *Tokens `json:"tokens"`
+	// Causes counts why the calls of turns that did not end ok failed, as "<end>: <detail>"
+	// of the gateway's attempt log (e.g. "invalid_request: 400 … failed to parse grammar").
+	Causes map[string]int `json:"causes,omitempty"`
+}
+
+// Reason returns the most frequent cause of the row's failed calls, "" when there was none.
+func (r Row) Reason() string {
+	best, n := "", 0
+	for c, k := range r.Causes {
+		if k > n || k == n && c < best {
+			best, n = c, k
+		}
+	}
+	return best
+}
+
+// fixes say what an operator can do about calls that ended so (AttemptEntry.End).
+var fixes = map[string]string{
+	"invalid_request": "the endpoint rejects the request the profile builds (a schema its grammar cannot compile, a parameter it does not know): check the endpoint's profile in COACH_UPSTREAMS and the server's log",
+	"refused":         "the prompt does not fit the endpoint's context window or its content policy: start the server with a larger context (llama-server -c) or lower COACH_HISTORY_LIMIT",
+	"invalid_output":  "the model's answers do not follow the contract's schema even after the corrective retry: use a profile with strict structured output for this server, or a model that follows it",
+	"empty":           "the model's answers show no text: use a profile with strict structured output for this server, or a model that follows it",
+	"cut_off":         "the answers run into the completion cap or the context window: raise the server's context (llama-server -c) or the contract's completion cap",
+	"timeout":         "the endpoint is slower than the profile's deadlines: raise COACH_FIRST_BYTE_TIMEOUT / COACH_IDLE_TIMEOUT for it, or use a faster server",
+	"misconfigured":   "the server must be started differently: see the fix the gateway logged, below",
+	"rate_limited":    "the endpoint limits the gateway's rate: lower --sessions, or raise the endpoint's limits",
+}
+
+// Fix returns what an operator can do about the row's Reason.
+func (r Row) Fix() string {
+	end, _, _ := strings.Cut(r.Reason(), ":")
+	if f, ok := fixes[end]; ok {
+		return f
+	}
+	return "the endpoint fails (" + cmp.Or(end, "no call failed, but turns did not end ok") + "): see the gateway's log and the server's"
 }
 
 // Tokens are a sum of the token counts endpoints reported.
@@ -91,7 +127,7 @@ func (r *Report) Below(bar float64) []Row {
 // the engine reported.
 func summarize(endpoint, contract string, turns []Turn, eng counts) Row {
 	row := Row{Endpoint: endpoint, Contract: contract, Corrective: eng.corrective(), Retries: eng.retries,
-		Guards: eng.guards, Rules: eng.rules}
+		Guards: eng.guards, Rules: eng.rules, Causes: eng.causes}
 	if u := eng.tokens; u != nil {
 		row.Tokens = &Tokens{Prompt: u.PromptTokens, Completion: u.CompletionTokens}
 	}
@@ -152,7 +188,12 @@ type counts struct {
 	guards                    int
 	rules                     map[string]int
 	tokens                    *coach.Usage
+	// causes counts the failed calls of turns that did not end ok, by "<end>: <detail>".
+	causes map[string]int
 }
+
+// maxCauses bounds the distinct causes kept per contract.
+const maxCauses = 20
 
 // corrective returns the calls that repeated a turn for its unusable output: on a gateway with
 // one endpoint every call beyond a turn's first is a transport retry, a recovery of a broken
@@ -207,6 +248,20 @@ func (t *tally) TurnEnded(r coach.Report) {
 	t.Observer.TurnEnded(r)
 	t.add(r.Contract, func(c *counts) {
 		c.extra += max(r.Attempts-1, 0)
+		if r.Outcome != "ok" {
+			for _, a := range r.AttemptLog {
+				if a.End == "ok" || a.End == "canceled" {
+					continue
+				}
+				cause := a.End + ": " + a.Detail
+				if c.causes == nil {
+					c.causes = map[string]int{}
+				}
+				if _, ok := c.causes[cause]; ok || len(c.causes) < maxCauses {
+					c.causes[cause]++
+				}
+			}
+		}
 		for _, rule := range r.Rules {
 			if c.rules == nil {
 				c.rules = map[string]int{}
@@ -240,8 +295,9 @@ func (t *tally) Reset(contract, reason string) {
 	}
 }
 
-// WriteText writes the report as a table, then the gateway's error messages per endpoint.
-func (r *Report) WriteText(w io.Writer) error {
+// WriteText writes the report as a table, then the gateway's error messages per endpoint, and
+// for each row whose success rate is below bar why its calls failed and what to do about it.
+func (r *Report) WriteText(w io.Writer, bar float64) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "endpoint\tcontract\tturns\tok\tfallback\tempty\terror\tsuccess\tcorrective\tretries\tresets\tguards\tfirst delta p50/p95\tturn p50/p95\ttokens in/out")
 	for _, ep := range r.Endpoints {
@@ -265,6 +321,12 @@ func (r *Report) WriteText(w io.Writer) error {
 			}
 			if len(row.Rules) > 0 {
 				fmt.Fprintf(w, "%s %s guard rules: %s\n", row.Endpoint, row.Contract, sortedCounts(row.Rules))
+			}
+		}
+		for _, row := range ep.Rows {
+			if row.Success < bar {
+				reason := cmp.Or(row.Reason(), "no call failed; turns ended without a result the model wrote")
+				fmt.Fprintf(w, "%s %s: success %.2f is below %.2f: %s\n  fix: %s\n", row.Endpoint, row.Contract, row.Success, bar, reason, row.Fix())
 			}
 		}
 		for _, msg := range ep.GatewayErrors {
