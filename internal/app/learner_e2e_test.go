@@ -227,3 +227,62 @@ func keysUnder(t *testing.T, rdb *redis.Client, prefix string) map[string]bool {
 	}
 	return out
 }
+
+// TestErasureMidTurnIsFinal erases a learner while a turn of theirs waits on a slow model: the
+// erasure answers 204, the turn then ends with error session_deleted, and no audit record of
+// the learner is written afterwards (the turn's checks are audited when it ends).
+func TestErasureMidTurnIsFinal(t *testing.T) {
+	g := apptest.Start(t, func(c *config.Config) {
+		c.APIKeys = []config.APIKey{
+			{Tenant: "acme", Hash: sha256.Sum256([]byte(learnerKeyAcme))},
+			{Tenant: "acme", Hash: sha256.Sum256([]byte(operatorKeyAcme)), Operator: true},
+		}
+	})
+	const ref = "pupil-erased@example.org"
+	status, body := call(t, g, learnerKeyAcme, "POST", "/v1/sessions", map[string]string{"contract": "toulmin", "learner": ref})
+	if status != http.StatusCreated {
+		t.Fatalf("creating a session: %d %s", status, body)
+	}
+	var s struct{ ID string }
+	_ = json.Unmarshal([]byte(body), &s)
+
+	g.LLM.Enqueue(fakellm.Reply{Content: `{"assistantText":"Tell me more about that.","step":"claim"}`,
+		Fault: fakellm.Fault{FirstByteDelay: 800 * time.Millisecond}})
+	turn := make(chan string, 1)
+	go func() {
+		b, _ := json.Marshal(apptest.Msg("Homework should be banned."))
+		req, _ := http.NewRequest("POST", g.URL+"/v1/sessions/"+s.ID+"/turns", bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+learnerKeyAcme)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			turn <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		turn <- string(out)
+	}()
+	for deadline := time.Now().Add(5 * time.Second); len(g.LLM.Requests()) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the turn never reached the model")
+		}
+	}
+	if status, body := call(t, g, operatorKeyAcme, "DELETE", "/v1/learners/"+ref, nil); status != http.StatusNoContent {
+		t.Fatalf("erasure mid-turn: %d %s", status, body)
+	}
+	answer := strings.TrimSpace(<-turn)
+	lines := strings.Split(answer, "\n")
+	if last := lines[len(lines)-1]; !strings.Contains(last, `"type":"error"`) || !strings.Contains(last, `"error":"session_deleted"`) {
+		t.Errorf("the erased turn's answer = %s, want a last line error session_deleted", answer)
+	}
+	// The turn's audit goes out off its path; give it time to be written, then look.
+	time.Sleep(300 * time.Millisecond)
+	status, body = call(t, g, operatorKeyAcme, "GET", "/v1/learners/"+ref+"/export", nil)
+	if status != http.StatusOK {
+		t.Fatalf("export after the erasure: %d %s", status, body)
+	}
+	if strings.Contains(body, s.ID) {
+		t.Errorf("after the erasure mid-turn, the export holds %s, want nothing of the learner", body)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/coachgw/coachgw/internal/safety"
 )
@@ -21,6 +22,18 @@ type LearnerStore interface {
 	// (transcript, turn logs) and the index itself. Erasing a learner with nothing left is not
 	// an error.
 	EraseLearner(ctx context.Context, tenant, learner string) error
+}
+
+// LearnerTombstones is implemented by a Store that remembers erasures (Service.EraseLearner),
+// so that what was running when a learner was erased writes nothing naming it afterwards: a
+// turn's commit, its audit records. A tombstone need only outlive what was running at the
+// erasure; a session created after it is a new one, and its writes are not refused.
+type LearnerTombstones interface {
+	// MarkErased records that learner of tenant was erased at at, for ttl.
+	MarkErased(ctx context.Context, tenant, learner string, at time.Time, ttl time.Duration) error
+	// ErasedAt returns when learner of tenant was last erased, and false when no tombstone of
+	// it is kept.
+	ErasedAt(ctx context.Context, tenant, learner string) (time.Time, bool, error)
 }
 
 // LearnerAudit is implemented by a safety audit that can find and erase the records of one
@@ -132,10 +145,19 @@ func (s *Service) wholeTranscript(ctx context.Context, tenant, id string) ([]Tra
 // EraseLearner deletes everything kept of learner of tenant: its safety audit records, then its
 // sessions (see LearnerStore.EraseLearner). It is idempotent: erasing again, or erasing a
 // learner never seen, succeeds; an erasure that failed half-way is finished by the next.
+//
+// The tombstone goes first: a turn running on one of the learner's sessions checks it after its
+// audit records are written, so either the erasure below finds them, or the turn sees the
+// tombstone and erases them itself (see auditTurn).
 func (s *Service) EraseLearner(ctx context.Context, tenant, learner string) error {
 	ls, err := s.learnerStore(learner)
 	if err != nil {
 		return err
+	}
+	if ts, ok := s.store.(LearnerTombstones); ok {
+		if err := ts.MarkErased(ctx, tenant, learner, s.now().UTC(), s.tombstoneTTL()); err != nil {
+			return err
+		}
 	}
 	if s.learnerAudit != nil {
 		if err := s.learnerAudit.EraseLearnerSafetyEvents(ctx, tenant, learner); err != nil {
@@ -143,4 +165,26 @@ func (s *Service) EraseLearner(ctx context.Context, tenant, learner string) erro
 		}
 	}
 	return ls.EraseLearner(ctx, tenant, learner)
+}
+
+// auditTimeout bounds the write of one turn's audit records, off the client's path.
+const auditTimeout = 5 * time.Second
+
+// tombstoneTTL is how long an erasure is remembered: longer than any turn running at the
+// erasure may take to end and write its audit records, with a minute to spare for the clocks of
+// the instances.
+func (s *Service) tombstoneTTL() time.Duration {
+	return s.opts.TurnTimeout + 2*auditTimeout + time.Minute
+}
+
+// erasedSince reports whether the learner of sess was erased after sess was created: then
+// nothing of sess may be written. A store that keeps no tombstones, or one that cannot be read,
+// reports false (the erasure's own deletes still ran).
+func (s *Service) erasedSince(ctx context.Context, sess *Session) bool {
+	ts, ok := s.store.(LearnerTombstones)
+	if !ok || sess.Learner == "" {
+		return false
+	}
+	at, ok, err := ts.ErasedAt(ctx, sess.Tenant, sess.Learner)
+	return err == nil && ok && !at.Before(sess.CreatedAt)
 }

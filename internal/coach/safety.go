@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/coachgw/coachgw/internal/pii"
 	"github.com/coachgw/coachgw/internal/safety"
@@ -379,16 +378,29 @@ func (r *TurnRun) safetyRecords(stage safety.Stage, checks []safety.Check, actio
 	return out
 }
 
-// audit stores a turn's records off the client's path: the turn's answer is out by then.
-func (s *Service) audit(records []safety.Record) {
+// audit stores the records of a turn of sess off the client's path: the turn's answer is out by
+// then. Records of a learner erased since sess was created are not written; ones written while
+// the learner was being erased are erased again (see Service.EraseLearner).
+func (s *Service) audit(sess *Session, records []safety.Record) {
 	if s.auditor == nil || len(records) == 0 {
 		return
 	}
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), auditTimeout)
 		defer cancel()
+		if s.erasedSince(ctx, sess) {
+			return
+		}
 		if s.auditor.Audit(ctx, records) != nil {
 			s.obs.SafetyAuditFailed()
+			return
+		}
+		if s.learnerAudit != nil && s.erasedSince(ctx, sess) {
+			ectx, cancel := context.WithTimeout(context.Background(), auditTimeout)
+			defer cancel()
+			if s.learnerAudit.EraseLearnerSafetyEvents(ectx, sess.Tenant, sess.Learner) != nil {
+				s.obs.SafetyAuditFailed()
+			}
 		}
 	}()
 }
@@ -471,5 +483,5 @@ func (s *Service) auditTurn(r *TurnRun) {
 	for _, rec := range r.records {
 		s.obs.SafetyChecked(r.contract, rec)
 	}
-	s.audit(r.records)
+	s.audit(r.sess, r.records)
 }

@@ -38,6 +38,39 @@ func (s *Store) learnerKey(tenant, learner string) string {
 	return s.prefix + ":{lrn:" + tenant + ":" + hex.EncodeToString(h[:]) + "}"
 }
 
+var _ coach.LearnerTombstones = (*Store)(nil)
+
+// tombstoneKey returns the key of the tombstone of learner of tenant (MarkErased): the index's
+// hash tag with ":erased", the time of the erasure in Unix milliseconds.
+func (s *Store) tombstoneKey(tenant, learner string) string {
+	return s.learnerKey(tenant, learner) + ":erased"
+}
+
+// MarkErased records that learner of tenant was erased at at, for ttl (coach.LearnerTombstones).
+func (s *Store) MarkErased(ctx context.Context, tenant, learner string, at time.Time, ttl time.Duration) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	if err := s.client.Set(ctx, s.tombstoneKey(tenant, learner), at.UnixMilli(), ttl).Err(); err != nil {
+		return failure("erase learner", err)
+	}
+	return nil
+}
+
+// ErasedAt returns when learner of tenant was last erased, while its tombstone is kept
+// (coach.LearnerTombstones).
+func (s *Store) ErasedAt(ctx context.Context, tenant, learner string) (time.Time, bool, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	ms, err := s.client.Get(ctx, s.tombstoneKey(tenant, learner)).Int64()
+	if errors.Is(err, redis.Nil) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, failure("erase learner", err)
+	}
+	return time.UnixMilli(ms).UTC(), true, nil
+}
+
 // createIndexed writes sess's document doc (SET NX with ttl) and adds sess to its learner's
 // index, index first. It reports whether the document was written.
 //
