@@ -120,23 +120,7 @@ func TestLearnerExportAndErasure(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("export: %d %s", status, body)
 	}
-	var exp struct {
-		Learner  string `json:"learner"`
-		Sessions []struct {
-			Session struct {
-				ID      string          `json:"id"`
-				State   json.RawMessage `json:"state"`
-				Learner string          `json:"learner"`
-			} `json:"session"`
-			Transcript []struct {
-				Role string `json:"role"`
-			} `json:"transcript"`
-		} `json:"sessions"`
-		SafetyEvents []json.RawMessage `json:"safetyEvents"`
-	}
-	if err := json.Unmarshal([]byte(body), &exp); err != nil {
-		t.Fatalf("export body %s: %v", body, err)
-	}
+	exp := parseExport(t, body)
 	got := map[string]bool{}
 	for _, s := range exp.Sessions {
 		got[s.Session.ID] = true
@@ -285,4 +269,68 @@ func TestErasureMidTurnIsFinal(t *testing.T) {
 	if strings.Contains(body, s.ID) {
 		t.Errorf("after the erasure mid-turn, the export holds %s, want nothing of the learner", body)
 	}
+}
+
+// exportedSession is one session of a learnerExport.
+type exportedSession struct {
+	Session struct {
+		ID      string          `json:"id"`
+		State   json.RawMessage `json:"state"`
+		Learner string          `json:"learner"`
+	}
+	Transcript []struct {
+		Role string `json:"role"`
+	}
+}
+
+// learnerExport is an export as a client puts its NDJSON lines together.
+type learnerExport struct {
+	Learner      string
+	Sessions     []exportedSession
+	SafetyEvents []json.RawMessage
+}
+
+// parseExport puts the lines of an export's body together.
+func parseExport(t *testing.T, body string) learnerExport {
+	t.Helper()
+	var exp learnerExport
+	for i, line := range strings.Split(strings.TrimSuffix(body, "\n"), "\n") {
+		var l struct {
+			Type      string          `json:"type"`
+			Learner   string          `json:"learner"`
+			Session   json.RawMessage `json:"session"`
+			SessionID string          `json:"sessionId"`
+			Entries   json.RawMessage `json:"entries"`
+			Event     json.RawMessage `json:"event"`
+		}
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatalf("export line %d %s: %v", i, line, err)
+		}
+		switch l.Type {
+		case "learner":
+			exp.Learner = l.Learner
+		case "session":
+			exp.Sessions = append(exp.Sessions, exportedSession{})
+			if err := json.Unmarshal(l.Session, &exp.Sessions[len(exp.Sessions)-1].Session); err != nil {
+				t.Fatalf("export line %d %s: %v", i, line, err)
+			}
+		case "transcript":
+			if len(exp.Sessions) == 0 || exp.Sessions[len(exp.Sessions)-1].Session.ID != l.SessionID {
+				t.Fatalf("export line %d is a transcript page of no session before it: %s", i, line)
+			}
+			last := &exp.Sessions[len(exp.Sessions)-1]
+			var entries []struct {
+				Role string `json:"role"`
+			}
+			if err := json.Unmarshal(l.Entries, &entries); err != nil {
+				t.Fatalf("export line %d %s: %v", i, line, err)
+			}
+			last.Transcript = append(last.Transcript, entries...)
+		case "safety_event":
+			exp.SafetyEvents = append(exp.SafetyEvents, l.Event)
+		default:
+			t.Fatalf("export line %d has an unknown type: %s", i, line)
+		}
+	}
+	return exp
 }

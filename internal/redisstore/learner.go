@@ -297,16 +297,15 @@ func learnerMember(learner string) string { return `,"learner":` + jsonString(le
 // auditPage is how many records one XRANGE of LearnerSafetyEvents reads.
 const auditPage = 1000
 
-// LearnerSafetyEvents returns the audit records of learner of tenant within the retention,
-// oldest first, reading the tenant's stream a page at a time.
-func (a *SafetyAudit) LearnerSafetyEvents(ctx context.Context, tenant, learner string) ([]safety.Record, error) {
+// LearnerSafetyEvents calls each with the audit records of learner of tenant within the
+// retention, oldest first, reading the tenant's stream a page (auditPage records) at a time.
+func (a *SafetyAudit) LearnerSafetyEvents(ctx context.Context, tenant, learner string, each func(safety.Record) error) error {
 	member := learnerMember(learner)
-	var out []safety.Record
 	start := a.cutoff()
 	for {
 		msgs, err := a.client.XRangeN(ctx, a.key(tenant), start, "+", auditPage).Result()
 		if err != nil {
-			return nil, failure("safety audit", err)
+			return failure("safety audit", err)
 		}
 		for _, m := range msgs {
 			s, _ := m.Values["r"].(string)
@@ -318,10 +317,12 @@ func (a *SafetyAudit) LearnerSafetyEvents(ctx context.Context, tenant, learner s
 				continue
 			}
 			r.ID, r.Tenant = m.ID, tenant
-			out = append(out, r)
+			if err := each(r); err != nil {
+				return err
+			}
 		}
 		if len(msgs) < auditPage {
-			return out, nil
+			return nil
 		}
 		start = "(" + msgs[len(msgs)-1].ID
 	}

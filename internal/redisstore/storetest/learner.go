@@ -330,7 +330,7 @@ var learnerCases = []struct {
 				t.Fatalf("Audit: %v", err)
 			}
 		}
-		got, err := audit.LearnerSafetyEvents(ctx, "acme", ref)
+		got, err := learnerEvents(ctx, audit, "acme", ref)
 		if err != nil || len(got) != 2 || got[0].Session != a1 || got[1].Session != a2 || got[0].ID == "" {
 			t.Fatalf("LearnerSafetyEvents = %+v, %v, want the records of %s and %s, with their ids", got, err, a1, a2)
 		}
@@ -365,7 +365,7 @@ var learnerCases = []struct {
 			t.Errorf("records after the erasure = %v, want the others %v", gotIDs, want)
 		}
 		wantTTLWithin(t, f, f.Prefix+":{audit:acme}", time.Hour)
-		if got, err := audit.LearnerSafetyEvents(ctx, "globex", ref); err != nil || len(got) != 1 {
+		if got, err := learnerEvents(ctx, audit, "globex", ref); err != nil || len(got) != 1 {
 			t.Errorf("another tenant's learner's records = %+v, %v, want its one", got, err)
 		}
 		// Erasing again finds nothing to erase.
@@ -471,4 +471,14 @@ func (o *outage) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 		}
 		return next(ctx, cmds)
 	}
+}
+
+// learnerEvents collects the records LearnerSafetyEvents walks.
+func learnerEvents(ctx context.Context, a coach.LearnerAudit, tenant, learner string) ([]safety.Record, error) {
+	var out []safety.Record
+	err := a.LearnerSafetyEvents(ctx, tenant, learner, func(r safety.Record) error {
+		out = append(out, r)
+		return nil
+	})
+	return out, err
 }
