@@ -103,12 +103,12 @@ func (ts *testServer) exportOf(ref string, headers ...string) exportBody {
 	var out exportBody
 	for i, line := range strings.Split(strings.TrimSuffix(r.Body, "\n"), "\n") {
 		var l struct {
-			Type    string          `json:"type"`
-			Learner string          `json:"learner"`
+			Type      string          `json:"type"`
+			Learner   string          `json:"learner"`
 			Session   json.RawMessage `json:"session"`
 			SessionID string          `json:"sessionId"`
 			Entries   []coach.TranscriptEntry
-			Event   safety.Record
+			Event     safety.Record
 		}
 		if err := json.Unmarshal([]byte(line), &l); err != nil {
 			ts.t.Fatalf("export line %d %s: %v", i, line, err)
