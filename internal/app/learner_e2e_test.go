@@ -99,7 +99,7 @@ func TestLearnerExportAndErasure(t *testing.T) {
 	// The safety audit holds a record of A's, B's and beta's A's turns.
 	audit := redisstore.NewSafetyAudit(rdb, g.Config.RedisPrefix, time.Hour, 0)
 	for _, r := range []struct{ tenant, ref, id string }{{"acme", refA, a1}, {"acme", refB, b}, {"beta", refA, betaA}} {
-		err := audit.Audit(context.Background(), []safety.Record{{Time: time.Now().UTC(), Tenant: r.tenant, Session: r.id, Learner: r.ref,
+		err := audit.Audit(context.Background(), []safety.Record{{Time: time.Now().UTC(), Tenant: r.tenant, Session: r.id, Learner: safety.Learner{Ref: r.ref},
 			Stage: safety.StageInput, Classifier: safety.BuiltinName, Categories: []safety.Category{safety.CategorySuicide},
 			Severity: safety.SeverityHigh, Action: safety.ActionCrisis, Mode: safety.ModeEnforce}})
 		if err != nil {

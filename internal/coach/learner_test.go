@@ -41,7 +41,7 @@ func (l *learnerMemStore) LearnerSessions(_ context.Context, tenant, learner str
 
 func (l *learnerMemStore) LearnerSafetyEvents(_ context.Context, tenant, learner string, each func(safety.Record) error) error {
 	for _, r := range l.events {
-		if r.Tenant == tenant && r.Learner == learner {
+		if r.Tenant == tenant && r.Learner.Ref == learner {
 			if err := each(r); err != nil {
 				return err
 			}
@@ -115,9 +115,9 @@ func TestExportLearner(t *testing.T) {
 	// learner's: the export holds only this learner's live sessions, oldest first.
 	st.listed["acme/pupil-7"] = []string{newer.ID, NewID(), someoneElse.ID, otherTenant.ID, "not-an-id", older.ID}
 	st.events = []safety.Record{
-		{Tenant: "acme", Learner: "pupil-7", Session: older.ID},
-		{Tenant: "acme", Learner: "pupil-8", Session: someoneElse.ID},
-		{Tenant: "globex", Learner: "pupil-7", Session: otherTenant.ID},
+		{Tenant: "acme", Learner: safety.Learner{Ref: "pupil-7"}, Session: older.ID},
+		{Tenant: "acme", Learner: safety.Learner{Ref: "pupil-8"}, Session: someoneElse.ID},
+		{Tenant: "globex", Learner: safety.Learner{Ref: "pupil-7"}, Session: otherTenant.ID},
 	}
 	exp, err := exportOf(svc, "acme", "pupil-7")
 	if err != nil {

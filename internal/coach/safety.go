@@ -369,7 +369,7 @@ func (r *TurnRun) safetyRecords(stage safety.Stage, checks []safety.Check, actio
 			a = safety.ActionNone
 		}
 		out = append(out, safety.Record{
-			Time: now, Tenant: r.sess.Tenant, Session: r.sess.ID, Learner: r.sess.Learner, Turn: r.id,
+			Time: now, Tenant: r.sess.Tenant, Session: r.sess.ID, Learner: r.sess.learner(), Turn: r.id,
 			Stage: stage, Classifier: c.Classifier, Ran: safety.Ran{NotRun: c.NotRun},
 			Categories: c.Verdict.Categories, Severity: c.Verdict.Severity, Rules: c.Verdict.Rules,
 			Action: a, Mode: r.svc.safety.Mode, LatencyMS: float64(c.Latency.Microseconds()) / 1000,
@@ -468,7 +468,7 @@ func (r *TurnRun) safeFallback() (*Outcome, error) {
 // episode returns the escalation of the crisis episode that hold starts.
 func (r *TurnRun) episode(hold *SafetyHold, v safety.Verdict) *safety.Episode {
 	ep := &safety.Episode{
-		ID: hold.Episode, Time: hold.Since, Tenant: r.sess.Tenant, Session: r.sess.ID, Learner: r.sess.Learner,
+		ID: hold.Episode, Time: hold.Since, Tenant: r.sess.Tenant, Session: r.sess.ID, Learner: r.sess.learner(),
 		Contract: r.contract, Module: stateModule(r.sess.State), Locale: r.sess.Locale,
 		Severity: v.Severity, Categories: v.Categories,
 	}
@@ -484,4 +484,12 @@ func (s *Service) auditTurn(r *TurnRun) {
 		s.obs.SafetyChecked(r.contract, rec)
 	}
 	s.audit(r.sess, r.records)
+}
+
+// learner returns the learner an audit record or an escalation of s names.
+func (s *Session) learner() safety.Learner {
+	if s.Learner == "" {
+		return safety.Learner{}
+	}
+	return safety.Learner{Ref: s.Learner, AssertedBy: s.LearnerAssertedBy}
 }

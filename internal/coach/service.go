@@ -212,6 +212,9 @@ func (s *Service) CreateSession(ctx context.Context, tenant, contract string, op
 		ID: NewID(), Contract: contract, Locale: opts.Locale, Version: 1, State: state,
 		CreatedAt: now, UpdatedAt: now, Tenant: tenant, Learner: opts.Learner,
 	}
+	if opts.Learner != "" {
+		sess.LearnerAssertedBy = opts.AssertedBy
+	}
 	if err := s.store.Create(ctx, sess); err != nil {
 		return nil, err
 	}

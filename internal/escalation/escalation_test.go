@@ -115,7 +115,7 @@ func (rc *receiver) requests() []received {
 func episode(id, tenant string) safety.Episode {
 	return safety.Episode{
 		ID: id, Time: time.Date(2026, 3, 1, 10, 30, 0, 0, time.FixedZone("CET", 3600)), Tenant: tenant, Session: "s-" + id,
-		Learner: "learner-ref-42", Contract: "module", Module: "anxiety-basics", Locale: "es-US",
+		Learner: safety.Learner{Ref: "learner-ref-42", AssertedBy: "3f2a9c0b1d4e"}, Contract: "module", Module: "anxiety-basics", Locale: "es-US",
 		Severity: safety.SeverityHigh, Categories: []safety.Category{safety.CategorySuicide},
 		Text: "ya no quiero estar vivo",
 	}
@@ -179,7 +179,7 @@ func TestRequest(t *testing.T) {
 			}
 			want := map[string]any{
 				"episode": "ep-1", "time": "2026-03-01T09:30:00Z", "tenant": "acme", "session": "s-ep-1",
-				"learner": "learner-ref-42", "contract": "module", "module": "anxiety-basics", "locale": "es-US",
+				"learner": map[string]any{"ref": "learner-ref-42", "asserted_by": "3f2a9c0b1d4e"}, "contract": "module", "module": "anxiety-basics", "locale": "es-US",
 				"severity": "high", "categories": []any{"suicide"}, "sent": float64(now.Unix()),
 			}
 			if includeText {

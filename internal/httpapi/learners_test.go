@@ -150,9 +150,9 @@ func TestLearnerExportAndErasure(t *testing.T) {
 	b := ts.createFor("pupil-8", acme...)
 	other := ts.createFor(ref, beta...)
 	err := ts.store.Audit(context.Background(), []safety.Record{
-		{Tenant: "acme", Session: a1, Learner: ref, Stage: safety.StageInput, Classifier: "builtin"},
-		{Tenant: "acme", Session: b, Learner: "pupil-8", Stage: safety.StageInput, Classifier: "builtin"},
-		{Tenant: "beta", Session: other, Learner: ref, Stage: safety.StageInput, Classifier: "builtin"},
+		{Tenant: "acme", Session: a1, Learner: safety.Learner{Ref: ref}, Stage: safety.StageInput, Classifier: "builtin"},
+		{Tenant: "acme", Session: b, Learner: safety.Learner{Ref: "pupil-8"}, Stage: safety.StageInput, Classifier: "builtin"},
+		{Tenant: "beta", Session: other, Learner: safety.Learner{Ref: ref}, Stage: safety.StageInput, Classifier: "builtin"},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -203,6 +203,8 @@ const (
 	tenantKey ctxKey = iota
 	// operatorKey holds whether the request's key is an operator key of its tenant (a bool).
 	operatorKey
+	// keyIDKey holds the id of the request's key (KeyID, a string).
+	keyIDKey
 )
 
 var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)

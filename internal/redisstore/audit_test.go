@@ -19,7 +19,7 @@ import (
 func auditRecord(tenant string, n int) safety.Record {
 	return safety.Record{
 		Time: time.Date(2025, 5, 1, 12, 0, n, 0, time.UTC), Tenant: tenant,
-		Session: "0123456789abcdef0123456789abcdef", Learner: "learner-7", Turn: fmt.Sprint("turn-", n),
+		Session: "0123456789abcdef0123456789abcdef", Learner: safety.Learner{Ref: "learner-7"}, Turn: fmt.Sprint("turn-", n),
 		Stage: safety.StageInput, Classifier: safety.BuiltinName, Categories: []safety.Category{"self_harm"},
 		Severity: safety.SeverityHigh, Rules: []string{"en.passive.1"}, Action: safety.ActionCrisis,
 		Mode: safety.ModeEnforce, LatencyMS: 0.25,

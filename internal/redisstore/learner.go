@@ -290,9 +290,13 @@ func globEscape(s string) string {
 
 var _ coach.LearnerAudit = (*SafetyAudit)(nil)
 
-// learnerMember returns how a record of learner's encoding holds it: `,"learner":"<ref>"`,
-// followed by ',' or '}'. (Record's learner is never its first member.)
-func learnerMember(learner string) string { return `,"learner":` + jsonString(learner) }
+// learnerMembers returns how a record of learner's encoding holds it: `,"learner":{"ref":"<ref>"`
+// (safety.Learner), or, in a record written before the learner was an object, `,"learner":"<ref>"`;
+// either followed by ',' or '}'. (Record's learner is never its first member.)
+func learnerMembers(learner string) []string {
+	ref := jsonString(learner)
+	return []string{`,"learner":{"ref":` + ref, `,"learner":` + ref}
+}
 
 // auditPage is how many records one XRANGE of LearnerSafetyEvents reads.
 const auditPage = 1000
@@ -300,7 +304,7 @@ const auditPage = 1000
 // LearnerSafetyEvents calls each with the audit records of learner of tenant within the
 // retention, oldest first, reading the tenant's stream a page (auditPage records) at a time.
 func (a *SafetyAudit) LearnerSafetyEvents(ctx context.Context, tenant, learner string, each func(safety.Record) error) error {
-	member := learnerMember(learner)
+	members := learnerMembers(learner)
 	start := a.cutoff()
 	for {
 		msgs, err := a.client.XRangeN(ctx, a.key(tenant), start, "+", auditPage).Result()
@@ -309,11 +313,11 @@ func (a *SafetyAudit) LearnerSafetyEvents(ctx context.Context, tenant, learner s
 		}
 		for _, m := range msgs {
 			s, _ := m.Values["r"].(string)
-			if !holdsMember(s, member) {
+			if !holdsMember(s, members[0]) && !holdsMember(s, members[1]) {
 				continue
 			}
 			var r safety.Record
-			if err := json.Unmarshal([]byte(s), &r); err != nil || r.Learner != learner {
+			if err := json.Unmarshal([]byte(s), &r); err != nil || r.Learner.Ref != learner {
 				continue
 			}
 			r.ID, r.Tenant = m.ID, tenant
@@ -328,7 +332,7 @@ func (a *SafetyAudit) LearnerSafetyEvents(ctx context.Context, tenant, learner s
 	}
 }
 
-// holdsMember reports whether the JSON object s has member (see learnerMember) as one of its
+// holdsMember reports whether the JSON object s has member (see learnerMembers) as one of its
 // members.
 func holdsMember(s, member string) bool {
 	i := strings.Index(s, member)
@@ -340,7 +344,7 @@ func holdsMember(s, member string) bool {
 // kept. XDEL would only mark them deleted: their bytes would stay in the stream's nodes, in
 // memory and in RDB snapshots, until every other record of the same node went too.
 //
-// KEYS: the stream. ARGV: the learner member (see learnerMember). Returns how many records it
+// KEYS: the stream. ARGV: the learner's members (see learnerMembers). Returns how many records it
 // removed.
 var eraseAuditScript = redis.NewScript(`
 local entries = redis.call('XRANGE', KEYS[1], '-', '+')
@@ -349,10 +353,12 @@ for _, e in ipairs(entries) do
   local hit = false
   local f = e[2]
   for i = 2, #f, 2 do
-    local _, j = string.find(f[i], ARGV[1], 1, true)
-    local after = j and string.sub(f[i], j + 1, j + 1)
-    if after == ',' or after == '}' then
-      hit = true
+    for _, m in ipairs(ARGV) do
+      local _, j = string.find(f[i], m, 1, true)
+      local after = j and string.sub(f[i], j + 1, j + 1)
+      if after == ',' or after == '}' then
+        hit = true
+      end
     end
   end
   if hit then
@@ -381,7 +387,7 @@ return hits
 // an erasure of a tenant with a full stream pauses that Redis for a moment. Other tenants'
 // streams are other keys, untouched.
 func (a *SafetyAudit) EraseLearnerSafetyEvents(ctx context.Context, tenant, learner string) error {
-	if err := eraseAuditScript.Run(ctx, a.client, []string{a.key(tenant)}, learnerMember(learner)).Err(); err != nil {
+	if err := eraseAuditScript.Run(ctx, a.client, []string{a.key(tenant)}, learnerMembers(learner)[0], learnerMembers(learner)[1]).Err(); err != nil {
 		return failure("safety audit", err)
 	}
 	return nil

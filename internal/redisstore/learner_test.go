@@ -20,7 +20,7 @@ func TestBatcherErasesQueuedRecords(t *testing.T) {
 			batch := NewAuditBatcher(audit, time.Hour, nil) // writes only when asked to
 			t.Cleanup(func() { _ = batch.Close(ctx) })
 			rec := func(learner, session string) safety.Record {
-				return safety.Record{Time: time.Now().UTC(), Tenant: "acme", Session: session, Learner: learner,
+				return safety.Record{Time: time.Now().UTC(), Tenant: "acme", Session: session, Learner: safety.Learner{Ref: learner},
 					Stage: safety.StageInput, Classifier: safety.BuiltinName}
 			}
 			if err := batch.Audit(ctx, []safety.Record{rec("pupil-7", "s-of-pupil-7"), rec("pupil-8", "s-of-pupil-8")}); err != nil {

@@ -41,7 +41,7 @@ func (m *MemStore) LearnerSafetyEvents(_ context.Context, tenant, learner string
 	m.mu.Lock()
 	var out []safety.Record
 	for _, r := range m.records {
-		if r.Tenant == tenant && r.Learner == learner {
+		if r.Tenant == tenant && r.Learner.Ref == learner {
 			out = append(out, r)
 		}
 	}
@@ -58,7 +58,7 @@ func (m *MemStore) LearnerSafetyEvents(_ context.Context, tenant, learner string
 func (m *MemStore) EraseLearnerSafetyEvents(_ context.Context, tenant, learner string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.records = slices.DeleteFunc(m.records, func(r safety.Record) bool { return r.Tenant == tenant && r.Learner == learner })
+	m.records = slices.DeleteFunc(m.records, func(r safety.Record) bool { return r.Tenant == tenant && r.Learner.Ref == learner })
 	return nil
 }
 

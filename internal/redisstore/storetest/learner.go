@@ -316,7 +316,7 @@ var learnerCases = []struct {
 		audit := redisstore.NewSafetyAudit(f.Client, f.Prefix, time.Hour, 0)
 		const ref = "pupil-7"
 		record := func(tenant, learner, session string) safety.Record {
-			return safety.Record{Time: time.Now().UTC(), Tenant: tenant, Session: session, Learner: learner, Turn: "t1",
+			return safety.Record{Time: time.Now().UTC(), Tenant: tenant, Session: session, Learner: safety.Learner{Ref: learner, AssertedBy: "key-1"}, Turn: "t1",
 				Stage: safety.StageInput, Classifier: safety.BuiltinName, Categories: []safety.Category{safety.CategorySuicide},
 				Severity: safety.SeverityHigh, Action: safety.ActionCrisis, Mode: safety.ModeEnforce}
 		}
@@ -353,7 +353,7 @@ var learnerCases = []struct {
 		}
 		var want []string
 		for _, r := range before {
-			if r.Learner != ref {
+			if r.Learner.Ref != ref {
 				want = append(want, r.ID)
 			}
 		}
