@@ -368,6 +368,36 @@ func TestOneTenantsFloodLeavesRoomForAnother(t *testing.T) {
 	}
 }
 
+// TestOneLearnerKeysFloodLeavesRoomForOthers attacks the tenant's share from one learner key:
+// 20 episodes naming made-up references, all asserted by that key, against a receiver that never
+// answers take only the key's share; another learner of the tenant is still taken.
+func TestOneLearnerKeysFloodLeavesRoomForOthers(t *testing.T) {
+	release := make(chan struct{})
+	rc := newReceiver(t, func(w http.ResponseWriter, r *http.Request) { <-release })
+	obs := &counts{}
+	w := New(fast(rc.URL, obs, Options{QueueSize: 16, TenantQueueSize: 8, SourceQueueSize: 2}))
+	for i := range 20 {
+		ep := episode(fmt.Sprint("flood-", i), "acme")
+		ep.Learner = safety.Learner{Ref: fmt.Sprint("classmate-", i), AssertedBy: "3f2a9c0b1d4e"}
+		w.Escalate(ep)
+	}
+	other := episode("other-1", "acme")
+	other.Learner = safety.Learner{Ref: "pupil-7", AssertedBy: "9d8c7b6a5f4e"}
+	w.Escalate(other)
+	if got := obs.outcome(OutcomeDropped); got != 18 {
+		t.Errorf("dropped = %d, want 18 (the flooding key's episodes past its share)", got)
+	}
+	close(release)
+	closeWithin(t, w)
+	var ids []string
+	for _, r := range rc.requests() {
+		ids = append(ids, r.header.Get(HeaderEpisode))
+	}
+	if !slices.Contains(ids, "other-1") {
+		t.Errorf("delivered %q: the other learner's episode is missing", ids)
+	}
+}
+
 func TestCloseDrains(t *testing.T) {
 	// The first attempt of each episode fails and its retry would wait an hour: Close tries the
 	// waiting retries at once and returns when they are delivered.
