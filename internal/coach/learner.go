@@ -99,8 +99,8 @@ func (s *Service) learnerStore(learner string) (LearnerStore, error) {
 // ExportLearner passes emit everything kept of learner of tenant, a line at a time (see
 // ExportLearnerLine): its sessions (state included), their whole transcripts a page at a time,
 // and its safety audit records. It holds at most one session and one transcript page at once,
-// and the ids and creation times of the learner's sessions (bounded by
-// Options.MaxSessionsPerLearner), whatever the learner's size. A learner with nothing kept has an
+// besides the ids and creation times of the learner's sessions (tens of bytes each), whatever
+// the learner's size. A learner with nothing kept has an
 // export of its first line alone, not an error: the gateway does not tell which references it
 // has seen. An error of emit ends the export and is returned.
 func (s *Service) ExportLearner(ctx context.Context, tenant, learner string, emit func(line any) error) error {
