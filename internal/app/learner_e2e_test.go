@@ -99,7 +99,7 @@ func TestLearnerExportAndErasure(t *testing.T) {
 	// The safety audit holds a record of A's, B's and beta's A's turns.
 	audit := redisstore.NewSafetyAudit(rdb, g.Config.RedisPrefix, time.Hour, 0)
 	for _, r := range []struct{ tenant, ref, id string }{{"acme", refA, a1}, {"acme", refB, b}, {"beta", refA, betaA}} {
-		err := audit.Audit(context.Background(), []safety.Record{{Time: time.Now().UTC(), Tenant: r.tenant, Session: r.id, Learner: r.ref,
+		err := audit.Audit(context.Background(), []safety.Record{{Time: time.Now().UTC(), Tenant: r.tenant, Session: r.id, Learner: safety.Learner{Ref: r.ref},
 			Stage: safety.StageInput, Classifier: safety.BuiltinName, Categories: []safety.Category{safety.CategorySuicide},
 			Severity: safety.SeverityHigh, Action: safety.ActionCrisis, Mode: safety.ModeEnforce}})
 		if err != nil {
@@ -120,23 +120,7 @@ func TestLearnerExportAndErasure(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("export: %d %s", status, body)
 	}
-	var exp struct {
-		Learner  string `json:"learner"`
-		Sessions []struct {
-			Session struct {
-				ID      string          `json:"id"`
-				State   json.RawMessage `json:"state"`
-				Learner string          `json:"learner"`
-			} `json:"session"`
-			Transcript []struct {
-				Role string `json:"role"`
-			} `json:"transcript"`
-		} `json:"sessions"`
-		SafetyEvents []json.RawMessage `json:"safetyEvents"`
-	}
-	if err := json.Unmarshal([]byte(body), &exp); err != nil {
-		t.Fatalf("export body %s: %v", body, err)
-	}
+	exp := parseExport(t, body)
 	got := map[string]bool{}
 	for _, s := range exp.Sessions {
 		got[s.Session.ID] = true
@@ -226,4 +210,127 @@ func keysUnder(t *testing.T, rdb *redis.Client, prefix string) map[string]bool {
 		t.Fatalf("SCAN: %v", err)
 	}
 	return out
+}
+
+// TestErasureMidTurnIsFinal erases a learner while a turn of theirs waits on a slow model: the
+// erasure answers 204, the turn then ends with error session_deleted, and no audit record of
+// the learner is written afterwards (the turn's checks are audited when it ends).
+func TestErasureMidTurnIsFinal(t *testing.T) {
+	g := apptest.Start(t, func(c *config.Config) {
+		c.APIKeys = []config.APIKey{
+			{Tenant: "acme", Hash: sha256.Sum256([]byte(learnerKeyAcme))},
+			{Tenant: "acme", Hash: sha256.Sum256([]byte(operatorKeyAcme)), Operator: true},
+		}
+	})
+	const ref = "pupil-erased@example.org"
+	status, body := call(t, g, learnerKeyAcme, "POST", "/v1/sessions", map[string]string{"contract": "toulmin", "learner": ref})
+	if status != http.StatusCreated {
+		t.Fatalf("creating a session: %d %s", status, body)
+	}
+	var s struct{ ID string }
+	_ = json.Unmarshal([]byte(body), &s)
+
+	g.LLM.Enqueue(fakellm.Reply{Content: `{"assistantText":"Tell me more about that.","step":"claim"}`,
+		Fault: fakellm.Fault{FirstByteDelay: 800 * time.Millisecond}})
+	turn := make(chan string, 1)
+	go func() {
+		b, _ := json.Marshal(apptest.Msg("Homework should be banned."))
+		req, _ := http.NewRequest("POST", g.URL+"/v1/sessions/"+s.ID+"/turns", bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+learnerKeyAcme)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			turn <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		turn <- string(out)
+	}()
+	for deadline := time.Now().Add(5 * time.Second); len(g.LLM.Requests()) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the turn never reached the model")
+		}
+	}
+	if status, body := call(t, g, operatorKeyAcme, "DELETE", "/v1/learners/"+ref, nil); status != http.StatusNoContent {
+		t.Fatalf("erasure mid-turn: %d %s", status, body)
+	}
+	answer := strings.TrimSpace(<-turn)
+	lines := strings.Split(answer, "\n")
+	if last := lines[len(lines)-1]; !strings.Contains(last, `"type":"error"`) || !strings.Contains(last, `"error":"session_deleted"`) {
+		t.Errorf("the erased turn's answer = %s, want a last line error session_deleted", answer)
+	}
+	// The turn's audit goes out off its path; give it time to be written, then look.
+	time.Sleep(300 * time.Millisecond)
+	status, body = call(t, g, operatorKeyAcme, "GET", "/v1/learners/"+ref+"/export", nil)
+	if status != http.StatusOK {
+		t.Fatalf("export after the erasure: %d %s", status, body)
+	}
+	if strings.Contains(body, s.ID) {
+		t.Errorf("after the erasure mid-turn, the export holds %s, want nothing of the learner", body)
+	}
+}
+
+// exportedSession is one session of a learnerExport.
+type exportedSession struct {
+	Session struct {
+		ID      string          `json:"id"`
+		State   json.RawMessage `json:"state"`
+		Learner string          `json:"learner"`
+	}
+	Transcript []struct {
+		Role string `json:"role"`
+	}
+}
+
+// learnerExport is an export as a client puts its NDJSON lines together.
+type learnerExport struct {
+	Learner      string
+	Sessions     []exportedSession
+	SafetyEvents []json.RawMessage
+}
+
+// parseExport puts the lines of an export's body together.
+func parseExport(t *testing.T, body string) learnerExport {
+	t.Helper()
+	var exp learnerExport
+	for i, line := range strings.Split(strings.TrimSuffix(body, "\n"), "\n") {
+		var l struct {
+			Type      string          `json:"type"`
+			Learner   string          `json:"learner"`
+			Session   json.RawMessage `json:"session"`
+			SessionID string          `json:"sessionId"`
+			Entries   json.RawMessage `json:"entries"`
+			Event     json.RawMessage `json:"event"`
+		}
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatalf("export line %d %s: %v", i, line, err)
+		}
+		switch l.Type {
+		case "learner":
+			exp.Learner = l.Learner
+		case "session":
+			exp.Sessions = append(exp.Sessions, exportedSession{})
+			if err := json.Unmarshal(l.Session, &exp.Sessions[len(exp.Sessions)-1].Session); err != nil {
+				t.Fatalf("export line %d %s: %v", i, line, err)
+			}
+		case "transcript":
+			if len(exp.Sessions) == 0 || exp.Sessions[len(exp.Sessions)-1].Session.ID != l.SessionID {
+				t.Fatalf("export line %d is a transcript page of no session before it: %s", i, line)
+			}
+			last := &exp.Sessions[len(exp.Sessions)-1]
+			var entries []struct {
+				Role string `json:"role"`
+			}
+			if err := json.Unmarshal(l.Entries, &entries); err != nil {
+				t.Fatalf("export line %d %s: %v", i, line, err)
+			}
+			last.Transcript = append(last.Transcript, entries...)
+		case "safety_event":
+			exp.SafetyEvents = append(exp.SafetyEvents, l.Event)
+		default:
+			t.Fatalf("export line %d has an unknown type: %s", i, line)
+		}
+	}
+	return exp
 }

@@ -30,6 +30,10 @@ type Session struct {
 	// Learner is the opaque learner reference the client gave when creating the session, by
 	// which an operator exports or erases everything of one learner.
 	Learner string `json:"learner,omitempty"`
+	// LearnerAssertedBy is the id of the learner key that gave Learner, empty when an operator
+	// key (or an open gateway) did: a learner key's reference is only what its client says, and
+	// audit records and escalations name it as asserted by that key.
+	LearnerAssertedBy string `json:"learnerAssertedBy,omitempty"`
 	// Limits, when set, are the longest texts the session accepts. They follow from the
 	// gateway's configuration and the contract, so the HTTP adapter fills them in on the way
 	// out and no store keeps them.

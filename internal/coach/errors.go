@@ -87,6 +87,9 @@ const (
 	CodeInternal         = "internal"
 	// CodeTurnCancelled ends a turn that was stopped (DELETE …/turns/current).
 	CodeTurnCancelled = "turn_cancelled"
+	// CodeSessionDeleted ends a turn whose learner was erased while it ran: nothing of it is
+	// stored.
+	CodeSessionDeleted = "session_deleted"
 
 	CodeStreamFailed     = "coach_stream_failed"
 	CodeValidationFailed = "coach_validation_failed"
@@ -104,6 +107,8 @@ var (
 	ErrShuttingDown = Errorf(KindUnavailable, CodeShuttingDown, "the gateway is shutting down; retry the turn")
 	// ErrTurnCancelled ends a turn that was stopped on request: nothing is stored.
 	ErrTurnCancelled = Errorf(KindStream, CodeTurnCancelled, "the turn was stopped; nothing was stored")
+	// ErrSessionDeleted ends a turn whose learner was erased while it ran: nothing is stored.
+	ErrSessionDeleted = Errorf(KindStream, CodeSessionDeleted, "the session's learner was erased while the turn ran; nothing was stored")
 )
 
 // maxEcho is how many characters of a client's input an error message repeats.

@@ -39,14 +39,49 @@ func (l *learnerMemStore) LearnerSessions(_ context.Context, tenant, learner str
 	return l.listed[tenant+"/"+learner], nil
 }
 
-func (l *learnerMemStore) LearnerSafetyEvents(_ context.Context, tenant, learner string) ([]safety.Record, error) {
-	var out []safety.Record
+func (l *learnerMemStore) LearnerSafetyEvents(_ context.Context, tenant, learner string, each func(safety.Record) error) error {
 	for _, r := range l.events {
-		if r.Tenant == tenant && r.Learner == learner {
-			out = append(out, r)
+		if r.Tenant == tenant && r.Learner.Ref == learner {
+			if err := each(r); err != nil {
+				return err
+			}
 		}
 	}
-	return out, nil
+	return nil
+}
+
+// exported is an export as its lines put it together.
+type exported struct {
+	learner      string
+	sessions     []*Session
+	transcripts  map[string][]TranscriptEntry
+	safetyEvents []safety.Record
+	lines        []string // the type of each line, in order
+}
+
+// exportOf runs svc's export of learner of tenant and puts its lines together.
+func exportOf(svc *Service, tenant, learner string) (exported, error) {
+	out := exported{transcripts: map[string][]TranscriptEntry{}}
+	err := svc.ExportLearner(context.Background(), tenant, learner, func(line any) error {
+		switch l := line.(type) {
+		case ExportLearnerLine:
+			out.learner = l.Learner
+			out.lines = append(out.lines, l.Type)
+		case ExportSessionLine:
+			out.sessions = append(out.sessions, l.Session)
+			out.lines = append(out.lines, l.Type)
+		case ExportTranscriptLine:
+			out.transcripts[l.Session] = append(out.transcripts[l.Session], l.Entries...)
+			out.lines = append(out.lines, l.Type)
+		case ExportSafetyEventLine:
+			out.safetyEvents = append(out.safetyEvents, l.Event)
+			out.lines = append(out.lines, l.Type)
+		default:
+			return fmt.Errorf("unexpected line %#v", line)
+		}
+		return nil
+	})
+	return out, err
 }
 
 func (l *learnerMemStore) EraseLearner(_ context.Context, tenant, learner string) error {
@@ -80,37 +115,37 @@ func TestExportLearner(t *testing.T) {
 	// learner's: the export holds only this learner's live sessions, oldest first.
 	st.listed["acme/pupil-7"] = []string{newer.ID, NewID(), someoneElse.ID, otherTenant.ID, "not-an-id", older.ID}
 	st.events = []safety.Record{
-		{Tenant: "acme", Learner: "pupil-7", Session: older.ID},
-		{Tenant: "acme", Learner: "pupil-8", Session: someoneElse.ID},
-		{Tenant: "globex", Learner: "pupil-7", Session: otherTenant.ID},
+		{Tenant: "acme", Learner: safety.Learner{Ref: "pupil-7"}, Session: older.ID},
+		{Tenant: "acme", Learner: safety.Learner{Ref: "pupil-8"}, Session: someoneElse.ID},
+		{Tenant: "globex", Learner: safety.Learner{Ref: "pupil-7"}, Session: otherTenant.ID},
 	}
-	exp, err := svc.ExportLearner(ctx, "acme", "pupil-7")
+	exp, err := exportOf(svc, "acme", "pupil-7")
 	if err != nil {
 		t.Fatalf("ExportLearner: %v", err)
 	}
 	var got []string
-	for _, s := range exp.Sessions {
-		got = append(got, s.Session.ID)
+	for _, s := range exp.sessions {
+		got = append(got, s.ID)
 	}
-	if want := []string{older.ID, newer.ID}; !slices.Equal(got, want) {
-		t.Errorf("exported sessions = %v, want %v", got, want)
+	if want := []string{older.ID, newer.ID}; !slices.Equal(got, want) || exp.learner != "pupil-7" {
+		t.Errorf("exported sessions of %q = %v, want %v of pupil-7", exp.learner, got, want)
 	}
-	if len(exp.Sessions) == 2 {
-		tr := exp.Sessions[1].Transcript
-		if len(tr) != entries || tr[0].Seq != 1 || tr[len(tr)-1].Seq != entries {
-			t.Errorf("exported transcript: %d entries, want %d from seq 1", len(tr), entries)
-		}
-		if tr := exp.Sessions[0].Transcript; tr == nil || len(tr) != 0 {
-			t.Errorf("an empty transcript exports as %#v, want an empty list", tr)
-		}
+	// One line per session and per transcript page (three of the newer one's), then the events.
+	wantLines := []string{ExportLearnerType, ExportSessionType, ExportSessionType, ExportTranscriptType, ExportTranscriptType, ExportTranscriptType, ExportSafetyEventType}
+	if !slices.Equal(exp.lines, wantLines) {
+		t.Errorf("export lines = %v, want %v", exp.lines, wantLines)
 	}
-	if len(exp.SafetyEvents) != 1 || exp.SafetyEvents[0].Session != older.ID {
-		t.Errorf("exported safety events = %+v, want the one of %s", exp.SafetyEvents, older.ID)
+	tr := exp.transcripts[newer.ID]
+	if len(tr) != entries || tr[0].Seq != 1 || tr[len(tr)-1].Seq != entries || !slices.IsSortedFunc(tr, func(a, b TranscriptEntry) int { return int(a.Seq - b.Seq) }) {
+		t.Errorf("exported transcript: %d entries, want %d in order from seq 1", len(tr), entries)
+	}
+	if len(exp.safetyEvents) != 1 || exp.safetyEvents[0].Session != older.ID {
+		t.Errorf("exported safety events = %+v, want the one of %s", exp.safetyEvents, older.ID)
 	}
 
-	none, err := svc.ExportLearner(ctx, "acme", "never-seen")
-	if err != nil || none.Sessions == nil || len(none.Sessions) != 0 || none.SafetyEvents == nil {
-		t.Errorf("export of a learner never seen = %+v, %v, want empty lists", none, err)
+	none, err := exportOf(svc, "acme", "never-seen")
+	if err != nil || len(none.sessions) != 0 || len(none.safetyEvents) != 0 || !slices.Equal(none.lines, []string{ExportLearnerType}) {
+		t.Errorf("export of a learner never seen = %+v, %v, want its first line alone", none, err)
 	}
 }
 
@@ -144,7 +179,7 @@ func TestLearnerRoutesRefuse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := tt.svc.ExportLearner(ctx, "acme", tt.learner)
+			_, err := exportOf(tt.svc, "acme", tt.learner)
 			var e *Error
 			if !errors.As(err, &e) || e.Kind != tt.want {
 				t.Errorf("ExportLearner error = %v, want kind %d", err, tt.want)

@@ -204,6 +204,8 @@ type NewSession struct {
 	Locale string
 	// Learner is an opaque learner reference (see Session.Learner); empty for none.
 	Learner string
+	// AssertedBy is the id of the learner key that gave Learner (see Session.LearnerAssertedBy).
+	AssertedBy string
 	// Module selects the learning module of a module session.
 	Module string
 }

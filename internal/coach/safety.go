@@ -391,7 +391,7 @@ func (r *TurnRun) safetyRecords(stage safety.Stage, checks []safety.Check, actio
 			a = safety.ActionNone
 		}
 		out = append(out, safety.Record{
-			Time: now, Tenant: r.sess.Tenant, Session: r.sess.ID, Learner: r.sess.Learner, Turn: r.id,
+			Time: now, Tenant: r.sess.Tenant, Session: r.sess.ID, Learner: r.sess.learner(), Turn: r.id,
 			Stage: stage, Classifier: c.Classifier, Ran: safety.Ran{NotRun: c.NotRun},
 			Categories: auditCategories(c.Verdict), Severity: c.Verdict.Severity, Rules: c.Verdict.Rules, Lang: c.Lang,
 			Action: a, Mode: r.svc.safety.Mode, LatencyMS: float64(c.Latency.Microseconds()) / 1000,
@@ -410,16 +410,29 @@ func auditCategories(v safety.Verdict) []safety.Category {
 	return v.Categories
 }
 
-// audit stores a turn's records off the client's path: the turn's answer is out by then.
-func (s *Service) audit(records []safety.Record) {
+// audit stores the records of a turn of sess off the client's path: the turn's answer is out by
+// then. Records of a learner erased since sess was created are not written; ones written while
+// the learner was being erased are erased again (see Service.EraseLearner).
+func (s *Service) audit(sess *Session, records []safety.Record) {
 	if s.auditor == nil || len(records) == 0 {
 		return
 	}
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), auditTimeout)
 		defer cancel()
+		if s.erasedSince(ctx, sess) {
+			return
+		}
 		if s.auditor.Audit(ctx, records) != nil {
 			s.obs.SafetyAuditFailed()
+			return
+		}
+		if s.learnerAudit != nil && s.erasedSince(ctx, sess) {
+			ectx, cancel := context.WithTimeout(context.Background(), auditTimeout)
+			defer cancel()
+			if s.learnerAudit.EraseLearnerSafetyEvents(ectx, sess.Tenant, sess.Learner) != nil {
+				s.obs.SafetyAuditFailed()
+			}
 		}
 	}()
 }
@@ -487,7 +500,7 @@ func (r *TurnRun) safeFallback() (*Outcome, error) {
 // episode returns the escalation of the crisis episode id, found at since.
 func (r *TurnRun) episode(id string, since time.Time, v safety.Verdict) *safety.Episode {
 	ep := &safety.Episode{
-		ID: id, Time: since, Tenant: r.sess.Tenant, Session: r.sess.ID, Learner: r.sess.Learner,
+		ID: id, Time: since, Tenant: r.sess.Tenant, Session: r.sess.ID, Learner: r.sess.learner(),
 		Contract: r.contract, Module: stateModule(r.sess.State), Locale: r.sess.Locale,
 		Severity: v.Severity, Categories: v.Categories,
 	}
@@ -502,5 +515,13 @@ func (s *Service) auditTurn(r *TurnRun) {
 	for _, rec := range r.records {
 		s.obs.SafetyChecked(r.contract, rec)
 	}
-	s.audit(r.records)
+	s.audit(r.sess, r.records)
+}
+
+// learner returns the learner an audit record or an escalation of s names.
+func (s *Session) learner() safety.Learner {
+	if s.Learner == "" {
+		return safety.Learner{}
+	}
+	return safety.Learner{Ref: s.Learner, AssertedBy: s.LearnerAssertedBy}
 }

@@ -176,7 +176,7 @@ func TestCrisisTurnGetsResourcesAndHolds(t *testing.T) {
 		t.Fatalf("escalations = %d, want 1", rig.esc.count())
 	}
 	ep := rig.esc.episodes[0]
-	if ep.ID != s.Safety.Episode || ep.Learner != "learner-1" || ep.Contract != "echo" || ep.Locale != "en-US" ||
+	if ep.ID != s.Safety.Episode || ep.Learner != (safety.Learner{Ref: "learner-1"}) || ep.Contract != "echo" || ep.Locale != "en-US" ||
 		ep.Text != "" || !slicesHas(ep.Categories, safety.CategorySuicide) {
 		t.Errorf("episode = %+v, want the session's episode, learner, contract, locale, suicide, and no text", ep)
 	}

@@ -221,6 +221,9 @@ func (s *Service) CreateSession(ctx context.Context, tenant, contract string, op
 		}
 		sess.Safety = hold
 	}
+	if opts.Learner != "" {
+		sess.LearnerAssertedBy = opts.AssertedBy
+	}
 	if err := s.store.Create(ctx, sess); err != nil {
 		return nil, err
 	}

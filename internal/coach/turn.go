@@ -237,6 +237,10 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 		cctx, commitSpan := s.tracer.Start(ctx, "coach.commit")
 		err := s.store.Commit(cctx, &next, r.token, CommitExtra{Transcript: transcript, Usage: r.charge(rep.Spent)})
 		endSpan(commitSpan, err)
+		if errors.Is(err, ErrConflict) && s.erasedSince(ctx, r.sess) {
+			// The session is gone with its learner, which is what the client is told.
+			err = ErrSessionDeleted
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -420,7 +424,11 @@ func (r *TurnRun) renew(ctx context.Context, lose context.CancelCauseFunc) (stop
 			err := s.store.Renew(rctx, r.sess.ID, r.token, s.opts.LockTTL)
 			cancel()
 			if errors.Is(err, ErrConflict) {
-				lose(ErrConflict)
+				if s.erasedSince(ctx, r.sess) {
+					lose(ErrSessionDeleted)
+				} else {
+					lose(ErrConflict)
+				}
 				return
 			}
 		}

@@ -13,8 +13,11 @@
 //
 // What is shared must not be steerable by one tenant's traffic: the queue is bounded as a whole
 // and per tenant, so one tenant's flood of episodes against a receiver that does not answer
-// fills only its own share, and another tenant's episode is still taken. An episode that finds
-// no room is dropped, counted and logged at error level.
+// fills only its own share, and another tenant's episode is still taken. Within a tenant, the
+// episodes of one source (one learner key, by the key that asserted the learner reference, or
+// one learner reference that an operator key gave) hold at most their own share too, so that
+// one learner's client cannot fill its tenant's share with references it made up. An episode
+// that finds no room is dropped, counted and logged at error level.
 //
 // Logs name the episode, tenant and session, never the learner reference, the learner's text,
 // the body of a request or of an answer (which may echo it), the secret or the URL's
@@ -103,9 +106,12 @@ const (
 	// DefaultMaxBackoff caps one wait: with DefaultBackoff and DefaultMaxAttempts the waits
 	// before the last attempt add up to at most 5+10+20+40+80+160+300 s, about 10 minutes
 	// (jitter takes up to half of each off).
-	DefaultMaxBackoff  = 5 * time.Minute
-	DefaultQueueSize   = 1000
-	DefaultConcurrency = 4
+	DefaultMaxBackoff = 5 * time.Minute
+	DefaultQueueSize  = 1000
+	// DefaultSourceQueueSize is how many episodes of one learner key or reference may be
+	// pending: a learner in crisis has one episode per session held, rarely more than a few.
+	DefaultSourceQueueSize = 8
+	DefaultConcurrency     = 4
 	// maxAnswer bounds how much of an answer's body is read (and discarded) so that its
 	// connection can be reused; an answer longer than that closes it instead.
 	maxAnswer = 64 << 10
@@ -139,8 +145,10 @@ type Options struct {
 	RetryAfterCap time.Duration
 	// QueueSize bounds the episodes pending at once, queued or between retries (default
 	// DefaultQueueSize); TenantQueueSize bounds one tenant's share (default a quarter of
-	// QueueSize, at least 1).
-	QueueSize, TenantQueueSize int
+	// QueueSize, at least 1); SourceQueueSize bounds the share of one source within its tenant
+	// (a learner key, or a learner reference an operator key gave; default DefaultSourceQueueSize,
+	// at most TenantQueueSize).
+	QueueSize, TenantQueueSize, SourceQueueSize int
 	// Concurrency bounds the POSTs in flight at once (default DefaultConcurrency).
 	Concurrency int
 	// Observer, when set, counts attempts and outcomes.
@@ -171,6 +179,7 @@ type Webhook struct {
 	closed   bool
 	pending  map[string]struct{} // episode ids queued or between retries
 	byTenant map[string]int      // pending episodes per tenant
+	bySource map[string]int      // pending episodes per source (see source)
 	// delivered remembers the ids of the latest delivered episodes, oldest first, so that a
 	// repeat is not sent again.
 	delivered     map[string]struct{}
@@ -206,6 +215,10 @@ func New(o Options) *Webhook {
 	if o.TenantQueueSize <= 0 {
 		o.TenantQueueSize = max(1, o.QueueSize/4)
 	}
+	if o.SourceQueueSize <= 0 {
+		o.SourceQueueSize = DefaultSourceQueueSize
+	}
+	o.SourceQueueSize = min(o.SourceQueueSize, o.TenantQueueSize)
 	if o.Concurrency <= 0 {
 		o.Concurrency = DefaultConcurrency
 	}
@@ -225,7 +238,7 @@ func New(o Options) *Webhook {
 	return &Webhook{
 		o: o, hc: &hc, scrub: redact.NewScrubber(o.Secret, o.URL), url: redact.URL(o.URL),
 		sem: make(chan struct{}, o.Concurrency), stop: stop, stopNow: stopNow, drain: make(chan struct{}),
-		pending: map[string]struct{}{}, byTenant: map[string]int{}, delivered: map[string]struct{}{},
+		pending: map[string]struct{}{}, byTenant: map[string]int{}, bySource: map[string]int{}, delivered: map[string]struct{}{},
 	}
 }
 
@@ -250,6 +263,8 @@ func (w *Webhook) Escalate(ep safety.Episode) {
 		full = "the queue is full"
 	case w.byTenant[ep.Tenant] >= w.o.TenantQueueSize:
 		full = "the tenant's share of the queue is full"
+	case w.bySource[source(ep)] >= w.o.SourceQueueSize:
+		full = "the share of the queue of the episode's learner key or reference is full"
 	}
 	if full != "" {
 		w.mu.Unlock()
@@ -260,6 +275,7 @@ func (w *Webhook) Escalate(ep safety.Episode) {
 	}
 	w.pending[ep.ID] = struct{}{}
 	w.byTenant[ep.Tenant]++
+	w.bySource[source(ep)]++
 	w.wg.Add(1)
 	w.mu.Unlock()
 	go w.deliver(ep)
@@ -301,11 +317,28 @@ func (w *Webhook) deliver(ep safety.Episode) {
 	if w.byTenant[ep.Tenant]--; w.byTenant[ep.Tenant] <= 0 {
 		delete(w.byTenant, ep.Tenant)
 	}
+	if src := source(ep); w.bySource[src] > 1 {
+		w.bySource[src]--
+	} else {
+		delete(w.bySource, src)
+	}
 	if outcome == OutcomeDelivered {
 		w.remember(ep.ID)
 	}
 	w.mu.Unlock()
 	w.ended(outcome)
+}
+
+// source returns whose share of its tenant's queue ep takes: the learner key that asserted its
+// learner reference, else the reference, else its session.
+func source(ep safety.Episode) string {
+	switch {
+	case ep.Learner.AssertedBy != "":
+		return ep.Tenant + "\x00key\x00" + ep.Learner.AssertedBy
+	case ep.Learner.Ref != "":
+		return ep.Tenant + "\x00ref\x00" + ep.Learner.Ref
+	}
+	return ep.Tenant + "\x00session\x00" + ep.Session
 }
 
 // remember adds a delivered id, forgetting the oldest beyond the bound. w.mu must be held.

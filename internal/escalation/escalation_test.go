@@ -115,7 +115,7 @@ func (rc *receiver) requests() []received {
 func episode(id, tenant string) safety.Episode {
 	return safety.Episode{
 		ID: id, Time: time.Date(2026, 3, 1, 10, 30, 0, 0, time.FixedZone("CET", 3600)), Tenant: tenant, Session: "s-" + id,
-		Learner: "learner-ref-42", Contract: "module", Module: "anxiety-basics", Locale: "es-US",
+		Learner: safety.Learner{Ref: "learner-ref-42", AssertedBy: "3f2a9c0b1d4e"}, Contract: "module", Module: "anxiety-basics", Locale: "es-US",
 		Severity: safety.SeverityHigh, Categories: []safety.Category{safety.CategorySuicide},
 		Text: "ya no quiero estar vivo",
 	}
@@ -179,7 +179,7 @@ func TestRequest(t *testing.T) {
 			}
 			want := map[string]any{
 				"episode": "ep-1", "time": "2026-03-01T09:30:00Z", "tenant": "acme", "session": "s-ep-1",
-				"learner": "learner-ref-42", "contract": "module", "module": "anxiety-basics", "locale": "es-US",
+				"learner": map[string]any{"ref": "learner-ref-42", "asserted_by": "3f2a9c0b1d4e"}, "contract": "module", "module": "anxiety-basics", "locale": "es-US",
 				"severity": "high", "categories": []any{"suicide"}, "sent": float64(now.Unix()),
 			}
 			if includeText {
@@ -365,6 +365,36 @@ func TestOneTenantsFloodLeavesRoomForAnother(t *testing.T) {
 	}
 	if !slices.Contains(ids, "quiet-1") {
 		t.Errorf("delivered %q: the quiet tenant's episode is missing", ids)
+	}
+}
+
+// TestOneLearnerKeysFloodLeavesRoomForOthers attacks the tenant's share from one learner key:
+// 20 episodes naming made-up references, all asserted by that key, against a receiver that never
+// answers take only the key's share; another learner of the tenant is still taken.
+func TestOneLearnerKeysFloodLeavesRoomForOthers(t *testing.T) {
+	release := make(chan struct{})
+	rc := newReceiver(t, func(w http.ResponseWriter, r *http.Request) { <-release })
+	obs := &counts{}
+	w := New(fast(rc.URL, obs, Options{QueueSize: 16, TenantQueueSize: 8, SourceQueueSize: 2}))
+	for i := range 20 {
+		ep := episode(fmt.Sprint("flood-", i), "acme")
+		ep.Learner = safety.Learner{Ref: fmt.Sprint("classmate-", i), AssertedBy: "3f2a9c0b1d4e"}
+		w.Escalate(ep)
+	}
+	other := episode("other-1", "acme")
+	other.Learner = safety.Learner{Ref: "pupil-7", AssertedBy: "9d8c7b6a5f4e"}
+	w.Escalate(other)
+	if got := obs.outcome(OutcomeDropped); got != 18 {
+		t.Errorf("dropped = %d, want 18 (the flooding key's episodes past its share)", got)
+	}
+	close(release)
+	closeWithin(t, w)
+	var ids []string
+	for _, r := range rc.requests() {
+		ids = append(ids, r.header.Get(HeaderEpisode))
+	}
+	if !slices.Contains(ids, "other-1") {
+		t.Errorf("delivered %q: the other learner's episode is missing", ids)
 	}
 }
 

@@ -65,7 +65,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		ctx := context.WithValue(req.Context(), tenantKey, k.Tenant)
 		ctx = context.WithValue(ctx, operatorKey, k.Operator)
-		ctx = context.WithValue(ctx, keyIDKey, hex.EncodeToString(k.Hash[:8]))
+		ctx = context.WithValue(ctx, keyIDKey, KeyID(k.Hash))
 		ctx = logger(c).With().Str("tenant", k.Tenant).Logger().WithContext(ctx)
 		c.SetRequest(req.WithContext(ctx))
 		return next(c)
@@ -97,9 +97,8 @@ func (s *Server) lookupKey(key string) (APIKey, bool) {
 	return s.deps.APIKeys[found], true
 }
 
-// keyID returns an id of the request's key: the first 16 hex digits of its SHA-256, which
-// names the key apart from its tenant's other keys without being the key; "" on an open
-// gateway.
+// keyID returns the id of the request's key (KeyID), which names the key apart from its
+// tenant's other keys without being the key; "" on an open gateway.
 func keyID(c echo.Context) string {
 	id, _ := c.Request().Context().Value(keyIDKey).(string)
 	return id
@@ -110,6 +109,22 @@ func keyID(c echo.Context) string {
 func operator(c echo.Context) bool {
 	op, _ := c.Request().Context().Value(operatorKey).(bool)
 	return op
+}
+
+// KeyID returns the id of the key whose SHA-256 is hash: the first 12 hex digits of that hash,
+// as COACH_API_KEYS configures it. An operator tells by it which of the tenant's keys acted;
+// it says nothing of the key that the configuration does not already say.
+func KeyID(hash [sha256.Size]byte) string { return hex.EncodeToString(hash[:6]) }
+
+// learnerAsserter returns the id of the request's key when it is a learner key (not an
+// operator's), whose learner references are only what its client says; "" otherwise, and on a
+// gateway without keys.
+func learnerAsserter(c echo.Context) string {
+	if operator(c) {
+		return ""
+	}
+	id, _ := c.Request().Context().Value(keyIDKey).(string)
+	return id
 }
 
 // operatorOnly lets a request through only when it was made with an operator key of its tenant

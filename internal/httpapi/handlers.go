@@ -56,7 +56,7 @@ func (s *Server) createSession(c echo.Context) error {
 	if err := s.limitSessions(c, in.Learner); err != nil {
 		return err
 	}
-	sess, err := s.deps.Service.CreateSession(c.Request().Context(), tenant(c), in.Contract, coach.NewSession{Locale: in.Locale, Module: in.Module, Learner: in.Learner})
+	sess, err := s.deps.Service.CreateSession(c.Request().Context(), tenant(c), in.Contract, coach.NewSession{Locale: in.Locale, Module: in.Module, Learner: in.Learner, AssertedBy: learnerAsserter(c)})
 	if err != nil {
 		return err
 	}

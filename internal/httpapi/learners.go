@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -20,21 +21,48 @@ func learnerRef(c echo.Context) (string, error) {
 	return ref, nil
 }
 
-// getLearnerExport is GET /v1/learners/{ref}/export (v1.3, operator keys only): everything the
-// gateway keeps of the learner of the key's tenant, as one JSON document. A learner with
-// nothing kept has an empty export.
+// getLearnerExport is GET /v1/learners/{ref}/export (operator keys only): everything the
+// gateway keeps of the learner of the key's tenant, as an NDJSON stream of one line per session,
+// transcript page and safety event (coach.ExportLearner), written as it is read so that no
+// learner's size makes the gateway hold it whole. Until the first line the answer may still be
+// an error status; after it, a failure ends the stream with an error line.
 func (s *Server) getLearnerExport(c echo.Context) error {
 	ref, err := learnerRef(c)
 	if err != nil {
 		return err
 	}
-	out, err := s.deps.Service.ExportLearner(c.Request().Context(), tenant(c), ref)
-	if err != nil {
+	w := c.Response()
+	started := false
+	err = s.deps.Service.ExportLearner(c.Request().Context(), tenant(c), ref, func(line any) error {
+		if !started {
+			h := w.Header()
+			h.Set(echo.HeaderContentType, "application/x-ndjson")
+			// The export is one person's data: no cache on the way may keep a copy.
+			h.Set(echo.HeaderCacheControl, "no-store")
+			h.Set("X-Content-Type-Options", "nosniff")
+			w.WriteHeader(http.StatusOK)
+			started = true
+		}
+		b, err := json.Marshal(line)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(append(b, '\n'))
+		return err
+	})
+	if err == nil || !started {
 		return err
 	}
-	// The export is one person's data: no cache on the way may keep a copy.
-	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
-	return c.JSON(http.StatusOK, out)
+	code, body := s.errorResponse(err)
+	if code >= 500 {
+		logger(c).Error().Err(err).Int("status", code).Msg("learner export failed after its first line")
+	}
+	b, _ := json.Marshal(struct {
+		Type string `json:"type"`
+		errorBody
+	}{"error", body})
+	_, _ = w.Write(append(b, '\n'))
+	return nil
 }
 
 // deleteLearner is DELETE /v1/learners/{ref} (v1.3, operator keys only): erases everything the

@@ -3,9 +3,14 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"runtime"
+	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/safety"
@@ -69,17 +74,20 @@ func TestLearnerRoutesNeedAnOperator(t *testing.T) {
 	}
 }
 
-// exportBody is an export as a client reads it.
-type exportBody struct {
-	Learner      string                 `json:"learner"`
-	Sessions     []coach.LearnerSession `json:"sessions"`
-	SafetyEvents []struct {
-		Session string `json:"session"`
-		Learner string `json:"learner"`
-	} `json:"safetyEvents"`
+// exportSession is one session of an export as a client puts it together.
+type exportSession struct {
+	Session    coach.Session
+	Transcript []coach.TranscriptEntry
 }
 
-// exportOf reads the export of ref with headers.
+// exportBody is an export as a client reads it.
+type exportBody struct {
+	Learner      string
+	Sessions     []exportSession
+	SafetyEvents []safety.Record
+}
+
+// exportOf reads the export of ref with headers, an NDJSON line at a time.
 func (ts *testServer) exportOf(ref string, headers ...string) exportBody {
 	ts.t.Helper()
 	r := ts.do("GET", "/v1/learners/"+ref+"/export", "", headers...)
@@ -89,9 +97,39 @@ func (ts *testServer) exportOf(ref string, headers ...string) exportBody {
 	if got := r.Header.Get("Cache-Control"); got != "no-store" {
 		ts.t.Errorf("export Cache-Control = %q, want no-store", got)
 	}
+	if got := r.Header.Get("Content-Type"); got != "application/x-ndjson" {
+		ts.t.Errorf("export Content-Type = %q, want application/x-ndjson", got)
+	}
 	var out exportBody
-	if err := json.Unmarshal([]byte(r.Body), &out); err != nil {
-		ts.t.Fatalf("export body %s: %v", r.Body, err)
+	for i, line := range strings.Split(strings.TrimSuffix(r.Body, "\n"), "\n") {
+		var l struct {
+			Type      string          `json:"type"`
+			Learner   string          `json:"learner"`
+			Session   json.RawMessage `json:"session"`
+			SessionID string          `json:"sessionId"`
+			Entries   []coach.TranscriptEntry
+			Event     safety.Record
+		}
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			ts.t.Fatalf("export line %d %s: %v", i, line, err)
+		}
+		switch {
+		case i == 0 && l.Type == coach.ExportLearnerType:
+			out.Learner = l.Learner
+		case i > 0 && l.Type == coach.ExportSessionType:
+			var sess coach.Session
+			if err := json.Unmarshal(l.Session, &sess); err != nil {
+				ts.t.Fatalf("export line %d %s: %v", i, line, err)
+			}
+			out.Sessions = append(out.Sessions, exportSession{Session: sess})
+		case i > 0 && l.Type == coach.ExportTranscriptType && len(out.Sessions) > 0 && l.SessionID == out.Sessions[len(out.Sessions)-1].Session.ID:
+			last := &out.Sessions[len(out.Sessions)-1]
+			last.Transcript = append(last.Transcript, l.Entries...)
+		case i > 0 && l.Type == coach.ExportSafetyEventType:
+			out.SafetyEvents = append(out.SafetyEvents, l.Event)
+		default:
+			ts.t.Fatalf("export line %d is out of place: %s", i, line)
+		}
 	}
 	return out
 }
@@ -112,9 +150,9 @@ func TestLearnerExportAndErasure(t *testing.T) {
 	b := ts.createFor("pupil-8", acme...)
 	other := ts.createFor(ref, beta...)
 	err := ts.store.Audit(context.Background(), []safety.Record{
-		{Tenant: "acme", Session: a1, Learner: ref, Stage: safety.StageInput, Classifier: "builtin"},
-		{Tenant: "acme", Session: b, Learner: "pupil-8", Stage: safety.StageInput, Classifier: "builtin"},
-		{Tenant: "beta", Session: other, Learner: ref, Stage: safety.StageInput, Classifier: "builtin"},
+		{Tenant: "acme", Session: a1, Learner: safety.Learner{Ref: ref}, Stage: safety.StageInput, Classifier: "builtin"},
+		{Tenant: "acme", Session: b, Learner: safety.Learner{Ref: "pupil-8"}, Stage: safety.StageInput, Classifier: "builtin"},
+		{Tenant: "beta", Session: other, Learner: safety.Learner{Ref: ref}, Stage: safety.StageInput, Classifier: "builtin"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -172,5 +210,76 @@ func TestLearnerRefIsChecked(t *testing.T) {
 				t.Errorf("%s %s: status %d %s, want 400 invalid_request", req[0], req[1], r.Status, r.Body)
 			}
 		}
+	}
+}
+
+// TestLearnerExportStreamsInBoundedMemory exports a learner of 48 sessions whose transcripts
+// hold 4 pages of 1 KB entries each (an export of about 40 MB) while sampling the heap: the
+// gateway holds a line at a time, so the heap never grows by more than a few pages' worth,
+// whereas an export built whole (and encoded as one JSON document) holds all of it at once.
+func TestLearnerExportStreamsInBoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("exports about 40 MB")
+	}
+	ts := startServer(t, withOperators)
+	ctx := context.Background()
+	const ref, sessions, entries = "pupil-big", 48, 4 * coach.MaxTranscriptPage
+	input := json.RawMessage(`{"message":"` + strings.Repeat("x", 1000) + `"}`)
+	for range sessions {
+		id := ts.createFor(ref, bearerOf(keyAcme)...)
+		sess, token, err := ts.store.Claim(ctx, "acme", id, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := make([]coach.TranscriptEntry, entries)
+		for i := range tr {
+			tr[i] = coach.TranscriptEntry{Role: coach.TranscriptLearner, Input: input}
+		}
+		next := *sess
+		next.Version++
+		if err := ts.store.Commit(ctx, &next, token, coach.CommitExtra{Transcript: tr}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	runtime.GC()
+	var base runtime.MemStats
+	runtime.ReadMemStats(&base)
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		var m runtime.MemStats
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			runtime.ReadMemStats(&m)
+			if m.HeapAlloc > peak.Load() {
+				peak.Store(m.HeapAlloc)
+			}
+		}
+	}()
+	req, _ := http.NewRequest("GET", ts.URL+"/v1/learners/"+ref+"/export", nil)
+	req.Header.Set("Authorization", "Bearer "+keyAcmeOperator)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	close(done)
+	<-sampled
+	if err != nil || resp.StatusCode != http.StatusOK || n < sessions*entries*1000 {
+		t.Fatalf("export: status %d, %d bytes, %v; want 200 and every entry", resp.StatusCode, n, err)
+	}
+	const bound = 8 << 20
+	grew := int64(peak.Load()) - int64(base.HeapAlloc)
+	t.Logf("export of %d bytes: the heap grew by at most %d bytes", n, grew)
+	if grew > bound {
+		t.Errorf("exporting %d bytes grew the heap by %d bytes, want at most %d", n, grew, bound)
 	}
 }

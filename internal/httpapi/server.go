@@ -207,7 +207,7 @@ const (
 	tenantKey ctxKey = iota
 	// operatorKey holds whether the request's key is an operator key of its tenant (a bool).
 	operatorKey
-	// keyIDKey holds the id of the request's key (a string: see keyID).
+	// keyIDKey holds the id of the request's key (KeyID, a string).
 	keyIDKey
 )
 

@@ -99,7 +99,7 @@ func (a *SafetyAudit) learnerShare() int64 { return max(1, a.maxEntries/learnerS
 
 // shareKey returns the key of the day's share counter of r's learner (its session's without one).
 func (a *SafetyAudit) shareKey(r safety.Record, day string) string {
-	who := r.Learner
+	who := r.Learner.Ref
 	if who == "" {
 		who = "s:" + r.Session
 	}

@@ -19,7 +19,7 @@ import (
 func auditRecord(tenant string, n int) safety.Record {
 	return safety.Record{
 		Time: time.Date(2025, 5, 1, 12, 0, n, 0, time.UTC), Tenant: tenant,
-		Session: "0123456789abcdef0123456789abcdef", Learner: "learner-7", Turn: fmt.Sprint("turn-", n),
+		Session: "0123456789abcdef0123456789abcdef", Learner: safety.Learner{Ref: "learner-7"}, Turn: fmt.Sprint("turn-", n),
 		Stage: safety.StageInput, Classifier: safety.BuiltinName, Categories: []safety.Category{"self_harm"},
 		Severity: safety.SeverityHigh, Rules: []string{"en.passive.1"}, Action: safety.ActionCrisis,
 		Mode: safety.ModeEnforce, LatencyMS: 0.25,
@@ -295,7 +295,7 @@ func TestSafetyAuditLearnerShare(t *testing.T) {
 			audit := NewSafetyAudit(f.client, f.prefix, time.Hour, bound)
 			record := func(learner string, n int, action safety.Action) safety.Record {
 				r := auditRecord("acme", n)
-				r.Learner, r.Action = learner, action
+				r.Learner, r.Action = safety.Learner{Ref: learner}, action
 				return r
 			}
 			var quiet []safety.Record
@@ -326,7 +326,7 @@ func TestSafetyAuditLearnerShare(t *testing.T) {
 			}
 			got := map[string]int{}
 			for _, e := range events {
-				got[e.Learner+"/"+string(e.Action)]++
+				got[e.Learner.Ref+"/"+string(e.Action)]++
 			}
 			want := map[string]int{"quiet/none": 6, "flooder/crisis": 1, "flooder/held": bound/learnerShareDivisor - 1}
 			for k, n := range want {

@@ -158,11 +158,11 @@ func (b *AuditBatcher) Flush(ctx context.Context) error {
 
 // LearnerSafetyEvents returns the learner's records (SafetyAudit.LearnerSafetyEvents), those
 // still queued included: it flushes first.
-func (b *AuditBatcher) LearnerSafetyEvents(ctx context.Context, tenant, learner string) ([]safety.Record, error) {
+func (b *AuditBatcher) LearnerSafetyEvents(ctx context.Context, tenant, learner string, each func(safety.Record) error) error {
 	if err := b.Flush(ctx); err != nil {
-		return nil, failure("safety audit", err)
+		return failure("safety audit", err)
 	}
-	return b.audit.LearnerSafetyEvents(ctx, tenant, learner)
+	return b.audit.LearnerSafetyEvents(ctx, tenant, learner, each)
 }
 
 // EraseLearnerSafetyEvents erases the learner's records (SafetyAudit.EraseLearnerSafetyEvents)

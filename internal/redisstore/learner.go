@@ -38,6 +38,39 @@ func (s *Store) learnerKey(tenant, learner string) string {
 	return s.prefix + ":{lrn:" + tenant + ":" + hex.EncodeToString(h[:]) + "}"
 }
 
+var _ coach.LearnerTombstones = (*Store)(nil)
+
+// tombstoneKey returns the key of the tombstone of learner of tenant (MarkErased): the index's
+// hash tag with ":erased", the time of the erasure in Unix milliseconds.
+func (s *Store) tombstoneKey(tenant, learner string) string {
+	return s.learnerKey(tenant, learner) + ":erased"
+}
+
+// MarkErased records that learner of tenant was erased at at, for ttl (coach.LearnerTombstones).
+func (s *Store) MarkErased(ctx context.Context, tenant, learner string, at time.Time, ttl time.Duration) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	if err := s.client.Set(ctx, s.tombstoneKey(tenant, learner), at.UnixMilli(), ttl).Err(); err != nil {
+		return failure("erase learner", err)
+	}
+	return nil
+}
+
+// ErasedAt returns when learner of tenant was last erased, while its tombstone is kept
+// (coach.LearnerTombstones).
+func (s *Store) ErasedAt(ctx context.Context, tenant, learner string) (time.Time, bool, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	ms, err := s.client.Get(ctx, s.tombstoneKey(tenant, learner)).Int64()
+	if errors.Is(err, redis.Nil) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, failure("erase learner", err)
+	}
+	return time.UnixMilli(ms).UTC(), true, nil
+}
+
 // createIndexed writes sess's document doc (SET NX with ttl) and adds sess to its learner's
 // index, index first. It reports whether the document was written.
 //
@@ -275,44 +308,49 @@ func globEscape(s string) string {
 
 var _ coach.LearnerAudit = (*SafetyAudit)(nil)
 
-// learnerMember returns how a record of learner's encoding holds it: `,"learner":"<ref>"`,
-// followed by ',' or '}'. (Record's learner is never its first member.)
-func learnerMember(learner string) string { return `,"learner":` + jsonString(learner) }
+// learnerMembers returns how a record of learner's encoding holds it: `,"learner":{"ref":"<ref>"`
+// (safety.Learner), or, in a record written before the learner was an object, `,"learner":"<ref>"`;
+// either followed by ',' or '}'. (Record's learner is never its first member.)
+func learnerMembers(learner string) []string {
+	ref := jsonString(learner)
+	return []string{`,"learner":{"ref":` + ref, `,"learner":` + ref}
+}
 
 // auditPage is how many records one XRANGE of LearnerSafetyEvents reads.
 const auditPage = 1000
 
-// LearnerSafetyEvents returns the audit records of learner of tenant within the retention,
-// oldest first, reading the tenant's stream a page at a time.
-func (a *SafetyAudit) LearnerSafetyEvents(ctx context.Context, tenant, learner string) ([]safety.Record, error) {
-	member := learnerMember(learner)
-	var out []safety.Record
+// LearnerSafetyEvents calls each with the audit records of learner of tenant within the
+// retention, oldest first, reading the tenant's stream a page (auditPage records) at a time.
+func (a *SafetyAudit) LearnerSafetyEvents(ctx context.Context, tenant, learner string, each func(safety.Record) error) error {
+	members := learnerMembers(learner)
 	start := a.cutoff()
 	for {
 		msgs, err := a.client.XRangeN(ctx, a.key(tenant), start, "+", auditPage).Result()
 		if err != nil {
-			return nil, failure("safety audit", err)
+			return failure("safety audit", err)
 		}
 		for _, m := range msgs {
 			s, _ := m.Values["r"].(string)
-			if !holdsMember(s, member) {
+			if !holdsMember(s, members[0]) && !holdsMember(s, members[1]) {
 				continue
 			}
 			var r safety.Record
-			if err := json.Unmarshal([]byte(s), &r); err != nil || r.Learner != learner {
+			if err := json.Unmarshal([]byte(s), &r); err != nil || r.Learner.Ref != learner {
 				continue
 			}
 			r.ID, r.Tenant = m.ID, tenant
-			out = append(out, r)
+			if err := each(r); err != nil {
+				return err
+			}
 		}
 		if len(msgs) < auditPage {
-			return out, nil
+			return nil
 		}
 		start = "(" + msgs[len(msgs)-1].ID
 	}
 }
 
-// holdsMember reports whether the JSON object s has member (see learnerMember) as one of its
+// holdsMember reports whether the JSON object s has member (see learnerMembers) as one of its
 // members.
 func holdsMember(s, member string) bool {
 	i := strings.Index(s, member)
@@ -324,7 +362,7 @@ func holdsMember(s, member string) bool {
 // kept. XDEL would only mark them deleted: their bytes would stay in the stream's nodes, in
 // memory and in RDB snapshots, until every other record of the same node went too.
 //
-// KEYS: the stream. ARGV: the learner member (see learnerMember). Returns how many records it
+// KEYS: the stream. ARGV: the learner's members (see learnerMembers). Returns how many records it
 // removed.
 var eraseAuditScript = redis.NewScript(`
 local entries = redis.call('XRANGE', KEYS[1], '-', '+')
@@ -333,10 +371,12 @@ for _, e in ipairs(entries) do
   local hit = false
   local f = e[2]
   for i = 2, #f, 2 do
-    local _, j = string.find(f[i], ARGV[1], 1, true)
-    local after = j and string.sub(f[i], j + 1, j + 1)
-    if after == ',' or after == '}' then
-      hit = true
+    for _, m in ipairs(ARGV) do
+      local _, j = string.find(f[i], m, 1, true)
+      local after = j and string.sub(f[i], j + 1, j + 1)
+      if after == ',' or after == '}' then
+        hit = true
+      end
     end
   end
   if hit then
@@ -365,7 +405,7 @@ return hits
 // an erasure of a tenant with a full stream pauses that Redis for a moment. Other tenants'
 // streams are other keys, untouched.
 func (a *SafetyAudit) EraseLearnerSafetyEvents(ctx context.Context, tenant, learner string) error {
-	if err := eraseAuditScript.Run(ctx, a.client, []string{a.key(tenant)}, learnerMember(learner)).Err(); err != nil {
+	if err := eraseAuditScript.Run(ctx, a.client, []string{a.key(tenant)}, learnerMembers(learner)[0], learnerMembers(learner)[1]).Err(); err != nil {
 		return failure("safety audit", err)
 	}
 	return nil

@@ -20,13 +20,17 @@ func TestBatcherErasesQueuedRecords(t *testing.T) {
 			batch := NewAuditBatcher(audit, time.Hour, nil) // writes only when asked to
 			t.Cleanup(func() { _ = batch.Close(ctx) })
 			rec := func(learner, session string) safety.Record {
-				return safety.Record{Time: time.Now().UTC(), Tenant: "acme", Session: session, Learner: learner,
+				return safety.Record{Time: time.Now().UTC(), Tenant: "acme", Session: session, Learner: safety.Learner{Ref: learner},
 					Stage: safety.StageInput, Classifier: safety.BuiltinName}
 			}
 			if err := batch.Audit(ctx, []safety.Record{rec("pupil-7", "s-of-pupil-7"), rec("pupil-8", "s-of-pupil-8")}); err != nil {
 				t.Fatal(err)
 			}
-			got, err := batch.LearnerSafetyEvents(ctx, "acme", "pupil-7")
+			var got []safety.Record
+			err := batch.LearnerSafetyEvents(ctx, "acme", "pupil-7", func(r safety.Record) error {
+				got = append(got, r)
+				return nil
+			})
 			if err != nil || len(got) != 1 {
 				t.Fatalf("LearnerSafetyEvents of queued records = %+v, %v, want one", got, err)
 			}

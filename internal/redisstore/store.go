@@ -683,15 +683,18 @@ type record struct {
 	// CreatedMs is CreatedAt in milliseconds since the epoch, for the claim script, which
 	// counts the session's retention from it without decoding the document; 0 (no retention)
 	// for a session without a creation time.
-	CreatedMs int64             `json:"createdMs"`
-	ID        string            `json:"id"`
-	Contract  string            `json:"contract"`
-	Locale    string            `json:"locale"`
-	State     json.RawMessage   `json:"state"`
-	History   []coach.Message   `json:"history"`
-	CreatedAt time.Time         `json:"createdAt"`
-	UpdatedAt time.Time         `json:"updatedAt"`
-	Learner   string            `json:"learner,omitempty"`
+	CreatedMs int64           `json:"createdMs"`
+	ID        string          `json:"id"`
+	Contract  string          `json:"contract"`
+	Locale    string          `json:"locale"`
+	State     json.RawMessage `json:"state"`
+	History   []coach.Message `json:"history"`
+	CreatedAt time.Time       `json:"createdAt"`
+	UpdatedAt time.Time       `json:"updatedAt"`
+	Learner   string          `json:"learner,omitempty"`
+	// LearnerBy is Session.LearnerAssertedBy; it follows Learner, so that the learner's member
+	// (see eraseScript) is still followed by a comma.
+	LearnerBy string            `json:"learnerBy,omitempty"`
 	Safety    *coach.SafetyHold `json:"safety,omitempty"`
 }
 
@@ -699,7 +702,7 @@ func encode(s *coach.Session, token string) ([]byte, error) {
 	b, err := json.Marshal(record{
 		Tenant: s.Tenant, Version: s.Version, Commit: token, CreatedMs: createdMs(s.CreatedAt),
 		ID: s.ID, Contract: s.Contract, Locale: s.Locale, State: s.State, History: s.History,
-		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, Learner: s.Learner, Safety: s.Safety,
+		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, Learner: s.Learner, LearnerBy: s.LearnerAssertedBy, Safety: s.Safety,
 	})
 	if err != nil {
 		return nil, coach.Wrap(err, coach.KindInternal, coach.CodeInternal, "cannot encode session")
@@ -723,7 +726,7 @@ func decode(doc string) (*coach.Session, error) {
 	return &coach.Session{
 		ID: r.ID, Contract: r.Contract, Locale: r.Locale, Version: r.Version, State: r.State,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Tenant: r.Tenant, History: r.History,
-		Learner: r.Learner, Safety: r.Safety,
+		Learner: r.Learner, LearnerAssertedBy: r.LearnerBy, Safety: r.Safety,
 	}, nil
 }
 

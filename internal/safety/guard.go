@@ -315,7 +315,7 @@ type Record struct {
 	Time    time.Time `json:"time"`
 	Tenant  string    `json:"-"`
 	Session string    `json:"session"`
-	Learner string    `json:"learner,omitempty"`
+	Learner Learner   `json:"learner,omitzero"`
 	Turn    string    `json:"turn,omitempty"`
 	Stage   Stage     `json:"stage"`
 	// Classifier is BuiltinName or a NamedClassifier's name.
@@ -339,7 +339,7 @@ type Episode struct {
 	Time       time.Time  `json:"time"`
 	Tenant     string     `json:"tenant"`
 	Session    string     `json:"session"`
-	Learner    string     `json:"learner,omitempty"`
+	Learner    Learner    `json:"learner,omitzero"`
 	Contract   string     `json:"contract"`
 	Module     string     `json:"module,omitempty"`
 	Locale     string     `json:"locale"`
@@ -347,4 +347,24 @@ type Episode struct {
 	Categories []Category `json:"categories"`
 	// Text is the learner's text, only with COACH_ESCALATION_INCLUDE_TEXT=true.
 	Text string `json:"text,omitempty"`
+}
+
+// Learner is the learner a record or an episode names: the session's opaque reference, and,
+// when a learner's key (not an operator's) gave it, the id of that key. A reference asserted by
+// a learner key is only what that client said: it may name someone else (a classmate), and a
+// receiver should weigh it so. It encodes as {"ref":"…","asserted_by":"<key id>"}; a record
+// stored as the bare reference (as records were before the key was kept) decodes too.
+type Learner struct {
+	Ref        string `json:"ref"`
+	AssertedBy string `json:"asserted_by,omitempty"`
+}
+
+// UnmarshalJSON reads a Learner object, or a bare reference string.
+func (l *Learner) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		*l = Learner{}
+		return json.Unmarshal(b, &l.Ref)
+	}
+	type plain Learner
+	return json.Unmarshal(b, (*plain)(l))
 }

@@ -716,7 +716,7 @@ var cases = []struct {
 			defer client.Close()
 			audit := redisstore.NewSafetyAudit(client, g.Config.RedisPrefix, time.Hour, 0)
 			records := []safety.Record{
-				{Time: time.Now().UTC(), Tenant: "acme", Session: id, Learner: "learner-1", Turn: "t1", Stage: safety.StageInput,
+				{Time: time.Now().UTC(), Tenant: "acme", Session: id, Learner: safety.Learner{Ref: "learner-1"}, Turn: "t1", Stage: safety.StageInput,
 					Classifier: safety.BuiltinName, Categories: []safety.Category{safety.CategorySuicide}, Severity: safety.SeverityHigh,
 					Rules: []string{"en.passive"}, Action: safety.ActionCrisis, Mode: safety.ModeEnforce, LatencyMS: 0.2},
 				{Time: time.Now().UTC(), Tenant: "acme", Session: id, Stage: safety.StageOutput, Classifier: "moderation",

@@ -36,24 +36,29 @@ func (m *MemStore) LearnerSessions(_ context.Context, tenant, learner string) ([
 	return ids, nil
 }
 
-// LearnerSafetyEvents returns the audit records of learner of tenant, oldest first.
-func (m *MemStore) LearnerSafetyEvents(_ context.Context, tenant, learner string) ([]safety.Record, error) {
+// LearnerSafetyEvents calls each with the audit records of learner of tenant, oldest first.
+func (m *MemStore) LearnerSafetyEvents(_ context.Context, tenant, learner string, each func(safety.Record) error) error {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	var out []safety.Record
 	for _, r := range m.records {
-		if r.Tenant == tenant && r.Learner == learner {
+		if r.Tenant == tenant && r.Learner.Ref == learner {
 			out = append(out, r)
 		}
 	}
-	return out, nil
+	m.mu.Unlock()
+	for _, r := range out {
+		if err := each(r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // EraseLearnerSafetyEvents deletes the audit records of learner of tenant.
 func (m *MemStore) EraseLearnerSafetyEvents(_ context.Context, tenant, learner string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.records = slices.DeleteFunc(m.records, func(r safety.Record) bool { return r.Tenant == tenant && r.Learner == learner })
+	m.records = slices.DeleteFunc(m.records, func(r safety.Record) bool { return r.Tenant == tenant && r.Learner.Ref == learner })
 	return nil
 }
 

@@ -316,7 +316,7 @@ var learnerCases = []struct {
 		audit := redisstore.NewSafetyAudit(f.Client, f.Prefix, time.Hour, 0)
 		const ref = "pupil-7"
 		record := func(tenant, learner, session string) safety.Record {
-			return safety.Record{Time: time.Now().UTC(), Tenant: tenant, Session: session, Learner: learner, Turn: "t1",
+			return safety.Record{Time: time.Now().UTC(), Tenant: tenant, Session: session, Learner: safety.Learner{Ref: learner, AssertedBy: "key-1"}, Turn: "t1",
 				Stage: safety.StageInput, Classifier: safety.BuiltinName, Categories: []safety.Category{safety.CategorySuicide},
 				Severity: safety.SeverityHigh, Action: safety.ActionCrisis, Mode: safety.ModeEnforce}
 		}
@@ -330,7 +330,7 @@ var learnerCases = []struct {
 				t.Fatalf("Audit: %v", err)
 			}
 		}
-		got, err := audit.LearnerSafetyEvents(ctx, "acme", ref)
+		got, err := learnerEvents(ctx, audit, "acme", ref)
 		if err != nil || len(got) != 2 || got[0].Session != a1 || got[1].Session != a2 || got[0].ID == "" {
 			t.Fatalf("LearnerSafetyEvents = %+v, %v, want the records of %s and %s, with their ids", got, err, a1, a2)
 		}
@@ -353,7 +353,7 @@ var learnerCases = []struct {
 		}
 		var want []string
 		for _, r := range before {
-			if r.Learner != ref {
+			if r.Learner.Ref != ref {
 				want = append(want, r.ID)
 			}
 		}
@@ -365,7 +365,7 @@ var learnerCases = []struct {
 			t.Errorf("records after the erasure = %v, want the others %v", gotIDs, want)
 		}
 		wantTTLWithin(t, f, f.Prefix+":{audit:acme}", time.Hour)
-		if got, err := audit.LearnerSafetyEvents(ctx, "globex", ref); err != nil || len(got) != 1 {
+		if got, err := learnerEvents(ctx, audit, "globex", ref); err != nil || len(got) != 1 {
 			t.Errorf("another tenant's learner's records = %+v, %v, want its one", got, err)
 		}
 		// Erasing again finds nothing to erase.
@@ -471,4 +471,14 @@ func (o *outage) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 		}
 		return next(ctx, cmds)
 	}
+}
+
+// learnerEvents collects the records LearnerSafetyEvents walks.
+func learnerEvents(ctx context.Context, a coach.LearnerAudit, tenant, learner string) ([]safety.Record, error) {
+	var out []safety.Record
+	err := a.LearnerSafetyEvents(ctx, tenant, learner, func(r safety.Record) error {
+		out = append(out, r)
+		return nil
+	})
+	return out, err
 }
