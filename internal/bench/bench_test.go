@@ -245,11 +245,11 @@ func TestBenchSafetyAB(t *testing.T) {
 	if off.Held.N != off.Turns || off.Held.Max != 0 {
 		t.Errorf("coachgw/safety-off: first line held %+v, want 0 in each of %d turns (text relayed as it comes)", off.Held, off.Turns)
 	}
-	if on.Held.N != on.Turns || on.Held.Max <= 0 {
-		t.Errorf("coachgw: first line held %+v, want a wait for a clause end in some of %d turns", on.Held, on.Turns)
+	if on.Held.N != on.Turns || on.Held.P50 != 0 {
+		t.Errorf("coachgw: first line held %+v, want none in most of %d turns (benign text leaves as it comes)", on.Held, on.Turns)
 	}
-	if on.Deltas >= off.Deltas {
-		t.Errorf("coachgw sent %d delta lines, safety off %d: want fewer, the window releases sentences, not chunks", on.Deltas, off.Deltas)
+	if on.Deltas*10 < off.Deltas*9 || on.Deltas > off.Deltas {
+		t.Errorf("coachgw sent %d delta lines, safety off %d: want within 10 %%, the window keeps the model's deltas", on.Deltas, off.Deltas)
 	}
 	rep := &Report{Runs: []*Result{res}, Chart: "bench.svg", Regenerate: []string{"smoke"}}
 	md := rep.Markdown()

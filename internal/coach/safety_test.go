@@ -272,8 +272,8 @@ func TestNoLineBeforeTheInputVerdict(t *testing.T) {
 	if len(leaked) == 0 || leaked[0] != "" {
 		t.Errorf("lines sent before the input verdict: %q, want none", leaked)
 	}
-	// The window releases at the sentence end; the space after it goes with the next sentence.
-	if want := "delta:Breathe in. delta: Breathe out. result"; lines(got) != want {
+	// Nothing in the answer could start a caught phrase: each model delta leaves as it came.
+	if want := "delta:Breathe in.  delta:Breathe out. result"; lines(got) != want {
 		t.Errorf("lines = %s, want %s", lines(got), want)
 	}
 }
@@ -305,9 +305,9 @@ func TestUnsafeOutputIsRetractedAndRetried(t *testing.T) {
 		fallback bool
 	}{
 		{name: "second answer is safe", scripts: []script{{frags: unsafe}, {frags: []string{"Let's breathe."}}},
-			want: "delta:Breathing helps. reset:unsafe_output delta:Let's breathe. result"},
+			want: "delta:Breathing helps.  reset:unsafe_output delta:Let's breathe. result"},
 		{name: "both unsafe: safe fallback", scripts: []script{{frags: unsafe}, {frags: unsafe}},
-			want: "delta:Breathing helps. reset:unsafe_output delta:Breathing helps. reset:unsafe_output delta:" + safeText("en") + " result", fallback: true},
+			want: "delta:Breathing helps.  reset:unsafe_output delta:Breathing helps.  reset:unsafe_output delta:" + safeText("en") + " result", fallback: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -65,11 +65,11 @@ func TestLearnerRoutesNeedAnOperator(t *testing.T) {
 			}
 		})
 	}
-	// An open gateway has no operator.
+	// On an open gateway every caller is the operator.
 	open := startServer(t, nil)
 	for _, req := range [][2]string{{"GET", "/v1/learners/pupil-7/export"}, {"DELETE", "/v1/learners/pupil-7"}} {
-		if r := open.do(req[0], req[1], ""); r.Status != http.StatusForbidden {
-			t.Errorf("open gateway %s %s: status %d, want 403", req[0], req[1], r.Status)
+		if r := open.do(req[0], req[1], ""); r.Status/100 != 2 {
+			t.Errorf("open gateway %s %s: status %d %s, want 2xx", req[0], req[1], r.Status, r.Body)
 		}
 	}
 }

@@ -45,8 +45,8 @@ func holdSession(t *testing.T, store *coachtest.MemStore, tenant, id string) {
 }
 
 // TestOperatorOnly attacks the operator routes from every key that is not an operator key of
-// the session's tenant: a learner's key of the same tenant, another tenant's keys, no key, and
-// every caller of an open gateway. None of them changes the hold.
+// the session's tenant: a learner's key of the same tenant, another tenant's keys, no key. None
+// of them changes the hold. On an open gateway every caller is the operator and clears it.
 func TestOperatorOnly(t *testing.T) {
 	ts := startServer(t, withOperators)
 	id := ts.create("toulmin", bearerOf(keyAcme)...)
@@ -79,14 +79,15 @@ func TestOperatorOnly(t *testing.T) {
 	open := startServer(t, nil)
 	oid := open.create("toulmin")
 	holdSession(t, open.store, "", oid)
-	for _, h := range [][]string{nil, bearerOf("anything"), bearerOf(keyAcmeOperator)} {
+	for _, h := range [][]string{nil, bearerOf("anything")} {
+		holdSession(t, open.store, "", oid)
 		r := open.do("POST", "/v1/sessions/"+oid+"/safety", clear, h...)
-		if r.Status != http.StatusForbidden || r.errorCode() != codeForbidden {
-			t.Errorf("open gateway, headers %q: status %d %s, want 403 %s", h, r.Status, r.Body, codeForbidden)
+		if r.Status/100 != 2 {
+			t.Errorf("open gateway, headers %q: status %d %s, want 2xx", h, r.Status, r.Body)
 		}
-	}
-	if got, _ := open.store.Session(oid); !got.Held() {
-		t.Errorf("open gateway: the hold is gone: %+v", got.Safety)
+		if got, _ := open.store.Session(oid); got.Held() {
+			t.Errorf("open gateway, headers %q: still held after the clear: %+v", h, got.Safety)
+		}
 	}
 }
 
@@ -329,17 +330,16 @@ func TestSafetyEventsBadInput(t *testing.T) {
 	}
 }
 
-// TestSafetyEventsOpenGateway: without API keys nobody is an operator, so nobody reads the audit.
+// TestSafetyEventsOpenGateway: without API keys every caller is the operator and reads the audit.
 func TestSafetyEventsOpenGateway(t *testing.T) {
 	audit := &fakeAudit{}
 	ts := startServer(t, func(d *Deps) { d.SafetyEvents = audit })
 	for _, h := range [][]string{nil, bearerOf(keyAcmeOperator)} {
-		r := ts.do("GET", "/v1/safety/events", "", h...)
-		if r.Status != http.StatusForbidden || r.errorCode() != codeForbidden {
-			t.Errorf("open gateway, headers %q: status %d %s, want 403 %s", h, r.Status, r.Body, codeForbidden)
+		if r := ts.do("GET", "/v1/safety/events", "", h...); r.Status != http.StatusOK {
+			t.Errorf("open gateway, headers %q: status %d %s, want 200", h, r.Status, r.Body)
 		}
 	}
-	if len(audit.asked) != 0 {
-		t.Errorf("the audit was read for %v on an open gateway", audit.asked)
+	if len(audit.asked) != 2 {
+		t.Errorf("the audit was read %d times on an open gateway, want 2", len(audit.asked))
 	}
 }

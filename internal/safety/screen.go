@@ -76,6 +76,9 @@ var negations = map[string]bool{
 // and does no I/O, so it never fails and never times out: it is the screen that always runs.
 type Screen struct {
 	rules map[Stage][]rule
+	// output is the output rules' matches spelled out as words, which tells the window what
+	// model text a rule could still need.
+	output *phrases
 }
 
 // NewScreen compiles the built-in rule table.
@@ -87,6 +90,7 @@ func NewScreen() (*Screen, error) {
 func compile(specs []ruleSpec) (*Screen, error) {
 	s := &Screen{rules: map[Stage][]rule{}}
 	seen := map[string]bool{}
+	var outputs []string
 	for _, sp := range specs {
 		if seen[sp.id] {
 			return nil, fmt.Errorf("safety: rule %s defined twice", sp.id)
@@ -120,7 +124,11 @@ func compile(specs []ruleSpec) (*Screen, error) {
 			}
 		}
 		s.rules[sp.stage] = append(s.rules[sp.stage], r)
+		if sp.stage == StageOutput {
+			outputs = append(outputs, sp.re)
+		}
 	}
+	s.output = newPhrases(outputs)
 	return s, nil
 }
 

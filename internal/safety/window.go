@@ -15,12 +15,18 @@ const DefaultHoldback = 160
 const carryRunes = 240
 
 // Window releases streamed model text only after the output check has passed on it, so no
-// harmful sentence reaches the learner whole. Deltas go in with Push; what comes out is safe to
-// send. Text is held until a clause end (". ", "! ", "? ", ", ", ": ", "; ", a line break) lets it go, and
-// never more than the holdback: when the held text would exceed it, the oldest part is checked
-// and released at a word boundary. Each check sees the text being released together with
-// everything still held and the released text since the last clause end, so a phrase split
-// across deltas or across a release edge is checked whole.
+// harmful sentence reaches the learner whole, and otherwise at the model's own pace. Deltas go
+// in with Push; what comes out is safe to send. The window holds only what a rule could still
+// need: from the first word of a clause whose words could still become the start of an output
+// rule's match (the rules spelled out word by word when the screen is built, see phrases) to the
+// point where they no longer can, or to the clause end (". ", "! ", "? ", ", ", ": ", "; ", a
+// line break), where the clause is checked whole. Text before that word, and a clause in which
+// no such word has appeared, leaves as soon as it arrives, with an unfinished last word only
+// when no rule's word starts with it. One delta in gives at most one delta out, so a benign
+// answer keeps the model's boundaries. Held text never exceeds the holdback: when it would,
+// the oldest part is checked and released at a word boundary. Each check sees the text being
+// released together with everything still held and the released text since the last clause
+// end, so a phrase split across deltas or across a release edge is checked whole.
 //
 // A phrase can still start in text released at a holdback edge and end in text that arrives
 // later; then the check that sees it whole reports the hit, only its beginning has reached the
@@ -93,9 +99,14 @@ func (w *Window) Released() bool { return w.released > 0 }
 func (w *Window) Held() int { return utf8.RuneCountInString(w.pending) }
 
 // releasePoint returns the byte offset in pending up to which text should be released now:
-// after the last clause end, or further if that would leave more than the holdback held.
+// after the last clause end, further up to the first word a rule could still need (all of
+// pending when there is none), and further still if that would leave more than the holdback held.
 func (w *Window) releasePoint() int {
-	cut := lastSentenceEnd(w.pending)
+	end := lastSentenceEnd(w.pending)
+	cut := end
+	if open := w.openStart(end); open > cut {
+		cut = open
+	}
 	rest := w.pending[cut:]
 	over := utf8.RuneCountInString(rest) - w.holdback
 	if over <= 0 {
@@ -112,6 +123,76 @@ func (w *Window) releasePoint() int {
 		return minCut + i
 	}
 	return minCut
+}
+
+// openStart returns the offset in pending of the first word, in the clause that starts at
+// pending[end:] (or in the released carry when end is 0), from which the clause could still
+// become a match of an output rule; len(pending) when there is none, and end when that word
+// was already released.
+func (w *Window) openStart(end int) int {
+	clause, base := w.pending[end:], end
+	if end == 0 {
+		clause, base = w.carry+w.pending, -len(w.carry)
+	}
+	words, starts, ends := clauseWords(clause)
+	n, partial := len(words), ""
+	if n > 0 && ends[n-1] == len(clause) {
+		// The last word may be unfinished: it is matched as the beginning of a rule's word.
+		n--
+		partial = words[n]
+	}
+	for i := 0; i < len(words); i++ {
+		if i == n && !w.screen.output.whole(partial) {
+			// An unfinished word at the end of a delta is released even when a phrase could
+			// start with it, unless it could be a phrase by itself: a model streams a word at a
+			// time, so holding it would merge every such delta with the next. The words after
+			// it are held, so no phrase reaches the learner whole.
+			break
+		}
+		if w.screen.output.open(words[i:n:n], partial) {
+			return max(base+starts[i], end)
+		}
+	}
+	return len(w.pending)
+}
+
+// clauseWords splits s into words as normalize would: runs of letters and digits, apostrophes
+// dropped, lower case, accents folded. It returns the words and the byte offsets in s where
+// each starts and ends.
+func clauseWords(s string) (words []string, starts, ends []int) {
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if !wordRune(r) {
+			i += n
+			continue
+		}
+		raw := rawWord(s[i:])
+		for _, f := range strings.Fields(normalize(raw)) {
+			if f != "|" && f != "," {
+				words = append(words, f)
+				starts = append(starts, i)
+				ends = append(ends, i+len(raw))
+			}
+		}
+		i += len(raw)
+	}
+	return words, starts, ends
+}
+
+// rawWord returns the word s starts with: its run of letters, digits and apostrophes.
+func rawWord(s string) string {
+	for i, r := range s {
+		if !wordRune(r) {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+// wordRune reports whether r belongs to a word for normalize: a letter, a digit, or an
+// apostrophe it drops to join a contraction.
+func wordRune(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '\'' || r == '’' || r == '‘' || r == '`' || r == '´'
 }
 
 // release sends pending[:cut] and keeps the context for the next check.
