@@ -35,7 +35,7 @@ func newPhrases(patterns []string) *phrases {
 			p.all = true
 			continue
 		}
-		seqs, ok := spell(re, []string{""})
+		seqs, ok := spellOut(re, []string{""})
 		if !ok {
 			p.all = true
 			continue
@@ -56,9 +56,9 @@ func newPhrases(patterns []string) *phrases {
 	return p
 }
 
-// spell extends each prefix in in by every string re matches, with "*" for a run of letters or
+// spellOut extends each prefix in in by every string re matches, with "*" for a run of letters or
 // digits (a whole word). It reports false when the result would be unbounded or too large.
-func spell(re *syntax.Regexp, in []string) ([]string, bool) {
+func spellOut(re *syntax.Regexp, in []string) ([]string, bool) {
 	if len(in) > maxPhrases {
 		return nil, false
 	}
@@ -102,9 +102,9 @@ func spell(re *syntax.Regexp, in []string) ([]string, bool) {
 		}
 		return nil, false
 	case syntax.OpCapture:
-		return spell(re.Sub[0], in)
+		return spellOut(re.Sub[0], in)
 	case syntax.OpQuest:
-		with, ok := spell(re.Sub[0], in)
+		with, ok := spellOut(re.Sub[0], in)
 		if !ok {
 			return nil, false
 		}
@@ -123,7 +123,7 @@ func spell(re *syntax.Regexp, in []string) ([]string, bool) {
 				break
 			}
 			var ok bool
-			if cur, ok = spell(re.Sub[0], cur); !ok {
+			if cur, ok = spellOut(re.Sub[0], cur); !ok {
 				return nil, false
 			}
 		}
@@ -132,7 +132,7 @@ func spell(re *syntax.Regexp, in []string) ([]string, bool) {
 		cur := in
 		for _, sub := range re.Sub {
 			var ok bool
-			if cur, ok = spell(sub, cur); !ok {
+			if cur, ok = spellOut(sub, cur); !ok {
 				return nil, false
 			}
 		}
@@ -140,7 +140,7 @@ func spell(re *syntax.Regexp, in []string) ([]string, bool) {
 	case syntax.OpAlternate:
 		var out []string
 		for _, sub := range re.Sub {
-			s, ok := spell(sub, in)
+			s, ok := spellOut(sub, in)
 			if !ok {
 				return nil, false
 			}
