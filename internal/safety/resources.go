@@ -214,19 +214,22 @@ func validateLocaleResources(lr LocaleResources) error {
 	return nil
 }
 
-// For returns the resources for a session's locale and the locale they were found under:
-// the exact tag ("es-AR"), else its language ("es"), else the fallback. The fallback is
-// always there: the built-in one, unless a file replaced it with a valid one.
+// For returns the resources for a session's locale and the BCP 47 tag they are for: the exact
+// tag when resources were found under it ("es-MX"), else the session's language ("es", "en"),
+// whose resources are its language's or, when the language has none, the fallback's. A locale
+// that is no tag at all reads as English, the sessions' default. The tag is never
+// FallbackLocale: it is written in the safety line, whose readers (a page's lang attribute,
+// a screen reader) take it as a language.
 func (r *Resources) For(locale string) (string, LocaleResources) {
+	lang := "en"
 	if c, err := canonicalLocale(locale); err == nil && c != FallbackLocale {
 		if lr, ok := r.byLocale[c]; ok {
 			return c, lr
 		}
-		if lang, _, found := strings.Cut(c, "-"); found {
-			if lr, ok := r.byLocale[lang]; ok {
-				return lang, lr
-			}
+		lang, _, _ = strings.Cut(c, "-")
+		if lr, ok := r.byLocale[lang]; ok {
+			return lang, lr
 		}
 	}
-	return FallbackLocale, r.byLocale[FallbackLocale]
+	return lang, r.byLocale[FallbackLocale]
 }

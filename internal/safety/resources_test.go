@@ -19,11 +19,11 @@ func TestResourcesFor(t *testing.T) {
 		{"es_mx", "es-MX", "800 911 2000"},
 		{"es-AR", "es", ""},
 		{"es", "es", ""},
-		{"en-GB", FallbackLocale, ""},
-		{"fr", FallbackLocale, ""},
-		{"", FallbackLocale, ""},
-		{"../etc", FallbackLocale, ""},
-		{"fallback", FallbackLocale, ""},
+		{"en-GB", "en", ""},
+		{"fr", "fr", ""},
+		{"", "en", ""},
+		{"../etc", "en", ""},
+		{"fallback", "en", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.locale, func(t *testing.T) {
@@ -108,7 +108,7 @@ func TestLoadResources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if key, lr := r.For("de-DE"); key != FallbackLocale || lr.Resources[0].Name != "Local line" {
+	if key, lr := r.For("de-DE"); key != "de" || lr.Resources[0].Name != "Local line" {
 		t.Errorf("For(de-DE) = %s %+v, want the file's fallback", key, lr)
 	}
 	if _, err := LoadResources(filepath.Join(dir, "missing.json")); err == nil {

@@ -190,7 +190,7 @@ export type SafetyNotice = {
      */
     kind: "crisis";
     /**
-     * The locale whose resources these are: the session's (es-US), its language's (es), or fallback.
+     * A BCP 47 tag: the session's (es-US) when these are national resources, else the session's language (es, en).
      */
     locale: string;
     /**
@@ -323,7 +323,7 @@ export type ContractResults = {
  * The content of a safety line (v1.3): the crisis resources for the session's locale, sent before the result of a turn whose learner input showed a crisis. The NDJSON line is this object with "type":"safety"; the AI SDK route's data-coach-safety part has it as its data; a transcript's coach entry of that turn carries it as "safety".
  * @typedef {object} SafetyNotice
  * @property {"crisis"} kind What was detected: a crisis (self-harm, suicide, abuse, immediate danger).
- * @property {string} locale The locale whose resources these are: the session's (es-US), its language's (es), or fallback.
+ * @property {string} locale A BCP 47 tag: the session's (es-US) when these are national resources, else the session's language (es, en).
  * @property {string} message A short message in the locale's language, shown above the resources.
  * @property {Array<{ name: string, phone?: string, text?: string, url?: string }>} resources Where the learner can reach someone, most important first.
  */

@@ -1661,7 +1661,7 @@ const NOTICE_MX = {
 };
 // A browser that names no region ("en") gets the general list: no country's number.
 const NOTICE_FALLBACK = {
-  locale: 'fallback', message: "You don't have to go through this alone. Find the free helpline for your country, or call your local emergency number if you are in danger.",
+  locale: 'en', message: "You don't have to go through this alone. Find the free helpline for your country, or call your local emergency number if you are in danger.",
   resources: [{ name: 'Find A Helpline: free, confidential helplines by country', url: 'https://findahelpline.com' }],
 };
 
@@ -1753,7 +1753,7 @@ async function safetyShown(page, notice, what) {
       assertEq(await a.getAttribute('rel'), 'noopener noreferrer', `${what}: the new tab has no opener`);
     }
   }
-  const lang = notice.locale === 'fallback' ? null : notice.locale.split('-')[0];
+  const lang = notice.locale.split('-')[0];
   assertEq(await region.getAttribute('lang'), lang, `${what}: the region's language`);
   assert(!(await page.evaluate(() => document.activeElement?.closest('[data-testid="safety-notice"]'))), `${what}: the focus was not taken into the region`);
   assertEq(await page.locator('.panel').getAttribute('data-safety-hold'), 'true', `${what}: the panel holds`);

@@ -89,8 +89,7 @@ export class SafetyRegion {
     this.el.hidden = !this.notice && !this.held;
     if (this.el.hidden) return;
     const notice = this.notice;
-    // The fallback's resources have no locale of their own ("fallback"): the page's language
-    // is theirs as far as the panel knows.
+    // The notice's locale is a BCP 47 tag: its language is the text's.
     const lang = notice ? notice.locale.split('-')[0] : '';
     if (/^[a-z]{2,3}$/i.test(lang)) this.el.lang = lang;
     else this.el.removeAttribute('lang');
