@@ -1842,6 +1842,13 @@ async function safetyScenarios() {
     await waitTurns(page, 'toulmin', 1);
     await safetyShown(page, NOTICE_US, 'toulmin, a held turn after a reload');
     assertEq(await announced(page), 0, 'a held turn after a reload announces nothing');
+
+    // This gateway has no access keys, so the region offers staff the operator's clear: a false
+    // positive on a fresh install never holds a session for ever.
+    await page.getByTestId('safety-clear').click();
+    await page.locator('.panel[data-safety-hold="false"]').waitFor();
+    assert(!(await sessionOf(page)).safety?.hold, 'the clear ends the hold on the gateway');
+    assert(!(await page.getByTestId('safety-notice').isVisible()), 'the region goes with the hold');
   }, { locale: 'en-US' }));
 
   await scenario('safety: cards in "en" — the general list below the active card, on phones', () => withPage('safety-cards', async (page) => {

@@ -20,9 +20,15 @@ import { clear, h, reveal } from './dom.js';
 let count = 0;
 
 export class SafetyRegion {
-  /** @param {Translator} t */
-  constructor(t) {
+  /**
+   * @param {Translator} t
+   * @param {{onClear?: () => Promise<void>}} [options] onClear ends the session's hold; given on
+   *   an open gateway (no access keys), where every caller may use the operator's clear, so that
+   *   a false positive on a fresh install never holds a session for ever.
+   */
+  constructor(t, { onClear } = {}) {
     this.t = t;
+    this.onClear = onClear;
     count += 1;
     const titleId = `safety-title-${count}`;
     this.body = h('div', { class: 'safety-body' });
@@ -98,6 +104,27 @@ export class SafetyRegion {
       this.body.append(h('ul', { class: 'safety-resources', testid: 'safety-resources' }, notice.resources.map((r) => resourceItem(t, r))));
     }
     if (this.held) this.body.append(h('p', { class: 'safety-hold', testid: 'safety-hold' }, t('safetyHold')));
+    if (this.held && this.onClear) this.body.append(this.clearControl());
+  }
+
+  /** clearControl is the staff's way out of a hold on an open gateway: a note and a button. */
+  clearControl() {
+    const t = this.t;
+    const onClear = /** @type {() => Promise<void>} */ (this.onClear);
+    const failed = h('p', { class: 'safety-clear-failed', testid: 'safety-clear-failed', role: 'alert', hidden: true }, t('safetyClearFailed'));
+    const button = /** @type {HTMLButtonElement} */ (h('button', { type: 'button', class: 'btn btn-safety btn-safety-alt', testid: 'safety-clear' }, t('safetyClear')));
+    button.addEventListener('click', async () => {
+      button.disabled = true;
+      failed.hidden = true;
+      try {
+        await onClear();
+      } catch {
+        failed.hidden = false;
+        button.disabled = false;
+      }
+    });
+    return h('div', { class: 'safety-clear', testid: 'safety-clear-region' },
+      h('p', { class: 'safety-clear-note' }, t('safetyClearNote')), button, failed);
   }
 }
 

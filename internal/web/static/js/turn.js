@@ -2,7 +2,7 @@
 // What the three panels share: running a streamed turn (busy state, the "retrying…" note of a
 // reset line, the error box with its Retry button) and the free-text composer.
 
-import { CoachError, TRANSCRIPT_PAGE, asCoachError, canRetry, client } from './coach.js';
+import { CoachError, TRANSCRIPT_PAGE, apiKey, asCoachError, canRetry, client } from './coach.js';
 import { autosize, clear, h, reveal } from './dom.js';
 import { limitCounter } from './limits.js';
 import { SafetyRegion } from './safety.js';
@@ -63,7 +63,14 @@ export class Turns {
     // The crisis resources of a safety line (v1.3), above the status and the message box: where
     // the learner looks when the answer comes. Its own assertive live region is in the page from
     // the start, so that the first words put in it are read.
-    this.safety = new SafetyRegion(t);
+    // Without an access key the page can only be talking to an open gateway (a keyed one
+    // refuses every route), where the operator's clear is everyone's: the region offers it.
+    const onClear = apiKey() ? undefined : async () => {
+      const cleared = await client.call('POST', `/v1/sessions/${encodeURIComponent(sessionId())}/safety`, { action: 'clear' });
+      this.sync?.changed(cleared);
+      this.safety.hold(root, false);
+    };
+    this.safety = new SafetyRegion(t, { onClear });
     status.before(this.safety.el);
     root.append(this.safety.live);
     this.safety.hold(root, Boolean(session && session.safety && session.safety.hold));
