@@ -325,9 +325,16 @@ func TestSafetyUnsafeOutputMidStream(t *testing.T) {
 			if strings.Contains(tr.Body, "wrist") {
 				t.Errorf("the stream holds the unsafe text:\n%s", tr.Body)
 			}
-			// "Breathing slowly helps." passed its check at its sentence end and went out: the
-			// unsafe sentence after it retracts it.
-			if resets == 0 || tr.Lines[0].Type != "delta" || !strings.HasPrefix(tr.Lines[0].Text, "Breathing") {
+			// "Breathing slowly helps." leaves at the model's pace, as no output rule could need
+			// it: the unsafe sentence after it retracts it.
+			var before strings.Builder
+			for _, l := range tr.Lines {
+				if l.Type == "reset" {
+					break
+				}
+				before.WriteString(l.Text)
+			}
+			if resets == 0 || tr.Lines[0].Type != "delta" || !strings.HasPrefix(before.String(), "Breathing slowly helps.") {
 				t.Errorf("lines %q (%q sent), want the first sentence out, then a reset", tr.Kinds(), sent.String())
 			}
 			res := tr.Last()

@@ -680,9 +680,12 @@ var cases = []struct {
 		wantError(t, "unknown module", h.call(t, "GET", "/v1/modules/no-such-module", nil), 404, "module_not_found", "")
 	}},
 	{"operator routes", func(t *testing.T, h *harness) {
-		// The shared gateway has no API keys, so nobody is an operator there.
+		// The shared gateway has no API keys: it is open, and every caller is its operator, so
+		// that a fresh install can always clear a false positive.
 		id := h.create(t, `{"contract":"toulmin"}`)
-		wantError(t, "clear on a gateway without keys", h.call(t, "POST", "/v1/sessions/"+id+"/safety", map[string]string{"action": "clear"}), 403, "forbidden", "")
+		if a := h.call(t, "POST", "/v1/sessions/"+id+"/safety", map[string]string{"action": "clear"}); a.status != http.StatusOK {
+			t.Errorf("clear on a gateway without keys: status %d body %s, want 200", a.status, a.body)
+		}
 
 		const learnerKey, operatorKey = "contract-learner-key", "contract-operator-key"
 		g := apptest.Start(t, func(c *config.Config) {
@@ -702,7 +705,9 @@ var cases = []struct {
 		wantError(t, "unknown action", op.call(t, "POST", "/v1/sessions/"+id+"/safety", map[string]string{"action": "lift"}), 422, "invalid_input", "action")
 		wantError(t, "clear of an unknown session", op.call(t, "POST", "/v1/sessions/"+strings.Repeat("0", 32)+"/safety", clear), 404, "session_not_found", "")
 
-		wantError(t, "events on a gateway without keys", h.call(t, "GET", "/v1/safety/events", nil), 403, "forbidden", "")
+		if a := h.call(t, "GET", "/v1/safety/events", nil); a.status != http.StatusOK {
+			t.Errorf("events on a gateway without keys: status %d body %s, want 200", a.status, a.body)
+		}
 		wantError(t, "events with a learner key", learner.call(t, "GET", "/v1/safety/events", nil), 403, "forbidden", "")
 		wantError(t, "events with a limit over 1000", op.call(t, "GET", "/v1/safety/events?limit=1001", nil), 422, "invalid_input", "limit")
 		// The engine's records are not written yet on every profile: the gateway's own store
