@@ -177,13 +177,11 @@ func redisRoundTrips(t *testing.T, g *apptest.Gateway) int {
 func TestTurnsWithTheirTranscriptTakeTwoRoundTrips(t *testing.T) {
 	// The turns' line logs (resume) and the safety audit records (batched across turns) are
 	// written in the background and counted apart, by coachbench; here they are off, so that
-	// the count is the claim and the commit. So is the turn limit, whose counters are one more
-	// round trip per session and per learner reference.
+	// the count is the claim and the commit.
 	g := apptest.Start(t, func(c *config.Config) {
 		c.CardsCyclesPerLevel = 1
 		c.ResumeTTL = 0
 		c.SafetyMode = "off"
-		c.TurnRateLimit = 0
 	})
 	toulmin := g.Create("toulmin", nil)
 	cardsSession := g.Create("cards", nil)

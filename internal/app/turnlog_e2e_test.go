@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/coachgw/coachgw/internal/apptest"
-	"github.com/coachgw/coachgw/internal/config"
 	"github.com/coachgw/coachgw/internal/fakellm"
 )
 
@@ -17,10 +16,8 @@ import (
 // line, or per flush of the engine, would take about a round trip per delta and fail.
 func TestTurnLogRoundTripsPerBatchNotPerDelta(t *testing.T) {
 	const words, delay = 120, 4 * time.Millisecond
-	// The turn limit's counter, one round trip before the turn, is off: this counts the line log.
 	g := apptest.StartWith(t, apptest.Options{
-		LLM:    fakellm.Options{DelayMin: delay, DelayMax: delay},
-		Config: func(c *config.Config) { c.TurnRateLimit = 0 },
+		LLM: fakellm.Options{DelayMin: delay, DelayMax: delay},
 	})
 	if g.Config.ResumeTTL <= 0 {
 		t.Fatal("the line log is off by default; this test is about its cost when on")

@@ -481,6 +481,15 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 		req := r.turn.Request()
 		req.MaxTokens = s.completionCap(r.contract, req.MaxTokens)
 		req.Caller = r.sess.Tenant + "\x00" + r.sess.ID
+		// shrinkable says whether a refusal for the prompt's size can be met with a shorter
+		// request: one that leaves out the failed reply this one carries, or more of the
+		// conversation. A first turn's prompt has nothing to leave out, and asking again would
+		// only be refused again.
+		now := req.Messages
+		if squeezed > 0 {
+			now = squeeze(now, squeezed)
+		}
+		shrinkable := failed != "" || len(squeeze(req.Messages, squeezed+1)) < len(now)
 		req.Messages = fit(req, squeezed, failed, fix, up.ContextWindow)
 		if s.maskPII {
 			maskRequest(&req)
@@ -542,7 +551,7 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 		if v := r.verdict(me, invalid); v != Inconclusive {
 			visit = v
 		}
-		if (isModel && me.ContextFull || r.contextCut) && squeezed < maxSqueezes {
+		if (isModel && me.ContextFull && shrinkable || r.contextCut) && squeezed < maxSqueezes {
 			// The prompt filled the endpoint's context window: the same request cannot
 			// succeed, a shorter one may. Showing the model its failed reply would make the
 			// request longer still, so the retry never carries it; a refused corrective retry
