@@ -99,6 +99,10 @@ func TestBenchSmoke(t *testing.T) {
 // their path, so a phase has as many of them as its length allows, whatever its turns.
 var auditCommands = map[string]bool{"XADD": true, "XTRIM": true, "PEXPIRE": true}
 
+// auditRecordsPerTurn is what learner safety audits of a turn with the built-in screen alone:
+// the check of its input and the check of its output.
+const auditRecordsPerTurn = 2
+
 // checkTurnRoundTrips checks a coachgw phase's Redis round trips: exactly two per turn, the claim
 // (evalsha) and a pipeline of three commands (EVALSHA each by the relay's count: the claim, then
 // the commit and the usage settlement together); besides them the relay sees only the audit's
@@ -120,8 +124,12 @@ func checkTurnRoundTrips(t *testing.T, name string, m ModeResult) {
 	var other int64
 	for cmd, n := range m.RelayCommands {
 		switch {
-		case cmd == "EVALSHA" && n != 3*turns:
-			t.Errorf("%s: the relay saw %d EVALSHA for %d turns (%v), want 3 a turn", name, n, turns, m.RelayCommands)
+		case cmd == "EVALSHA" && (n < 3*turns || n > (3+2*auditRecordsPerTurn)*turns):
+			// The relay knows commands by name only, and the audit writes each record through
+			// its share script: the records flushed within the phase count too, this phase's
+			// and the previous one's (a batch goes out every 200 ms, whatever the phases).
+			t.Errorf("%s: the relay saw %d EVALSHA for %d turns (%v), want 3 a turn and at most %d audit records",
+				name, n, turns, m.RelayCommands, 2*auditRecordsPerTurn)
 		case cmd != "EVALSHA" && !auditCommands[cmd] && !notRoundTrips[cmd]:
 			other += n
 		}

@@ -105,10 +105,19 @@ func isHandshake(cmd redis.Cmder) bool {
 // their round trips are labelled apart from the turns' own.
 func isAudit(cmd redis.Cmder) bool {
 	args := cmd.Args()
-	if len(args) < 2 {
+	if len(args) == 0 {
 		return false
 	}
-	key, ok := args[1].(string)
+	// A command's key is its first argument; a script's (EVAL, EVALSHA) follows the script and
+	// the number of keys: the audit writes each record through its share script.
+	i := 1
+	if name, _ := args[0].(string); strings.EqualFold(name, "evalsha") || strings.EqualFold(name, "eval") {
+		i = 3
+	}
+	if len(args) <= i {
+		return false
+	}
+	key, ok := args[i].(string)
 	return ok && strings.Contains(key, ":{audit:")
 }
 

@@ -66,6 +66,14 @@ func TestRedisHook(t *testing.T) {
 			})
 			return err
 		}, "pipeline", 1, true},
+		{"the audit's records, written by a script, are the audit's round trip", func() error {
+			_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				p.Eval(ctx, "return redis.call('XADD', KEYS[1], '*', 'r', ARGV[1])", []string{"coachgw:{audit:acme}"}, "{}")
+				p.XTrimMinIDApprox(ctx, "coachgw:{audit:acme}", "0", 0)
+				return nil
+			})
+			return err
+		}, "audit", 0, false},
 		{"a transaction is one round trip", func() error {
 			_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 				p.Incr(ctx, "n")
