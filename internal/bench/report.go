@@ -62,7 +62,7 @@ func (r *Report) Markdown() string {
 	}
 	for _, l := range r.levels() {
 		if l.mode(CoachgwSafetyOff.String()) != nil {
-			w("With `-safety-ab` another path, **coachgw/safety-off**, is a second gateway, alike but for its learner-safety checks (`COACH_SAFETY_MODE=off`; coachgw runs the default, `enforce`, with the built-in screen alone), run in the same interleaved rounds: the difference between the two is what the input screen and the output window cost. The window holds model text until a clause end (a sentence end, a comma, a colon or a semicolon; or `COACH_SAFETY_HOLDBACK_CHARS`), so under enforce the first delta waits for the model to finish its first clause: *first line held* is that wait, the model's own time from its first text to the chunk completing the first line the gateway sent, and it is part of the TTFD overhead.\n\n")
+			w("With `-safety-ab` another path, **coachgw/safety-off**, is a second gateway, alike but for its learner-safety checks (`COACH_SAFETY_MODE=off`; coachgw runs the default, `enforce`, with the built-in screen alone), run in the same interleaved rounds: the difference between the two is what the input screen and the output window cost. The window holds model text only from a word an output rule could need to the end of that clause; other text leaves as the model writes it. *First line held* is the model's own time from its first text to the chunk completing the first line the gateway sent: the window's wait, 0 when the first text went out as it came, and part of the TTFD overhead.\n\n")
 			break
 		}
 	}
