@@ -14,7 +14,7 @@ import (
 	"github.com/coachgw/coachgw/internal/fakellm"
 )
 
-// TestSafetyWhomItConcerns runs the v1.4 "whom it concerns" rules through the whole gateway: a
+// TestSafetyWhomItConcerns runs the "whom it concerns" rules through the whole gateway: a
 // classroom question about a character is a topic (the lesson streams, no hold, the audit says
 // action none and category topic), and worry about a friend gets the safety line and an
 // escalation of severity concern without holding the learner's session.
