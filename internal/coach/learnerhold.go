@@ -5,9 +5,9 @@ import (
 )
 
 // LearnerHolds is implemented by a Store that keeps a safety hold per learner reference of a
-// tenant besides the holds of sessions. A hold is the
-// learner's, not the session's: a learner who starts a new session, or asks to delete the held
-// one, must not leave the supportive answer behind. The engine sets the learner's hold when a
+// tenant besides the holds of sessions. A hold is the learner's, not the session's: a learner
+// who starts a new session, or asks to delete the held one, must not leave the supportive
+// answer behind. The engine sets the learner's hold when a
 // crisis starts one in a session, copies it into every new session of the learner, and ends it
 // with the operator's clear of a session of the same episode. A Store without it keeps holds
 // per session only.
