@@ -173,11 +173,14 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 		if clientErr != nil {
 			return
 		}
-		if e.Type == EventDelta {
+		switch e.Type {
+		case EventDelta:
 			if rep.Deltas == 0 {
 				rep.FirstDelta = s.now().Sub(r.start)
 			}
 			rep.Deltas++
+		case EventResult, EventError:
+			e.Turn = r.id
 		}
 		if err := out.Emit(e); err != nil {
 			clientErr = err
@@ -210,8 +213,8 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 		if clientErr != nil || errors.Is(context.Cause(ctx), context.Canceled) {
 			return finish("cancelled", err)
 		}
-		e := streamError(err)
-		send(Event{Type: EventError, Code: e.Code, Message: e.Message})
+		e := ErrorEvent(err, r.id)
+		send(e)
 		return finish(e.Code, err)
 	}
 
@@ -1121,6 +1124,14 @@ const unusableAnswer = "the model's answer could not be used, even after a retry
 func correction(err error) string {
 	return "Your previous reply could not be used (" + AsError(err).Message + "). " +
 		"Reply again, following the required output format exactly."
+}
+
+// ErrorEvent returns the error line that ends turn when err ended it: the one place that decides
+// the code and message of a stream's failure, for a turn that ran and for one refused before it
+// could (a coach.KindStream error of StartTurn).
+func ErrorEvent(err error, turn string) Event {
+	e := streamError(err)
+	return Event{Type: EventError, Code: e.Code, Message: e.Message, Turn: turn}
 }
 
 // streamError turns whatever ended a turn into the error its last line reports. The message of
