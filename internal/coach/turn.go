@@ -164,7 +164,6 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 		}
 	}()
 	s.obs.TurnStarted(r.contract)
-	send, flush := st.send, st.flush
 
 	guard := s.safety
 	defer func() { s.auditTurn(r) }()
@@ -173,49 +172,16 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 			[]safety.Check{{Classifier: safety.BuiltinName, NotRun: "held"}}, safety.ActionHeld)...)
 		return r.safeAnswer(st, stopRenewing, true, safety.Verdict{})
 	}
-	// The learner's input is checked before any line of the turn leaves. The built-in screen
-	// takes microseconds and runs first: without a judge, a crisis it finds never reaches the
-	// model. The classifiers beside it, and the judge on what the screen caught or could not
-	// read, run while the model is asked, so that a topic of study costs no more than the
-	// slower of the two; every line waits in the gate for their verdict, and a crisis cancels
-	// the call. Observe mode checks beside the turn and
-	// holds nothing.
-	mctx, gflush := ctx, flush
-	emit := send
-	var gate *inputGate
-	if text := learnerText(r.in); guard.Enabled() && strings.TrimSpace(text) != "" {
-		in := safety.Text{Stage: safety.StageInput, Locale: r.sess.Locale, Content: text, Tenant: r.sess.Tenant}
-		var cancelModel context.CancelCauseFunc
-		mctx, cancelModel = context.WithCancelCause(ctx)
-		defer cancelModel(nil)
-		switch {
-		case !guard.Enforcing():
-			gate = r.startInputCheck(ctx, guard.Check, in, nil, nil, nil, nil)
-		default:
-			v, c := guard.CheckScreen(in)
-			if v.Crisis && guard.Judge.Classifier == nil {
-				r.records = append(r.records, r.safetyRecords(safety.StageInput, []safety.Check{c}, safety.ActionCrisis)...)
-				return r.safeAnswer(st, stopRenewing, false, v)
-			}
-			if review := guard.Review(in, c); review != nil {
-				gate = r.startInputCheck(ctx, review, in, nil, cancelModel, send, flush)
-				emit, gflush = gate.pass, gate.flushing
-				break
-			}
-			r.records = append(r.records, r.safetyRecords(safety.StageInput, []safety.Check{c}, safety.ActionNone)...)
-		}
-		if gate != nil {
-			defer func() {
-				<-gate.done // bounded: classifiers have their timeout
-				r.records = append(r.records, r.inputRecords(gate)...)
-			}()
-		}
+	ic := r.checkInput(st)
+	defer ic.done()
+	if ic.crisis != nil {
+		return r.safeAnswer(st, stopRenewing, false, *ic.crisis)
 	}
 	gsend := func(e Event) {
 		if e.Type == EventDelta {
 			r.emitted++
 		}
-		emit(e)
+		ic.send(e)
 	}
 
 	var cards []json.RawMessage
@@ -225,14 +191,14 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 		}
 		gsend(e)
 	}
-	res, err := r.attempts(mctx, gsend, gflush, &st.rep)
-	if gate != nil && guard.Enforcing() {
-		crisis, werr := gate.wait(ctx)
+	res, err := r.attempts(ic.ctx, gsend, ic.flush, &st.rep)
+	if ic.gate != nil && guard.Enforcing() {
+		crisis, werr := ic.gate.wait(ctx)
 		switch {
 		case werr != nil:
 			return st.fail(werr)
 		case crisis:
-			return r.safeAnswer(st, stopRenewing, false, gate.verdict)
+			return r.safeAnswer(st, stopRenewing, false, ic.gate.verdict)
 		}
 	}
 	if err != nil {
@@ -250,13 +216,74 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 	}
 	st.rep.Rules, st.rep.Diagnostic, st.rep.Notice = res.Rules, res.Diagnostic, res.Notice
 	if res.Tail != "" {
-		send(res.TailDelta())
+		st.send(res.TailDelta())
 	}
-	send(Event{Type: EventResult, Result: res.Result, Session: next, Fallback: res.Fallback, Upstream: st.rep.Upstream, Usage: st.rep.Usage})
+	st.send(Event{Type: EventResult, Result: res.Result, Session: next, Fallback: res.Fallback, Upstream: st.rep.Upstream, Usage: st.rep.Usage})
 	if res.Fallback {
 		return st.finish("fallback", nil)
 	}
 	return st.finish("ok", nil)
+}
+
+// inputCheck is the check of a turn's learner input as checkInput starts it.
+type inputCheck struct {
+	// ctx is the context the model is asked on: a crisis found meanwhile cancels it.
+	ctx context.Context
+	// send and flush are what the turn's lines go through: the gate's, which hold them until
+	// the check's verdict, when there is one to wait for.
+	send  func(Event)
+	flush func()
+	gate  *inputGate
+	// crisis is the screen's verdict when it found a crisis that no judge is to review: the
+	// turn then ends with safeAnswer before the model is asked.
+	crisis *safety.Verdict
+	// done, deferred by Run, waits for the check's classifiers (bounded by their timeout),
+	// keeps their records and releases the model's context.
+	done func()
+}
+
+// checkInput checks the learner's input before any line of the turn leaves. The built-in
+// screen takes microseconds and runs first: without a judge, a crisis it finds never reaches
+// the model. The classifiers beside it, and the judge on what the screen caught or could not
+// read, run while the model is asked, so that a topic of study costs no more than the slower
+// of the two; every line waits in the gate for their verdict, and a crisis cancels the call.
+// Observe mode checks beside the turn and holds nothing.
+func (r *TurnRun) checkInput(st *stream) inputCheck {
+	guard := r.svc.safety
+	ic := inputCheck{ctx: st.ctx, send: st.send, flush: st.flush, done: func() {}}
+	text := learnerText(r.in)
+	if !guard.Enabled() || strings.TrimSpace(text) == "" {
+		return ic
+	}
+	in := safety.Text{Stage: safety.StageInput, Locale: r.sess.Locale, Content: text, Tenant: r.sess.Tenant}
+	mctx, cancelModel := context.WithCancelCause(st.ctx)
+	ic.ctx = mctx
+	ic.done = func() { cancelModel(nil) }
+	switch {
+	case !guard.Enforcing():
+		ic.gate = r.startInputCheck(st.ctx, guard.Check, in, nil, nil, nil, nil)
+	default:
+		v, c := guard.CheckScreen(in)
+		if v.Crisis && guard.Judge.Classifier == nil {
+			r.records = append(r.records, r.safetyRecords(safety.StageInput, []safety.Check{c}, safety.ActionCrisis)...)
+			ic.crisis = &v
+			return ic
+		}
+		if review := guard.Review(in, c); review != nil {
+			ic.gate = r.startInputCheck(st.ctx, review, in, nil, cancelModel, st.send, st.flush)
+			ic.send, ic.flush = ic.gate.pass, ic.gate.flushing
+			break
+		}
+		r.records = append(r.records, r.safetyRecords(safety.StageInput, []safety.Check{c}, safety.ActionNone)...)
+	}
+	if gate := ic.gate; gate != nil {
+		ic.done = func() {
+			<-gate.done // bounded: classifiers have their timeout
+			r.records = append(r.records, r.inputRecords(gate)...)
+			cancelModel(nil)
+		}
+	}
+	return ic
 }
 
 // stream is the turn's side of its Sink: it sends the turn's lines, stamping its id on the
