@@ -237,11 +237,16 @@ func (s *Service) EraseLearner(ctx context.Context, tenant, learner string) erro
 // auditTimeout bounds the write of one turn's audit records, off the client's path.
 const auditTimeout = 5 * time.Second
 
+// ErasureMemory is the least time an erasure is remembered: longer than a crisis escalation
+// naming the learner may wait in the escalation webhook's overflow for its receiver (a week),
+// which checks the tombstone before each attempt.
+const ErasureMemory = 8 * 24 * time.Hour
+
 // tombstoneTTL is how long an erasure is remembered: longer than any turn running at the
 // erasure may take to end and write its audit records, with a minute to spare for the clocks of
-// the instances.
+// the instances, and at least ErasureMemory.
 func (s *Service) tombstoneTTL() time.Duration {
-	return s.opts.TurnTimeout + 2*auditTimeout + time.Minute
+	return max(ErasureMemory, s.opts.TurnTimeout+2*auditTimeout+time.Minute)
 }
 
 // erasedSince reports whether the learner of sess was erased after sess was created: then
