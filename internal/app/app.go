@@ -165,7 +165,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 		Audit:   auditBatch,
 		MaskPII: cfg.PIIRedact == "mask",
 		// The adapter drops the text too unless it is configured; the engine leaves it out first.
-		Escalator:    a.escalator(m),
+		Escalator:    a.escalator(m, redisstore.NewEscalationOverflow(client, cfg.RedisPrefix)),
 		EscalateText: cfg.EscalationIncludeText,
 		Store:        a.store,
 		Upstreams:    ups,
