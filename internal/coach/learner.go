@@ -9,6 +9,11 @@ import (
 	"github.com/coachgw/coachgw/internal/safety"
 )
 
+// CodeTooManySessions refuses a new session of a learner reference that has
+// COACH_MAX_SESSIONS_PER_LEARNER sessions already (409): a learner's sessions, and so its
+// export, are bounded whoever holds the key.
+const CodeTooManySessions = "too_many_sessions"
+
 // LearnerStore is implemented by a Store that indexes sessions by their learner reference
 // (Session.Learner), for the data rights of wire contract v1.3: an operator's export and
 // erasure of everything the gateway keeps of one learner. A learner is always a learner of one

@@ -138,6 +138,10 @@ type Config struct {
 	// (each learner reference, when one is given; each client address when no API keys are
 	// configured); 0 turns it off.
 	SessionRateLimit int
+	// MaxSessionsPerLearner is COACH_MAX_SESSIONS_PER_LEARNER: the sessions one learner
+	// reference of a tenant may have kept at once; one more is 409 too_many_sessions. 0 turns
+	// the bound off.
+	MaxSessionsPerLearner int
 	// TurnRateLimit is COACH_TURN_RATE_LIMIT: turns a minute each session may take, and each
 	// learner reference of a tenant across its sessions, whether the model answers them or the
 	// gateway does (a held session's); 0 turns it off.
@@ -231,58 +235,59 @@ func DefaultDataDir() string {
 // Default returns the defaults.
 func Default() Config {
 	return Config{
-		Addr:                 ":8080",
-		RedisPrefix:          "coachgw",
-		RedisTimeout:         time.Second,
-		TokenReserve:         2048,
-		SessionTTL:           24 * time.Hour,
-		TranscriptMaxEntries: 1000,
-		TranscriptMaxBytes:   1 << 20,
-		DataDir:              DefaultDataDir(),
-		SaveInterval:         30 * time.Second,
-		Model:                "gpt-4o-mini",
-		ResponseFormat:       "json_schema",
-		ConnectTimeout:       5 * time.Second,
-		FirstByteTimeout:     30 * time.Second,
-		IdleTimeout:          20 * time.Second,
-		TurnTimeout:          120 * time.Second,
-		MaxAttempts:          3,
-		RetryAfterCap:        10 * time.Second,
-		BreakerFailures:      5,
-		BreakerFailureRate:   50,
-		BreakerWindow:        time.Minute,
-		BreakerCooldown:      30 * time.Second,
-		ShutdownTimeout:      30 * time.Second,
-		TurnOnDisconnect:     "continue",
-		ResumeTTL:            5 * time.Minute,
-		MaxBodyBytes:         64 << 10,
-		BodyReadTimeout:      15 * time.Second,
-		DowngradeTTL:         10 * time.Minute,
-		MaxMessageChars:      8000,
-		HistoryLimit:         200,
-		HistoryBytes:         512 << 10,
-		MaxOutputBytes:       256 << 10,
-		LockTTL:              15 * time.Second,
-		CardsCyclesPerLevel:  2,
-		CardsMaxLevel:        5,
-		ReplayDelayMin:       10 * time.Millisecond,
-		ReplayDelayMax:       20 * time.Millisecond,
-		LogLevel:             "info",
-		LogFormat:            "json",
-		SessionRateLimit:     120,
-		TurnRateLimit:        30,
-		MaxHeaderBytes:       64 << 10,
-		MaxConns:             2048,
-		MaxConnsPerClient:    64,
-		MetricsTenantLabel:   "hash",
-		SafetyMode:           "enforce",
-		SafetyHoldbackChars:  160,
-		SafetyFailure:        "closed",
-		SafetyTimeout:        2 * time.Second,
-		GuardFormat:          "llamaguard3",
-		SafetyJudge:          "auto",
-		PIIRedact:            "mask",
-		TranscriptRetention:  365 * 24 * time.Hour,
+		Addr:                  ":8080",
+		RedisPrefix:           "coachgw",
+		RedisTimeout:          time.Second,
+		TokenReserve:          2048,
+		SessionTTL:            24 * time.Hour,
+		TranscriptMaxEntries:  1000,
+		TranscriptMaxBytes:    1 << 20,
+		DataDir:               DefaultDataDir(),
+		SaveInterval:          30 * time.Second,
+		Model:                 "gpt-4o-mini",
+		ResponseFormat:        "json_schema",
+		ConnectTimeout:        5 * time.Second,
+		FirstByteTimeout:      30 * time.Second,
+		IdleTimeout:           20 * time.Second,
+		TurnTimeout:           120 * time.Second,
+		MaxAttempts:           3,
+		RetryAfterCap:         10 * time.Second,
+		BreakerFailures:       5,
+		BreakerFailureRate:    50,
+		BreakerWindow:         time.Minute,
+		BreakerCooldown:       30 * time.Second,
+		ShutdownTimeout:       30 * time.Second,
+		TurnOnDisconnect:      "continue",
+		ResumeTTL:             5 * time.Minute,
+		MaxBodyBytes:          64 << 10,
+		BodyReadTimeout:       15 * time.Second,
+		DowngradeTTL:          10 * time.Minute,
+		MaxMessageChars:       8000,
+		HistoryLimit:          200,
+		HistoryBytes:          512 << 10,
+		MaxOutputBytes:        256 << 10,
+		LockTTL:               15 * time.Second,
+		CardsCyclesPerLevel:   2,
+		CardsMaxLevel:         5,
+		ReplayDelayMin:        10 * time.Millisecond,
+		ReplayDelayMax:        20 * time.Millisecond,
+		LogLevel:              "info",
+		LogFormat:             "json",
+		SessionRateLimit:      120,
+		MaxSessionsPerLearner: 1000,
+		TurnRateLimit:         30,
+		MaxHeaderBytes:        64 << 10,
+		MaxConns:              2048,
+		MaxConnsPerClient:     64,
+		MetricsTenantLabel:    "hash",
+		SafetyMode:            "enforce",
+		SafetyHoldbackChars:   160,
+		SafetyFailure:         "closed",
+		SafetyTimeout:         2 * time.Second,
+		GuardFormat:           "llamaguard3",
+		SafetyJudge:           "auto",
+		PIIRedact:             "mask",
+		TranscriptRetention:   365 * 24 * time.Hour,
 	}
 }
 
@@ -404,6 +409,7 @@ func Load(getenv func(string) string) (Config, error) {
 	str("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", &c.OTLPProtocol)
 	c.CORSOrigins, errs = parseOrigins(getenv("COACH_CORS_ORIGINS"), errs)
 	num("COACH_SESSION_RATE_LIMIT", &c.SessionRateLimit)
+	num("COACH_MAX_SESSIONS_PER_LEARNER", &c.MaxSessionsPerLearner)
 	num("COACH_TURN_RATE_LIMIT", &c.TurnRateLimit)
 	num("COACH_MAX_HEADER_BYTES", &c.MaxHeaderBytes)
 	num("COACH_MAX_CONNS", &c.MaxConns)
@@ -549,6 +555,7 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 		Int("apiKeys", len(c.APIKeys)).
 		Int("rateLimit", c.RateLimit).
 		Int("sessionRateLimit", c.SessionRateLimit).
+		Int("maxSessionsPerLearner", c.MaxSessionsPerLearner).
 		Int("turnRateLimit", c.TurnRateLimit).
 		Int("maxHeaderBytes", c.MaxHeaderBytes).
 		Int("maxConns", c.MaxConns).
