@@ -190,7 +190,9 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// Timeout bounds each attempt, from dial to the answer's status (default DefaultTimeout).
 	Timeout time.Duration
-	// MaxAttempts bounds the POSTs of one episode (default DefaultMaxAttempts).
+	// MaxAttempts bounds the POSTs of one episode in one stay in the queue (default
+	// DefaultMaxAttempts); with an Overflow an episode whose attempts ran out is kept there and
+	// taken back MaxBackoff later.
 	MaxAttempts int
 	// Backoff is the wait before the second attempt; each later wait doubles, up to MaxBackoff
 	// (defaults DefaultBackoff, DefaultMaxBackoff). A wait is drawn at random from its upper
