@@ -85,6 +85,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 		Prefix: cfg.RedisPrefix, TTL: cfg.SessionTTL,
 		TranscriptMaxEntries: cfg.TranscriptMaxEntries, TranscriptMaxBytes: cfg.TranscriptMaxBytes,
 		Timeout: cfg.RedisTimeout, Retention: cfg.TranscriptRetention,
+		MaxLearnerSessions: cfg.MaxSessionsPerLearner,
 	})
 	if err := a.store.Prepare(ctx); err != nil {
 		log.Error().Err(err).Msg("Redis does not answer; the gateway is not ready until it does")
@@ -166,7 +167,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 		Audit:   auditBatch,
 		MaskPII: cfg.PIIRedact == "mask",
 		// The adapter drops the text too unless it is configured; the engine leaves it out first.
-		Escalator:    a.escalator(m),
+		Escalator:    a.escalator(m, redisstore.NewEscalationOverflow(client, cfg.RedisPrefix)),
 		EscalateText: cfg.EscalationIncludeText,
 		Store:        a.store,
 		Upstreams:    ups,
