@@ -28,6 +28,10 @@ func TestStore(t *testing.T) {
 			storetest.LearnerContract(t, newFixture)
 			t.Run("coach.Store conformance", func(t *testing.T) {
 				coachstoretest.Run(t, func(t *testing.T) coach.Store { return newFixture(t).Store })
+				coachstoretest.RunAudit(t, func(t *testing.T) coachstoretest.LearnerSafetyAudit {
+					f := newFixture(t)
+					return redisstore.NewSafetyAudit(f.Client, f.Prefix, time.Hour, 1000)
+				})
 			})
 			t.Run("resent claim and commit are idempotent", func(t *testing.T) { resentClaimAndCommit(t, newFixture(t)) })
 			t.Run("round trips", func(t *testing.T) { roundTrips(t, b, newFixture(t)) })

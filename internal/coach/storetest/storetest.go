@@ -245,38 +245,56 @@ var cases = []struct {
 		wantErr(t, "EraseLearner again", ls.EraseLearner(ctx, "acme", learner), nil)
 	}},
 	{"the safety audit finds and erases one learner's records", func(t *testing.T, s coach.Store) {
-		audit, ok1 := s.(coach.SafetyAudit)
-		la, ok2 := s.(coach.LearnerAudit)
-		if !ok1 || !ok2 {
-			t.Skip("the store is no learner's safety audit")
+		a, ok := s.(LearnerSafetyAudit)
+		if !ok {
+			t.Skip("the store is no learner's safety audit; RunAudit checks a separate one")
 		}
-		ctx := context.Background()
-		learner := "pupil-" + coach.NewID()
-		rec := func(tenant, learner, session string) safety.Record {
-			return safety.Record{Tenant: tenant, Learner: safety.Learner{Ref: learner}, Session: session}
-		}
-		first, second := rec("acme", learner, coach.NewID()), rec("acme", learner, coach.NewID())
-		wantErr(t, "Audit", audit.Audit(ctx, []safety.Record{first, rec("acme", "other-"+learner, coach.NewID()), rec("globex", learner, coach.NewID())}), nil)
-		wantErr(t, "Audit", audit.Audit(ctx, []safety.Record{second}), nil)
-		if got := events(t, la, "acme", learner); !slices.Equal(got, []string{first.Session, second.Session}) {
-			t.Errorf("LearnerSafetyEvents = sessions %v, want %v oldest first", got, []string{first.Session, second.Session})
-		}
-		stop := errors.New("stop")
-		if err := la.LearnerSafetyEvents(ctx, "acme", learner, func(safety.Record) error { return stop }); !errors.Is(err, stop) {
-			t.Errorf("LearnerSafetyEvents with a failing callback = %v, want its error", err)
-		}
-		wantErr(t, "EraseLearnerSafetyEvents", la.EraseLearnerSafetyEvents(ctx, "acme", learner), nil)
-		if got := events(t, la, "acme", learner); len(got) != 0 {
-			t.Errorf("LearnerSafetyEvents after the erasure = %v, want none", got)
-		}
-		if got := events(t, la, "acme", "other-"+learner); len(got) != 1 {
-			t.Errorf("another learner's records after the erasure = %v, want its one", got)
-		}
-		if got := events(t, la, "globex", learner); len(got) != 1 {
-			t.Errorf("another tenant's records after the erasure = %v, want its one", got)
-		}
-		wantErr(t, "EraseLearnerSafetyEvents again", la.EraseLearnerSafetyEvents(ctx, "acme", learner), nil)
+		auditCase(t, a)
 	}},
+}
+
+// LearnerSafetyAudit is a safety audit that finds and erases one learner's records, as the
+// engine's Deps.SafetyAudit and Deps.LearnerAudit are when they are one value.
+type LearnerSafetyAudit interface {
+	coach.SafetyAudit
+	coach.LearnerAudit
+}
+
+// RunAudit runs the suite's audit case on an audit kept apart from the store (redisstore's
+// SafetyAudit), on a new audit from newAudit.
+func RunAudit(t *testing.T, newAudit func(t *testing.T) LearnerSafetyAudit) {
+	t.Run("a separate safety audit finds and erases one learner's records", func(t *testing.T) { auditCase(t, newAudit(t)) })
+}
+
+// auditCase checks that a learner's records are found oldest first, only the learner's of the
+// tenant, and erased without touching anyone else's.
+func auditCase(t *testing.T, a LearnerSafetyAudit) {
+	ctx := context.Background()
+	learner := "pupil-" + coach.NewID()
+	rec := func(tenant, learner, session string) safety.Record {
+		return safety.Record{Tenant: tenant, Learner: safety.Learner{Ref: learner}, Session: session}
+	}
+	first, second := rec("acme", learner, coach.NewID()), rec("acme", learner, coach.NewID())
+	wantErr(t, "Audit", a.Audit(ctx, []safety.Record{first, rec("acme", "other-"+learner, coach.NewID()), rec("globex", learner, coach.NewID())}), nil)
+	wantErr(t, "Audit", a.Audit(ctx, []safety.Record{second}), nil)
+	if got := events(t, a, "acme", learner); !slices.Equal(got, []string{first.Session, second.Session}) {
+		t.Errorf("LearnerSafetyEvents = sessions %v, want %v oldest first", got, []string{first.Session, second.Session})
+	}
+	stop := errors.New("stop")
+	if err := a.LearnerSafetyEvents(ctx, "acme", learner, func(safety.Record) error { return stop }); !errors.Is(err, stop) {
+		t.Errorf("LearnerSafetyEvents with a failing callback = %v, want its error", err)
+	}
+	wantErr(t, "EraseLearnerSafetyEvents", a.EraseLearnerSafetyEvents(ctx, "acme", learner), nil)
+	if got := events(t, a, "acme", learner); len(got) != 0 {
+		t.Errorf("LearnerSafetyEvents after the erasure = %v, want none", got)
+	}
+	if got := events(t, a, "acme", "other-"+learner); len(got) != 1 {
+		t.Errorf("another learner's records after the erasure = %v, want its one", got)
+	}
+	if got := events(t, a, "globex", learner); len(got) != 1 {
+		t.Errorf("another tenant's records after the erasure = %v, want its one", got)
+	}
+	wantErr(t, "EraseLearnerSafetyEvents again", a.EraseLearnerSafetyEvents(ctx, "acme", learner), nil)
 }
 
 // events returns the sessions of learner's audit records, in the order the audit gives them.
