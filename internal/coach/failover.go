@@ -1,7 +1,6 @@
 package coach
 
 import (
-	"context"
 	"time"
 )
 
@@ -97,16 +96,4 @@ func backoff(o Options, n int, retryAfter time.Duration, jitter func(time.Durati
 		d = max(d, retryAfter)
 	}
 	return d
-}
-
-// sleep waits d, or less when ctx ends first, which it reports with false.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/coachgw/coachgw/internal/outbound"
 	"github.com/coachgw/coachgw/internal/safety"
 )
 
@@ -614,7 +615,7 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 			// before assistantText); the next call starts its answer from scratch.
 			r.turn.Reset()
 			flush()
-			if !sleep(ctx, backoff(s.opts, retries, me.RetryAfter, rand.N[time.Duration])) {
+			if !outbound.Sleep(ctx, backoff(s.opts, retries, me.RetryAfter, rand.N[time.Duration])) {
 				leave()
 				return nil, context.Cause(ctx)
 			}

@@ -56,6 +56,7 @@ import (
 
 	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/openai"
+	"github.com/coachgw/coachgw/internal/outbound"
 	"github.com/coachgw/coachgw/internal/redact"
 	"github.com/coachgw/coachgw/internal/safety"
 )
@@ -184,7 +185,7 @@ type Options struct {
 	// whatever the caller filled in.
 	IncludeText bool
 	// HTTPClient carries the requests; when nil, New builds one with
-	// openai.NewHTTPClient(ConnectTimeout). Redirects are never followed either way.
+	// outbound.NewClient(ConnectTimeout). Redirects are never followed either way.
 	HTTPClient *http.Client
 	// ConnectTimeout bounds dialing when HTTPClient is nil (default openai.DefaultConnectTimeout).
 	ConnectTimeout time.Duration
@@ -299,7 +300,7 @@ func New(o Options) *Webhook {
 	if o.HTTPClient != nil {
 		hc = *o.HTTPClient
 	} else {
-		hc = *openai.NewHTTPClient(o.ConnectTimeout)
+		hc = *outbound.NewClient(o.ConnectTimeout)
 	}
 	// A redirect is answered, not followed: the operator configured where episodes go, and a
 	// receiver (or whoever took over its address) must not send them, signed, elsewhere.
@@ -770,9 +771,9 @@ func (w *Webhook) attempt(ep safety.Episode) (result, bool) {
 	case s >= 200 && s < 300:
 		r.result = ResultOK
 	case s == http.StatusTooManyRequests:
-		r.result, r.retry, r.retryAfter = ResultRateLimited, true, retryAfter(resp.Header.Get("Retry-After"), w.o.Now())
+		r.result, r.retry, r.retryAfter = ResultRateLimited, true, outbound.RetryAfter(resp.Header.Get("Retry-After"), w.o.Now())
 	case s >= 500 || s == http.StatusRequestTimeout:
-		r.result, r.retry, r.retryAfter = ResultServerError, true, retryAfter(resp.Header.Get("Retry-After"), w.o.Now())
+		r.result, r.retry, r.retryAfter = ResultServerError, true, outbound.RetryAfter(resp.Header.Get("Retry-After"), w.o.Now())
 	case s >= 300 && s < 400:
 		r.result = ResultRedirect
 	default:
@@ -797,23 +798,6 @@ func Sign(secret string, body []byte) string {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write(body)
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
-}
-
-// retryAfter reads a Retry-After header, in seconds or as an HTTP date; 0 when absent or unreadable.
-func retryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n <= 0 {
-			return 0
-		}
-		return time.Duration(min(n, int64(24*time.Hour/time.Second))) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }
 
 func (w *Webhook) observe(r string) {

@@ -350,9 +350,6 @@ func (c *Client) String() string {
 // GoString is String, so that %#v never prints the key either.
 func (c *Client) GoString() string { return c.String() }
 
-// NewHTTPClient returns outbound.NewClient(connect): the client of the gateway's endpoints.
-func NewHTTPClient(connect time.Duration) *http.Client { return outbound.NewClient(connect) }
-
 // isReasoningModel asks go-openai's own validator, which rejects max_tokens exactly for the
 // reasoning model families, so the two never disagree.
 func isReasoningModel(model string) bool {
