@@ -1,4 +1,4 @@
-export { chatError, chatRoutes } from './ai.js';
+export { cardsOf, chatError, chatRoutes, chatTransportOptions, createCoachChat, errorOf, isCardResult, isModuleResult, isToulminResult, messageText, moduleBlocks, restoreMessages, resultOf, safetyOf, textBlock, visibleParts } from './ai.js';
 export { CoachClient } from './client.js';
 export { CoachError } from './errors.js';
 export { DEFAULT_MAX_LINE_BYTES, LineBuffer, readNDJSON } from './ndjson.js';
