@@ -493,3 +493,133 @@ export function isCardResult(result) {
 export function isModuleResult(result) {
   return 'meta' in result;
 }
+
+/**
+ * How opening a session's chat goes: `idle` before any, `restoring` while its conversation is
+ * read, `ready` once the chat is there (a resume may still run), `error` when the restore failed.
+ * @typedef {'idle' | 'restoring' | 'ready' | 'error'} CoachChatStatus
+ */
+
+/**
+ * What the Vue and React useCoachChat hold: the chat of the session opened last.
+ * @template {import('ai').AbstractChat<CoachUIMessage>} T
+ * @typedef {object} CoachChatSnapshot
+ * @property {T | undefined} chat the SDK's Chat of the session, once opened
+ * @property {Session | undefined} session the session as of its last turn
+ * @property {CoachChatStatus} status
+ * @property {CoachChatError | undefined} error the last error: the restore's, a turn's (as
+ *   chatError reads it) or a session read's; cleared when a session is opened and by clearError
+ * @property {number} resets the resets heard since the session was opened
+ */
+
+/**
+ * The options of useCoachChat: createCoachChat's, less what `open` decides per session.
+ * @template {import('ai').AbstractChat<CoachUIMessage>} T
+ * @typedef {Omit<CoachChatOptions<T>, 'restore' | 'resume' | 'session'>} UseCoachChatOptions
+ */
+
+/**
+ * What `open` takes: whether to restore and resume (both default true: a session reopened, e.g.
+ * after a reload), and the session when the caller has it (one just created: pass it with
+ * `restore: false, resume: false`).
+ * @typedef {{ restore?: boolean, resume?: boolean, session?: Session }} OpenOptions
+ */
+
+/**
+ * CoachChatHolder is the framework-free state behind the Vue and React useCoachChat: it opens a
+ * session's chat with createCoachChat, and tells `onChange` every change of its snapshot. Only
+ * the session opened last counts: a slower restore of an earlier one is dropped.
+ * @template {import('ai').AbstractChat<CoachUIMessage>} T
+ */
+export class CoachChatHolder {
+  /**
+   * @param {CoachClient} client
+   * @param {UseCoachChatOptions<T>} options
+   * @param {(snapshot: CoachChatSnapshot<T>) => void} onChange
+   */
+  constructor(client, options, onChange) {
+    this.client = client;
+    this.options = options;
+    this.onChange = onChange;
+    /** @type {CoachChatSnapshot<T>} */
+    this.snapshot = { chat: undefined, session: undefined, status: 'idle', error: undefined, resets: 0 };
+    /** @type {CoachChat<T> | undefined} */
+    this.coach = undefined;
+    this.opened = 0;
+  }
+
+  /**
+   * set changes the snapshot and tells onChange.
+   * @param {Partial<CoachChatSnapshot<T>>} change
+   */
+  set(change) {
+    this.snapshot = { ...this.snapshot, ...change };
+    this.onChange(this.snapshot);
+  }
+
+  /**
+   * open makes the chat of sessionId (createCoachChat) in place of the one held; the held one
+   * stops reading (its turn goes on on the gateway). Resolves with the chat, or undefined when
+   * the restore failed or another open came after it.
+   * @param {string} sessionId
+   * @param {OpenOptions} [how]
+   * @returns {Promise<CoachChat<T> | undefined>}
+   */
+  async open(sessionId, how = {}) {
+    const n = ++this.opened;
+    const current = () => n === this.opened;
+    void this.coach?.chat.stop();
+    this.coach = undefined;
+    this.set({ chat: undefined, session: how.session, status: 'restoring', error: undefined, resets: 0 });
+    const { options } = this;
+    try {
+      const coach = await createCoachChat(this.client, sessionId, {
+        ...options,
+        ...how,
+        onReset: (reason) => {
+          if (current()) this.set({ resets: this.snapshot.resets + 1 });
+          options.onReset?.(reason);
+        },
+        onError: (error) => {
+          if (current()) this.set({ error });
+          options.onError?.(error);
+        },
+        onSession: (session) => {
+          if (current()) this.set({ session });
+          options.onSession?.(session);
+        },
+      });
+      if (!current()) {
+        void coach.chat.stop();
+        return undefined;
+      }
+      this.coach = coach;
+      this.set({ chat: coach.chat, status: 'ready' });
+      return coach;
+    } catch (err) {
+      if (current()) this.set({ status: 'error', error: toChatError(err) });
+      return undefined;
+    }
+  }
+
+  /** stop stops the running turn of the chat held, on the gateway too (CoachChat.stop). */
+  async stop() {
+    return (await this.coach?.stop()) ?? false;
+  }
+
+  /** refresh reads the held session again. */
+  async refresh() {
+    return this.coach?.refresh();
+  }
+
+  /** clearError forgets the last error, e.g. when the learner sends again. */
+  clearError() {
+    this.set({ error: undefined });
+  }
+
+  /** close stops reading the held chat's turn (the turn goes on on the gateway). */
+  close() {
+    this.opened++;
+    void this.coach?.chat.stop();
+  }
+}

@@ -434,3 +434,101 @@ export declare function isCardResult(result: TurnResult): result is FrontendCard
  * @returns {result is StructuredResponse}
  */
 export declare function isModuleResult(result: TurnResult): result is StructuredResponse;
+export type CoachChatStatus = 'idle' | 'restoring' | 'ready' | 'error';
+export type CoachChatSnapshot<T extends import('ai').AbstractChat<CoachUIMessage>> = {
+    /**
+     * the SDK's Chat of the session, once opened
+     */
+    chat: T | undefined;
+    /**
+     * the session as of its last turn
+     */
+    session: Session | undefined;
+    status: CoachChatStatus;
+    /**
+     * the last error: the restore's, a turn's (as
+     * chatError reads it) or a session read's; cleared when a session is opened and by clearError
+     */
+    error: CoachChatError | undefined;
+    /**
+     * the resets heard since the session was opened
+     */
+    resets: number;
+};
+export type UseCoachChatOptions<T extends import('ai').AbstractChat<CoachUIMessage>> = Omit<CoachChatOptions<T>, 'restore' | 'resume' | 'session'>;
+export type OpenOptions = {
+    restore?: boolean;
+    resume?: boolean;
+    session?: Session;
+};
+/**
+ * How opening a session's chat goes: `idle` before any, `restoring` while its conversation is
+ * read, `ready` once the chat is there (a resume may still run), `error` when the restore failed.
+ * @typedef {'idle' | 'restoring' | 'ready' | 'error'} CoachChatStatus
+ */
+/**
+ * What the Vue and React useCoachChat hold: the chat of the session opened last.
+ * @template {import('ai').AbstractChat<CoachUIMessage>} T
+ * @typedef {object} CoachChatSnapshot
+ * @property {T | undefined} chat the SDK's Chat of the session, once opened
+ * @property {Session | undefined} session the session as of its last turn
+ * @property {CoachChatStatus} status
+ * @property {CoachChatError | undefined} error the last error: the restore's, a turn's (as
+ *   chatError reads it) or a session read's; cleared when a session is opened and by clearError
+ * @property {number} resets the resets heard since the session was opened
+ */
+/**
+ * The options of useCoachChat: createCoachChat's, less what `open` decides per session.
+ * @template {import('ai').AbstractChat<CoachUIMessage>} T
+ * @typedef {Omit<CoachChatOptions<T>, 'restore' | 'resume' | 'session'>} UseCoachChatOptions
+ */
+/**
+ * What `open` takes: whether to restore and resume (both default true: a session reopened, e.g.
+ * after a reload), and the session when the caller has it (one just created: pass it with
+ * `restore: false, resume: false`).
+ * @typedef {{ restore?: boolean, resume?: boolean, session?: Session }} OpenOptions
+ */
+/**
+ * CoachChatHolder is the framework-free state behind the Vue and React useCoachChat: it opens a
+ * session's chat with createCoachChat, and tells `onChange` every change of its snapshot. Only
+ * the session opened last counts: a slower restore of an earlier one is dropped.
+ * @template {import('ai').AbstractChat<CoachUIMessage>} T
+ */
+export declare class CoachChatHolder<T extends import('ai').AbstractChat<CoachUIMessage>> {
+    client: import("./client.js").CoachClient;
+    options: UseCoachChatOptions<T>;
+    onChange: (snapshot: CoachChatSnapshot<T>) => void;
+    /** @type {CoachChatSnapshot<T>} */
+    snapshot: CoachChatSnapshot<T>;
+    /** @type {CoachChat<T> | undefined} */
+    coach: CoachChat<T> | undefined;
+    opened: number;
+    /**
+     * @param {CoachClient} client
+     * @param {UseCoachChatOptions<T>} options
+     * @param {(snapshot: CoachChatSnapshot<T>) => void} onChange
+     */
+    constructor(client: CoachClient, options: UseCoachChatOptions<T>, onChange: (snapshot: CoachChatSnapshot<T>) => void);
+    /**
+     * set changes the snapshot and tells onChange.
+     * @param {Partial<CoachChatSnapshot<T>>} change
+     */
+    set(change: Partial<CoachChatSnapshot<T>>): void;
+    /**
+     * open makes the chat of sessionId (createCoachChat) in place of the one held; the held one
+     * stops reading (its turn goes on on the gateway). Resolves with the chat, or undefined when
+     * the restore failed or another open came after it.
+     * @param {string} sessionId
+     * @param {OpenOptions} [how]
+     * @returns {Promise<CoachChat<T> | undefined>}
+     */
+    open(sessionId: string, how?: OpenOptions): Promise<CoachChat<T> | undefined>;
+    /** stop stops the running turn of the chat held, on the gateway too (CoachChat.stop). */
+    stop(): Promise<boolean>;
+    /** refresh reads the held session again. */
+    refresh(): Promise<Session | undefined>;
+    /** clearError forgets the last error, e.g. when the learner sends again. */
+    clearError(): void;
+    /** close stops reading the held chat's turn (the turn goes on on the gateway). */
+    close(): void;
+}
