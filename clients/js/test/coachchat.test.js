@@ -185,3 +185,71 @@ test('the render helpers', () => {
     assert.deepEqual(got, c.want, c.name);
   }
 });
+
+// useCoachChat in Vue (an effect scope) and React (rendered on happy-dom): only the session opened
+// last is held, and a turn's session reaches the state.
+const bindings = await optional(async () => ({
+  dom: await import('./dom.js'),
+  vue: await import('vue'),
+  vueChat: (await import('../src/vue.js')).useCoachChat,
+  react: await import('react'),
+  reactDOM: await import('react-dom/client'),
+  reactChat: (await import('../src/react.js')).useCoachChat,
+}));
+
+describe('useCoachChat', { skip: skip || ((!ai || !bindings) && 'needs `npm ci` in clients/js') }, () => {
+  test('Vue: the session opened last wins, a turn updates session, and the scope stops reading', async () => {
+    const [a, b] = [await client.createSession({ contract: 'toulmin' }), await client.createSession({ contract: 'cards' })];
+    const scope = bindings.vue.effectScope();
+    const coach = scope.run(() => bindings.vueChat(client, { Chat, DefaultChatTransport: ai.DefaultChatTransport }));
+    assert.equal(coach.status.value, 'idle');
+    const first = coach.open(a.id);
+    const second = coach.open(b.id);
+    assert.equal(await first, undefined, 'an open overtaken by another resolves empty');
+    assert.ok(await second);
+    assert.equal(coach.status.value, 'ready');
+    assert.equal(coach.chat.value?.id, b.id, "the later session's chat");
+    await eventually(() => assert.equal(coach.session.value?.id, b.id, "the later session's session"));
+
+    await coach.open(a.id);
+    await coach.chat.value.sendMessage({ text: CLAIM });
+    assert.equal(coach.session.value?.version, 2, "the turn's session");
+    await enqueue({ chunks: toulminChunks(['A long answer ', 'that stalls.']), fault: { stall_after: 2, stall: '60s' } });
+    const chat = coach.chat.value;
+    const sent = chat.sendMessage({ text: 'hi' });
+    await eventually(() => assert.match(messageText(chat.lastMessage), /A long answer/));
+    assert.equal(await coach.stop(), true);
+    await sent;
+    assert.equal((await client.getSession(a.id)).version, 2, 'the stopped turn stored nothing');
+    scope.stop();
+  });
+
+  test('Vue: an unknown session: status error with the gateway\'s code', async () => {
+    const scope = bindings.vue.effectScope();
+    const coach = scope.run(() => bindings.vueChat(client, { Chat, DefaultChatTransport: ai.DefaultChatTransport }));
+    assert.equal(await coach.open('0'.repeat(32)), undefined);
+    assert.equal(coach.status.value, 'error');
+    assert.equal(coach.error.value?.error, 'session_not_found');
+    scope.stop();
+  });
+
+  test('React: open restores a conversation and re-renders with it and its session', async () => {
+    const s = await client.createSession({ contract: 'toulmin' });
+    const { chat: before } = await open(s.id, { restore: false, resume: false, session: s });
+    await before.sendMessage({ text: CLAIM });
+    const { createElement: h } = bindings.react;
+    let api;
+    function App() {
+      api = bindings.reactChat(client, { Chat, DefaultChatTransport: ai.DefaultChatTransport });
+      return h('p', { 'data-testid': 'state' }, `${api.status} ${api.session?.version ?? ''} ${api.chat?.messages.length ?? 0}`);
+    }
+    const root = bindings.dom.mountPoint();
+    const reactRoot = bindings.reactDOM.createRoot(root);
+    reactRoot.render(h(App));
+    await bindings.dom.waitFor(() => bindings.dom.text(root, 'state').startsWith('idle'), 'the first render');
+    const coach = await api.open(s.id);
+    await coach.resumed;
+    await bindings.dom.waitFor(() => bindings.dom.text(root, 'state') === 'ready 2 2', `the restored chat: ${bindings.dom.text(root, 'state')}`);
+    reactRoot.unmount();
+  });
+});
