@@ -116,7 +116,7 @@ export function chatRoutes(baseURL, sessionId) {
 /**
  * chatTransportOptions returns the options of the AI SDK's DefaultChatTransport for a session's
  * chat: `api` is `POST …/chat`, the client's API key and headers go with every request (a key
- * given as a function is asked again each time), only the newest message is sent (the gateway
+ * given as a function is asked again each time, through the transport's resolvable headers), only the newest message is sent (the gateway
  * keeps the conversation, and a long chat would pass its body limit), and a resume reads `GET
  * …/chat/stream` (the SDK's own default, `{api}/{chatId}/stream`, is not a gateway route).
  * @param {CoachClient} client
@@ -128,7 +128,7 @@ export function chatTransportOptions(client, sessionId) {
   const { fetch } = client.options;
   return {
     api: routes.api,
-    headers: () => authHeaders(client),
+    headers: typeof client.options.apiKey === 'function' ? () => authHeaders(client) : authHeaders(client),
     ...(fetch ? { fetch } : {}),
     prepareSendMessagesRequest: ({ id, messages, trigger, messageId }) => ({
       body: { id, trigger, messageId, messages: messages.slice(-1) },

@@ -153,7 +153,7 @@ export type CoachTransportOptions = import('ai').HttpChatTransportInitOptions<Co
 /**
  * chatTransportOptions returns the options of the AI SDK's DefaultChatTransport for a session's
  * chat: `api` is `POST …/chat`, the client's API key and headers go with every request (a key
- * given as a function is asked again each time), only the newest message is sent (the gateway
+ * given as a function is asked again each time, through the transport's resolvable headers), only the newest message is sent (the gateway
  * keeps the conversation, and a long chat would pass its body limit), and a resume reads `GET
  * …/chat/stream` (the SDK's own default, `{api}/{chatId}/stream`, is not a gateway route).
  * @param {CoachClient} client
