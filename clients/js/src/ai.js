@@ -149,7 +149,7 @@ function authHeaders(client) {
 }
 
 /**
- * The AI SDK's Chat: a class (`Chat` of @ai-sdk/vue, @ai-sdk/react or @ai-sdk/svelte, or your
+ * The AI SDK's Chat: a class (the `Chat` of `@ai-sdk/vue`, `@ai-sdk/react` or `@ai-sdk/svelte`, or your
  * own subclass of `AbstractChat` from `ai`) or a function that makes one from its init.
  * @template {import('ai').AbstractChat<CoachUIMessage>} T
  * @typedef {(new (init: CoachChatInit) => T) | ((init: CoachChatInit) => T)} ChatMaker

@@ -183,7 +183,7 @@ export function useCoachSession(client, options) {
 /**
  * useCoachChat holds the AI SDK chat of one session at a time (createCoachChat): `open(id)`
  * restores its conversation, follows its running turn and keeps `session` current; `stop()`
- * stops a turn on the gateway too. Pass @ai-sdk/react's `Chat` and ai's `DefaultChatTransport`
+ * stops a turn on the gateway too. Pass the `Chat` of `@ai-sdk/react` and ai's `DefaultChatTransport`
  * (the package imports neither), and render the messages with `useChat({ chat })` in a component
  * mounted once `chat` is there. When the component unmounts the chat stops reading; its turn
  * goes on and is stored.

@@ -219,7 +219,7 @@ export function useCoachSession(client, options = {}) {
 /**
  * useCoachChat holds the AI SDK chat of one session at a time (createCoachChat): `open(id)`
  * restores its conversation, follows its running turn and keeps `session` current; `stop()`
- * stops a turn on the gateway too. Pass @ai-sdk/vue's `Chat` and ai's `DefaultChatTransport`
+ * stops a turn on the gateway too. Pass the `Chat` of `@ai-sdk/vue` and ai's `DefaultChatTransport`
  * (the package imports neither). When the component (or effect scope) goes away the chat stops
  * reading; its turn goes on and is stored.
  * @template {import('ai').AbstractChat<CoachUIMessage>} T

@@ -241,7 +241,7 @@ export type CoachChat<T extends import('ai').AbstractChat<CoachUIMessage>> = {
     refresh: () => Promise<Session | undefined>;
 };
 /**
- * The AI SDK's Chat: a class (`Chat` of @ai-sdk/vue, @ai-sdk/react or @ai-sdk/svelte, or your
+ * The AI SDK's Chat: a class (the `Chat` of `@ai-sdk/vue`, `@ai-sdk/react` or `@ai-sdk/svelte`, or your
  * own subclass of `AbstractChat` from `ai`) or a function that makes one from its init.
  * @template {import('ai').AbstractChat<CoachUIMessage>} T
  * @typedef {(new (init: CoachChatInit) => T) | ((init: CoachChatInit) => T)} ChatMaker
