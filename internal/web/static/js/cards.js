@@ -230,7 +230,7 @@ export function mountCards({ root, session, t, resumed, touched = () => {}, newS
     const view = renderCard(c, t, {
       continue: () => act({ message: CONTINUE }, view, t('youContinued')),
       submit: (text) => {
-        touched(text);
+        touched();
         return act({ message: text }, view, text);
       },
       select: (option) => act({ selected: option.id }, view, t('youSelected', option.label)),

@@ -116,7 +116,7 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
   async function send(body, shown, fromBox = false) {
     if (turns.busy) return false;
     const auto = Boolean(body.auto);
-    if (!auto && typeof body.message === 'string') touched(body.message);
+    if (!auto && typeof body.message === 'string') touched();
     delete body.auto;
     // What a reload needs to draw the turn again: the learner's bubble, the message (back in the
     // box should the turn fail then), the form answered.

@@ -311,7 +311,7 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
     if (userMsg) {
       transcript.append(userMsg);
       reveal(userMsg);
-      if (!resumed) touched(/** @type {string} */ (message));
+      if (!resumed) touched();
     }
     // The proposal on screen, put back if a resumed turn turns out to be in the transcript
     // already (discard).
