@@ -495,6 +495,7 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
     showProgress(lastProgress);
     transcript.append(h('p', { class: 'msg-note', testid: 'msg-resumed' }, progressText.textContent));
     reveal(transcript.lastElementChild);
+    turns.safety.place();
     box.setLocked(false);
     box.focus();
     panel.dataset.restored = 'true';

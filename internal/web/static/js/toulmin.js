@@ -434,6 +434,7 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
       `${t('progressOf', Number(progress.dataset.completed), STEPS.length)} · ${state().isComplete ? t('complete') : stepName(state().step)}`));
     showProposal(state().pendingProposal);
     if (!proposal) reveal(transcript.lastElementChild);
+    turns.safety.place();
     box.setLocked(turns.busy || Boolean(state().isComplete));
     panel.dataset.restored = 'true';
     if (!state().isComplete) await resume();
