@@ -667,7 +667,7 @@ async function browserScenarios() {
     await page.getByTestId('new-session').click();
     await page.getByTestId('session-list').waitFor();
     assertEq(await page.getByTestId('session-item').count(), 1, 'one session listed');
-    assert((await page.getByTestId('session-item').first().textContent()).includes('Session one'), 'named by its first message');
+    assert(/^Toulmin argument · /.test((await page.locator('.session-title').first().textContent()).trim()), 'named by its contract and time');
 
     await start(page, 'toulmin');
     await say(page, 'Session two: parks should have more trees.');
@@ -1866,9 +1866,9 @@ async function safetyScenarios() {
     crisisStream(lines, NOTICE_FALLBACK, 'cards, the crisis turn');
     await safetyShown(page, NOTICE_FALLBACK, 'cards, live');
     assert((await liveText(page)).includes(NOTICE_FALLBACK.message), 'announced');
-    const answer = page.locator('[data-testid="card"][data-active="true"]').last();
-    assertEq(await answer.getAttribute('data-card-type'), 'insight', 'the supportive answer is an insight card');
-    assert((await answer.textContent()).includes('findahelpline.com'), 'the supportive card names the resources');
+    const answer = page.getByTestId('support-answer').last();
+    assert((await answer.textContent()).includes('findahelpline.com'), 'the supportive answer names the resources');
+    assertEq(await page.locator('[data-testid="card"][data-card-type="insight"]').count(), 0, 'the supportive answer is no insight card');
     await phones(page, 'safety-cards');
     await heldOnGateway(page, NOTICE_FALLBACK, 'cards');
     await page.reload();
@@ -1993,6 +1993,174 @@ async function resumePanelScenarios() {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// What a learner writes stays out of the browser's storage and the session list (a school's
+// computer is shared), and crisis care a learner on a phone can act on at once after a reload.
+
+/**
+ * storedText returns every key and value of the page's localStorage and sessionStorage, and the
+ * names of its IndexedDB databases, as one string to search.
+ */
+async function storedText(page) {
+  return page.evaluate(async () => {
+    const all = [];
+    for (const store of [localStorage, sessionStorage]) {
+      for (let i = 0; i < store.length; i++) all.push(store.key(i), store.getItem(store.key(i)));
+    }
+    const dbs = indexedDB.databases ? await indexedDB.databases() : [];
+    return JSON.stringify({ all, dbs: dbs.map((d) => d.name) });
+  });
+}
+
+/** titlesText returns the page's title, the listed sessions' titles and every title and aria-label attribute. */
+async function titlesText(page) {
+  return page.evaluate(() => [document.title,
+    ...[...document.querySelectorAll('.session-title')].map((el) => el.textContent),
+    ...[...document.querySelectorAll('[title], [aria-label]')].map((el) => `${el.getAttribute('title') || ''} ${el.getAttribute('aria-label') || ''}`)].join('\n'));
+}
+
+/**
+ * helpAboveComposer checks, at the current scroll position (the panel's, the test does not scroll),
+ * that the crisis region begins on screen, below the sticky bars at the top and above the sticky
+ * message box, and that its first link to call (or visit) is whole in that band and on top.
+ */
+async function helpAboveComposer(page, what) {
+  const first = (await page.getByTestId('safety-call').count()) ? 'safety-call' : 'safety-url';
+  await onTop(page, first, what);
+  const g = await page.evaluate((id) => {
+    let top = 0;
+    for (const bar of document.querySelectorAll('[data-sticky="top"], .topbar')) {
+      const st = getComputedStyle(bar);
+      if (st.position === 'sticky' || st.position === 'fixed') top = Math.max(top, bar.getBoundingClientRect().bottom);
+    }
+    const box = document.querySelector('[data-testid="composer"]');
+    const bottom = box ? box.getBoundingClientRect().top : window.innerHeight;
+    const region = document.querySelector('[data-testid="safety-notice"]').getBoundingClientRect();
+    const link = document.querySelector(`[data-testid="${id}"]`).getBoundingClientRect();
+    return { top, bottom, regionTop: region.top, linkTop: link.top, linkBottom: link.bottom };
+  }, first);
+  assert(g.regionTop >= g.top - 1 && g.regionTop < g.bottom, `${what}: the help region begins on screen above the message box (its top at ${Math.round(g.regionTop)}, the free band ${Math.round(g.top)}–${Math.round(g.bottom)})`);
+  assert(g.linkTop >= g.top - 1 && g.linkBottom <= g.bottom + 1, `${what}: the first ${first} is whole above the message box (${Math.round(g.linkTop)}–${Math.round(g.linkBottom)} in ${Math.round(g.top)}–${Math.round(g.bottom)})`);
+}
+
+/**
+ * lessonPaused checks that every control of the lesson (selector) that is on the page is disabled
+ * during the hold and described by the region's note that the lesson is paused.
+ */
+async function lessonPaused(page, selector, what) {
+  const controls = await page.evaluate((sel) => [...document.querySelectorAll(sel)].map((el) => ({
+    name: el.dataset.testid || el.tagName,
+    disabled: el.disabled === true || el.closest('[inert]') !== null,
+    described: (el.getAttribute('aria-describedby') || '').split(' ').map((id) => document.getElementById(id)?.textContent || '').join(' '),
+  })), selector);
+  for (const c of controls) {
+    assert(c.disabled, `${what}: ${c.name} is live during the hold`);
+    assert(/paused/.test(c.described), `${what}: ${c.name} is not described as paused (${JSON.stringify(c.described)})`);
+  }
+  return controls.length;
+}
+
+/** CRISIS_CONTRACTS say how each contract reaches a crisis turn and what its lesson controls are. */
+const CRISIS_CONTRACTS = {
+  toulmin: {
+    controls: '[data-testid^="draft-edit-"], [data-testid="proposal-confirm"], [data-testid="proposal-reject"], [data-testid="rejected-edit"]',
+    async crisis(page) {
+      await say(page, "I don't want to be alive anymore");
+      await waitTurns(page, 'toulmin', 1);
+    },
+  },
+  cards: {
+    controls: '[data-testid="card-continue"], [data-testid="card-option"], [data-testid="card-input"], [data-testid="card-submit"], [data-testid="card-continue-training"]',
+    async crisis(page) {
+      await waitTurns(page, 'cards', 1);
+      await page.locator('[data-testid="card"][data-active="true"]').last().getByTestId('card-continue').click();
+      await waitTurns(page, 'cards', 2);
+      const card = page.locator('[data-testid="card"][data-active="true"]').last();
+      await card.getByTestId('card-input').fill("I don't want to be alive anymore");
+      await card.getByTestId('card-submit').click();
+      await waitTurns(page, 'cards', 3);
+    },
+  },
+  module: {
+    controls: '[data-testid="suggestion"], [data-testid="module-form"] :is(button, input, textarea, select)',
+    async crisis(page) {
+      await waitTurns(page, 'module', 1);
+      await say(page, "I don't want to be alive anymore");
+      await waitTurns(page, 'module', 2);
+    },
+  },
+};
+
+async function secretsAndCrisisScenarios() {
+  await scenario('secrets: no learner text in the browser\'s storage or the session titles; removing a session clears what was kept', () => withPage('secrets', async (page) => {
+    await page.goto(`${BASE}/`);
+    await page.evaluate(() => localStorage.clear());
+    const sent = 'Private words 4711: I am scared of my exam tomorrow.';
+    const unsent = 'Unsent words 4712 about my family.';
+    for (const contract of ['toulmin', 'module']) {
+      await start(page, contract);
+      if (contract === 'module') await waitTurns(page, 'module', 1);
+      await say(page, sent);
+      await waitTurns(page, contract, contract === 'module' ? 2 : 1);
+      assert(!(await storedText(page)).includes('4711'), `${contract}: the sent message is not in the browser's storage`);
+      assert(!(await titlesText(page)).includes('4711'), `${contract}: the sent message is in no title`);
+      await page.getByTestId('new-session').click();
+      await page.getByTestId('session-list').waitFor();
+      assert(!(await titlesText(page)).includes('4711'), `${contract}: the session list names no session by the learner's words`);
+      assert(!(await page.getByTestId('session-list').textContent()).includes('4711'), `${contract}: nothing the learner wrote in the session list`);
+    }
+    const titles = await page.locator('.session-title').allTextContents();
+    assert(titles.some((x) => /^Toulmin argument · /.test(x)) && titles.some((x) => x.includes(' · ')), `neutral titles: ${JSON.stringify(titles)}`);
+
+    // Unsent text is kept while the tab lives, for a reload; never in localStorage. Removing the
+    // session from the list leaves nothing of it behind.
+    await page.getByTestId('session-open').first().click();
+    await page.locator('.panel[data-restored="true"]').waitFor();
+    const id = (await sessionOf(page)).id;
+    await page.getByTestId('composer-input').fill(unsent);
+    await page.reload();
+    await page.locator('.panel[data-restored="true"]').waitFor();
+    assertEq(await page.getByTestId('composer-input').inputValue(), unsent, 'unsent text survives a reload of the tab');
+    assert(!(await page.evaluate(() => JSON.stringify(Object.entries(localStorage)))).includes('4712'), 'unsent text is not in localStorage');
+    await page.getByTestId('new-session').click();
+    await page.locator(`[data-session-id="${id}"]`).getByTestId('session-remove').click();
+    const left = await storedText(page);
+    assert(!left.includes(id) && !left.includes('4712'), `removing the session leaves nothing of it in storage: ${left.slice(0, 300)}`);
+    await axeClean(page, 'the session list');
+  }));
+
+  for (const [contract, c] of Object.entries(CRISIS_CONTRACTS)) {
+    await scenario(`crisis ${contract} on a phone: the help above the message box after a reload, the lesson paused, axe clean`, () => withPage(`crisis-${contract}`, async (page) => {
+      await start(page, contract);
+      await c.crisis(page);
+      await safetyShown(page, NOTICE_US, `${contract}, live`);
+      const live = await lessonPaused(page, c.controls, `${contract}, live`);
+      if (contract === 'toulmin') assert(live >= 7, `toulmin: every step's Edit is paused (${live} controls)`);
+      if (contract === 'cards') {
+        assertEq(await page.getByTestId('support-answer').count(), 1, 'cards: the crisis answer is a supportive view');
+        assertEq(await page.locator('[data-testid="card"][data-card-type="insight"]').count(), 0, 'cards: the crisis answer is no insight card');
+        assertEq(await page.locator('[data-testid="card-continue"]:not([disabled])').count(), 0, 'cards: no Continue to press');
+      }
+      await page.reload();
+      await restored(page, contract);
+      await safetyShown(page, NOTICE_US, `${contract}, after a reload`);
+      await helpAboveComposer(page, `${contract} at 390px after a reload`);
+      await lessonPaused(page, c.controls, `${contract}, after a reload`);
+      if (contract === 'cards') {
+        assertEq(await page.getByTestId('support-answer').count(), 1, 'cards after a reload: the crisis answer is a supportive view');
+        assertEq(await page.locator('[data-testid="card"][data-card-type="insight"]').count(), 0, 'cards after a reload: no insight card');
+        assert(await page.getByTestId('support-input').isEnabled(), 'cards after a reload: the learner can write to the coach');
+      }
+      await shot(page, `crisis-${contract}-390-reloaded`, false);
+      await axeClean(page, `${contract} held, after a reload at 390px`);
+      await page.emulateMedia({ colorScheme: 'dark' });
+      await shot(page, `crisis-${contract}-390-reloaded-dark`, false);
+      await axeClean(page, `${contract} held, after a reload at 390px, dark`);
+      await page.emulateMedia({ colorScheme: 'light' });
+    }, { viewport: { width: 390, height: 780 }, locale: 'en-US' }));
+  }
+}
+
 async function main() {
   await unitScenarios();
   if (!BASE) {
@@ -2012,6 +2180,7 @@ async function main() {
     await resumeScenarios();
     await safetyScenarios();
     await resumePanelScenarios();
+    await secretsAndCrisisScenarios();
   } catch (err) {
     console.log(`FAIL browser: ${err.message}`);
     results.push({ name: 'browser', ok: false });

@@ -6,8 +6,8 @@
 import { apiKey, asCoachError, client, setApiKey } from './coach.js';
 import { append, clear, h } from './dom.js';
 import { LOCALES, sessionLocale, translator } from './i18n.js';
-import { errorBox, forgetDrafts, loadDraft, storeDraft } from './turn.js';
-import { forgetSession, listSessions, rememberSession, touchSession } from './sessions.js';
+import { errorBox, forgetDrafts, forgetStoredDrafts, forgetTurn, loadDraft, storeDraft } from './turn.js';
+import { forgetSession, listSessions, rememberSession, sessionTitle, touchSession } from './sessions.js';
 import { SessionSync } from './sync.js';
 
 /** @typedef {import('./coach.js').CoachErrorType} CoachErrorType */
@@ -59,6 +59,7 @@ async function boot() {
   // The panels scroll to what matters after a reload (the pending proposal, the active card);
   // the browser's own restoring of the old offset would fight them.
   history.scrollRestoration = 'manual';
+  forgetStoredDrafts();
   newButton.addEventListener('click', () => {
     history.replaceState(null, '', location.pathname + location.search);
     showStart();
@@ -104,13 +105,12 @@ async function openById(id) {
 function showGone(id) {
   unmount();
   const entry = listSessions().find((e) => e.id === id);
-  forgetSession(id);
   const t = translator(entry?.locale || choice.locale);
   history.replaceState(null, '', location.pathname + location.search);
   info.hidden = true;
   newButton.hidden = true;
-  const again = entry ? { contract: entry.contract, locale: entry.locale, draft: loadDraft(id) } : null;
-  forgetDrafts(id);
+  const again = entry ? { contract: entry.contract, locale: entry.locale, module: entry.module, draft: loadDraft(id) } : null;
+  forgetEverything(id);
   clear(main).append(h('section', { class: 'start', testid: 'session-gone', 'aria-labelledby': 'gone-title' },
     h('h2', { id: 'gone-title' }, t('goneTitle')),
     h('p', { class: 'lead' }, t('goneLead')),
@@ -142,6 +142,18 @@ async function startNew({ contract, locale, module = '', draft = '' }) {
   } catch (err) {
     showStart(asCoachError(err));
   }
+}
+
+/**
+ * forgetEverything drops all this browser keeps of session id: its entry in the list, the text
+ * not sent yet and the turn kept for a reload. A session removed from the list, or gone from the
+ * gateway, leaves nothing behind on what may be a shared computer.
+ * @param {string} id
+ */
+function forgetEverything(id) {
+  forgetSession(id);
+  forgetDrafts(id);
+  forgetTurn(id);
 }
 
 function unmount() {
@@ -263,8 +275,10 @@ function sessionList(t) {
   const items = h('ul', { class: 'session-list' });
   const section = h('section', { class: 'start sessions', testid: 'session-list', 'aria-labelledby': 'sessions-title' },
     h('h2', { id: 'sessions-title' }, t('yourSessions')), items);
+  /** @param {string} id */
+  const moduleTitle = (id) => modules?.find((m) => m.id === id)?.title;
   for (const e of list) {
-    const title = e.title || t(e.contract);
+    const title = sessionTitle(t, e, moduleTitle);
     const item = h('li', { class: 'session-item', testid: 'session-item', dataset: { sessionId: e.id } },
       h('a', { class: 'session-open', href: `#/s/${e.id}`, testid: 'session-open' },
         h('span', { class: 'session-title', dir: 'auto' }, title),
@@ -273,8 +287,7 @@ function sessionList(t) {
       h('button', {
         type: 'button', class: 'btn btn-small btn-ghost', testid: 'session-remove', 'aria-label': t('removeSession', title),
         onclick: () => {
-          forgetSession(e.id);
-          forgetDrafts(e.id);
+          forgetEverything(e.id);
           item.remove();
           if (!items.children.length) section.remove();
         },
@@ -315,7 +328,7 @@ function open(session, resumed) {
   const t = translator(session.locale);
   document.documentElement.lang = t.locale;
   history.replaceState(null, '', `#/s/${session.id}`);
-  rememberSession(session, session.contract === 'module' ? session.state?.module : '');
+  rememberSession(session);
   clear(info).append(
     h('span', { class: 'pill' }, t(session.contract)),
     h('span', { class: 'pill pill-muted' }, session.locale || 'en'),
@@ -336,8 +349,8 @@ function open(session, resumed) {
   });
   panel = mount({
     root: main, session, t, resumed, toast, sync,
-    // The panel tells what the learner did, to name the session in the list and date it.
-    touched: (title) => touchSession(session.id, title),
+    // The panel tells when the learner did something, to date the session in the list.
+    touched: () => touchSession(session.id),
     newSession: (draft = '') => startNew({ contract: session.contract, locale: session.locale, module: session.state?.module, draft }),
   });
   // The panel puts the focus where the learner acts first (the message box, the first card);

@@ -116,7 +116,7 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
   async function send(body, shown, fromBox = false) {
     if (turns.busy) return false;
     const auto = Boolean(body.auto);
-    if (!auto && typeof body.message === 'string') touched(body.message);
+    if (!auto && typeof body.message === 'string') touched();
     delete body.auto;
     // What a reload needs to draw the turn again: the learner's bubble, the message (back in the
     // box should the turn fail then), the form answered.
@@ -495,6 +495,7 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
     showProgress(lastProgress);
     transcript.append(h('p', { class: 'msg-note', testid: 'msg-resumed' }, progressText.textContent));
     reveal(transcript.lastElementChild);
+    turns.safety.place();
     box.setLocked(false);
     box.focus();
     panel.dataset.restored = 'true';

@@ -311,7 +311,7 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
     if (userMsg) {
       transcript.append(userMsg);
       reveal(userMsg);
-      if (!resumed) touched(/** @type {string} */ (message));
+      if (!resumed) touched();
     }
     // The proposal on screen, put back if a resumed turn turns out to be in the transcript
     // already (discard).
@@ -434,6 +434,7 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
       `${t('progressOf', Number(progress.dataset.completed), STEPS.length)} · ${state().isComplete ? t('complete') : stepName(state().step)}`));
     showProposal(state().pendingProposal);
     if (!proposal) reveal(transcript.lastElementChild);
+    turns.safety.place();
     box.setLocked(turns.busy || Boolean(state().isComplete));
     panel.dataset.restored = 'true';
     if (!state().isComplete) await resume();

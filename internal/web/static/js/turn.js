@@ -18,7 +18,7 @@ import { SafetyRegion } from './safety.js';
  * @property {Translator} t
  * @property {boolean} resumed whether the session existed before this page (restore it)
  * @property {(text: string, options?: {kind?: string}) => void} toast
- * @property {(title: string, session?: any) => void} [touched] the learner did something: date the session, name it by title, note its progress
+ * @property {() => void} [touched] the learner did something: date the session in the list
  * @property {(draft?: string) => void} [newSession] start a session like this one, with draft in its box
  * @property {import('./sync.js').SessionSync} [sync] keeps the session in step with other tabs and devices
  */
@@ -411,6 +411,14 @@ export function loadTurn(id) {
 }
 
 /**
+ * forgetTurn drops the turn kept for session id.
+ * @param {string} id
+ */
+export function forgetTurn(id) {
+  storeTurn(id, null);
+}
+
+/**
  * storeTurn keeps rec for session id (null forgets it).
  * @param {string} id
  * @param {KeptTurn | null} rec
@@ -499,8 +507,8 @@ export function uid(prefix) {
  * returns a promise of whether it was sent; when it was not, the text goes back into the box
  * (unless the learner has typed something new meanwhile). limit is the
  * gateway's message limit: a counter shows near it, and Send is off while the text is longer
- * (nothing is cut). draftKey, when given, keeps the unsent text in localStorage so that a reload
- * or a return to the session finds it again.
+ * (nothing is cut). draftKey, when given, keeps the unsent text in this tab's sessionStorage so
+ * that a reload or a return to the session finds it again (see storeDraft).
  * @param {Translator} t
  * @param {(text: string) => Promise<boolean>} onSend
  * @param {{placeholder?: string, limit?: number, draftKey?: string}} [options]
@@ -583,6 +591,8 @@ export function composer(t, onSend, { placeholder = '', limit = 8000, draftKey =
   };
 }
 
+// Text not sent yet is kept in sessionStorage, which lives as long as the tab: never in
+// localStorage, where it would outlast the tab on what may be a shared computer. It goes once sent.
 const DRAFT_STORAGE = 'coachgw.draft.';
 
 /**
@@ -592,7 +602,7 @@ const DRAFT_STORAGE = 'coachgw.draft.';
 export function loadDraft(key) {
   if (!key) return '';
   try {
-    return localStorage.getItem(DRAFT_STORAGE + key) || '';
+    return sessionStorage.getItem(DRAFT_STORAGE + key) || '';
   } catch {
     return '';
   }
@@ -606,8 +616,8 @@ export function loadDraft(key) {
 export function storeDraft(key, text) {
   if (!key) return;
   try {
-    if (text.trim()) localStorage.setItem(DRAFT_STORAGE + key, text);
-    else localStorage.removeItem(DRAFT_STORAGE + key);
+    if (text.trim()) sessionStorage.setItem(DRAFT_STORAGE + key, text);
+    else sessionStorage.removeItem(DRAFT_STORAGE + key);
   } catch {
     // Storage is off or full: the text stays in the box, it just does not survive a reload.
   }
@@ -619,9 +629,24 @@ export function storeDraft(key, text) {
  */
 export function forgetDrafts(id) {
   try {
+    for (let i = sessionStorage.length - 1; i >= 0; i--) {
+      const k = sessionStorage.key(i);
+      if (k && k.startsWith(`${DRAFT_STORAGE}${id}`)) sessionStorage.removeItem(k);
+    }
+  } catch {
+    // Nothing kept.
+  }
+}
+
+/**
+ * forgetStoredDrafts drops the unsent texts an earlier version of the panel kept in localStorage,
+ * where they outlast the tab.
+ */
+export function forgetStoredDrafts() {
+  try {
     for (let i = localStorage.length - 1; i >= 0; i--) {
       const k = localStorage.key(i);
-      if (k && k.startsWith(`${DRAFT_STORAGE}${id}`)) localStorage.removeItem(k);
+      if (k && k.startsWith(DRAFT_STORAGE)) localStorage.removeItem(k);
     }
   } catch {
     // Nothing kept.
