@@ -2059,6 +2059,32 @@ async function tabsAndKeysScenarios() {
     }
   }));
 
+  await scenario('tabs: a Send that meets a turn running elsewhere follows it instead of a red session_busy', () => withPage('tabs-busy', async (a) => {
+    if (!SLOW_BASE) throw new Error('needs COACHGW_SLOW_URL');
+    await start(a, 'toulmin', 'en', SLOW_BASE);
+    // A browser of its own: no channel to the first one, as on another device.
+    const other = await launch('en-US');
+    try {
+      const b = await other.context.newPage();
+      await b.goto(a.url());
+      await restored(b, 'toulmin');
+      await say(a, ARGUMENT.claim[0]);
+      await midAnswer(a);
+      const text = 'Sent from another device meanwhile.';
+      await say(b, text);
+      await b.waitForFunction(() => document.querySelector('[data-testid="toulmin-panel"]')?.dataset.following === 'true', null, { timeout: WAIT });
+      assertEq(await b.getByTestId('turn-error').count(), 0, 'no error box');
+      assertEq(await b.getByTestId('composer-input').inputValue(), text, 'the text waits in the box');
+      assert(await b.getByTestId('composer-send').isDisabled(), 'Send is off while the other turn runs');
+      await b.waitForFunction(() => document.querySelector('[data-testid="toulmin-panel"]')?.dataset.busy === 'false', null, { timeout: 60_000 });
+      assertEq(await b.getByTestId('msg-assistant').count(), 1, 'the other turn\'s answer is shown');
+      assertEq(await b.getByTestId('turn-error').count(), 0, 'still no error box');
+      assert(await b.getByTestId('composer-send').isEnabled(), 'Send is on again');
+    } finally {
+      await other.close();
+    }
+  }));
+
   await scenario('keys: Escape cancels a draft edit', () => withPage('keys-draft', async (page) => {
     await start(page, 'toulmin');
     await page.getByTestId('draft-edit-claim').click();

@@ -163,9 +163,12 @@ export class Turns {
     }
     view.begin?.();
     const req = typeof body === 'function' ? body() : body;
+    const again = () => this.send(body, view, { retry, meta });
     return this.run((o) => client.streamTurn(this.sessionId(), /** @type {any} */ (req), o), view, {
       meta,
-      retry: () => (retry ? retry() : this.send(body, view, { retry, meta })),
+      retry: retry || again,
+      // Without a retry of the panel's own, the input is not back in the box to send again.
+      again: retry ? undefined : again,
     });
   }
 
@@ -211,10 +214,11 @@ export class Turns {
    * the events shown), for a reload to resume the turn where it was.
    * @param {(o: {signal: AbortSignal, onTurn: (turn: string) => void, onLine: (n: number) => void}) => AsyncIterable<any>} open
    * @param {TurnView} view
-   * @param {{meta?: any, retry?: (() => unknown), kept?: KeptTurn | null, begin?: () => void, known?: number}} options
+   * again, for a turn stopped, is offered as "Send again" (the input is not in the box).
+   * @param {{meta?: any, retry?: (() => unknown), again?: (() => unknown), kept?: KeptTurn | null, begin?: () => void, known?: number}} options
    * @returns {Promise<boolean>}
    */
-  async run(open, view, { meta = null, retry, kept, begin, known }) {
+  async run(open, view, { meta = null, retry, again, kept, begin, known }) {
     const resuming = kept !== undefined;
     const controller = new AbortController();
     this.controller = controller;
@@ -260,7 +264,7 @@ export class Turns {
       }
       if (!end && resuming && !opened) {
         // 204: the session has no turn to resume (any more).
-        if (this.following) this.clearStatus();
+        if (this.following) this.hideFollowing();
         else storeTurn(id, null);
         this.setBusy(false);
         if (kept) view.discard?.();
@@ -280,7 +284,7 @@ export class Turns {
       // to say.
       if (resuming && (!kept || err.code === 'turn_not_found')) {
         view.discard?.();
-        if (followed) this.clearStatus();
+        if (followed) this.hideFollowing();
         return false;
       }
       view.fail?.(err);
@@ -292,14 +296,14 @@ export class Turns {
         return false;
       }
       // Stop is what the learner asked for: a neutral note, not an error to retry.
-      if (err.code === 'turn_cancelled') this.showStopped(retry || null);
+      if (err.code === 'turn_cancelled') this.showStopped(again || null);
       else this.showError(err, retry && canRetry(err) ? retry : null);
       return false;
     } finally {
       if (this.controller === controller) this.controller = null;
       this.turnId = '';
     }
-    if (this.following) this.clearStatus();
+    if (this.following) this.hideFollowing();
     else storeTurn(id, null);
     this.hideNote();
     this.setBusy(false);
@@ -389,8 +393,9 @@ export class Turns {
   }
 
   /**
-   * abort stops reading the turn in flight, if any (the panel goes away). The gateway goes on
-   * with it, and it is kept for resume when the session is opened again.
+   * abort stops reading the turn in flight, if any, and listening for Escape (the panel goes
+   * away). The gateway goes on with the turn, and it is kept for resume when the session is
+   * opened again.
    */
   abort() {
     this.controller?.abort();
@@ -440,10 +445,18 @@ export class Turns {
       again ? h('button', { type: 'button', class: 'btn btn-small btn-ghost', testid: 'stopped-again', onclick: () => again() }, this.t('sendAgain')) : null));
   }
 
-  /** showFollowing says why Send is off while another tab's turn streams here. */
+  /**
+   * showFollowing says why Send is off while another tab's turn streams here; what the status
+   * says already (this tab's last Stop, say) stays.
+   */
   showFollowing() {
-    this.clearStatus();
+    if (this.status.querySelector('[data-testid="turn-following"]')) return;
     this.status.append(h('p', { class: 'turn-note', testid: 'turn-following', role: 'status' }, this.t('followingTurn')));
+  }
+
+  /** hideFollowing takes the note of showFollowing away: the followed turn has ended. */
+  hideFollowing() {
+    this.status.querySelector('[data-testid="turn-following"]')?.remove();
   }
 
   /**
