@@ -38,7 +38,8 @@ export class SessionSync {
     if (this.channel) {
       this.channel.onmessage = (e) => {
         if (e.data && e.data.turn) {
-          if (!this.closed && !this.busy()) this.onTurn?.(e.data.meta ?? null);
+          // Turns decides, busy or not: a turn of its own ends first.
+          if (!this.closed) this.onTurn?.(e.data.meta ?? null);
           return;
         }
         const v = Number(e.data && e.data.version);

@@ -62,6 +62,10 @@ export class Turns {
     this.follow = follow;
     /** whether the turn shown is another tab's, followed read-only */
     this.following = false;
+    /** whether the turn shown was found by a resume with nothing kept in this tab */
+    this.unkept = false;
+    /** @type {{meta: any} | null} a turn begun elsewhere while this tab was busy: followed next */
+    this.pendingFollow = null;
     // Another tab of this session started a turn, or this tab came back to the front: the turn
     // running, if any, is shown here as it streams, and nothing is sent meanwhile.
     if (sync && follow) sync.onTurn = (meta) => this.followTurn(meta);
@@ -117,7 +121,7 @@ export class Turns {
   /** @param {boolean} busy */
   setBusy(busy) {
     this.busy = busy;
-    if (!busy) this.following = false;
+    if (!busy) this.following = this.unkept = false;
     this.root.dataset.busy = String(busy);
     this.root.dataset.following = String(this.following);
     this.root.setAttribute('aria-busy', String(busy));
@@ -132,11 +136,31 @@ export class Turns {
    * @param {any} meta
    */
   async followTurn(meta) {
-    if (this.busy || !this.follow) return;
+    if (!this.follow) return;
+    if (this.busy) {
+      if (this.following) return;
+      if (this.unkept) {
+        // The turn a resume found with nothing kept here is the one another tab just began.
+        this.following = true;
+        storeTurn(this.sessionId(), null); // the other tab's to keep
+        this.setBusy(true);
+        this.showFollowing();
+      } else {
+        this.pendingFollow = { meta };
+      }
+      return;
+    }
     // A turn kept in this tab is its own, sent before a reload: resumed with its Stop.
     this.following = !loadTurn(this.sessionId());
     await this.follow(meta);
     if (!this.busy) this.following = false;
+  }
+
+  /** followPending follows a turn begun elsewhere while this tab's own turn was running. */
+  followPending() {
+    const p = this.pendingFollow;
+    this.pendingFollow = null;
+    if (p && !this.busy) this.followTurn(p.meta);
   }
 
   /**
@@ -164,12 +188,14 @@ export class Turns {
     view.begin?.();
     const req = typeof body === 'function' ? body() : body;
     const again = () => this.send(body, view, { retry, meta });
-    return this.run((o) => client.streamTurn(this.sessionId(), /** @type {any} */ (req), o), view, {
+    const done = await this.run((o) => client.streamTurn(this.sessionId(), /** @type {any} */ (req), o), view, {
       meta,
       retry: retry || again,
       // Without a retry of the panel's own, the input is not back in the box to send again.
       again: retry ? undefined : again,
     });
+    this.followPending();
+    return done;
   }
 
   /**
@@ -188,6 +214,7 @@ export class Turns {
   async resume(view, { known, meta = null }) {
     if (this.busy) return false;
     const kept = loadTurn(this.sessionId());
+    this.unkept = !kept;
     this.setBusy(true);
     let begun = false;
     const begin = () => {
@@ -200,12 +227,14 @@ export class Turns {
       begin();
       for (const ev of kept.events) this.dispatch(ev, view);
     }
-    return this.run((o) => client.resumeTurn(this.sessionId(), { after: kept ? kept.after : 0, turn: kept ? kept.turn : undefined }, o), view, {
+    const done = await this.run((o) => client.resumeTurn(this.sessionId(), { after: kept ? kept.after : 0, turn: kept ? kept.turn : undefined }, o), view, {
       meta: kept ? kept.meta : meta,
       kept,
       begin,
       known,
     });
+    this.followPending();
+    return done;
   }
 
   /**
@@ -256,7 +285,7 @@ export class Turns {
           break;
         }
         this.dispatch(ev, view, !resuming);
-        if (record && (ev.type === 'delta' || ev.type === 'card' || ev.type === 'reset' || ev.type === 'safety')) {
+        if (record && !this.following && (ev.type === 'delta' || ev.type === 'card' || ev.type === 'reset' || ev.type === 'safety')) {
           record.events.push(ev);
           record.after = lines;
           storeTurn(id, record);
