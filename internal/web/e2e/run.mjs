@@ -1116,8 +1116,7 @@ async function issue22Scenarios() {
     assert(announced[2].includes(value) && /Confirm/.test(announced[2]), 'the proposal is announced with its text and how to act on it');
     assertEq(await focused(page), 'proposal-card', 'the focus moves to the proposal card');
     await page.keyboard.press('Tab');
-    await page.keyboard.press('Tab');
-    assertEq(await focused(page), 'proposal-confirm', 'Confirm follows the proposal text in the Tab order');
+    assertEq(await focused(page), 'proposal-confirm', 'Confirm is the first stop of the Tab key in the card');
     await page.getByTestId('draft-edit-claim').click();
     await page.getByTestId('draft-input-claim').fill('Cities should make buses free.');
     await page.getByTestId('draft-input-claim').press('Control+Enter');
@@ -1434,6 +1433,18 @@ async function midAnswer(page, selector = TOULMIN_STREAMING, lines = 1) {
   }, [selector, lines]);
 }
 
+/**
+ * stoppedNeutrally checks how a stopped answer is told: a plain note in words, no error box, no
+ * code, no Retry.
+ */
+async function stoppedNeutrally(page) {
+  const note = (await page.getByTestId('turn-stopped').textContent()).trim();
+  assert(/stopped/i.test(note) && !/turn_cancelled|HTTP/.test(note), `the learner is told in words (${note})`);
+  assertEq(await page.getByTestId('turn-error').count(), 0, 'no error box for a Stop the learner asked for');
+  assertEq(await page.getByTestId('retry-button').count(), 0, 'no Retry');
+  assertEq(await page.getByTestId('turn-stopped').evaluate((el) => el.closest('[role="alert"]') === null), true, 'not an alert');
+}
+
 /** storedMessages reads the transcript the gateway stored for the session the page shows. */
 async function storedMessages(page) {
   const sess = await sessionOf(page);
@@ -1514,14 +1525,14 @@ const RESUMABLE = {
     },
     async stopped(page) {
       assertEq(await page.getByTestId('msg-auto').count(), 1, 'the opening message stays, to send again');
-      assertEq(await page.getByTestId('retry-button').count(), 1, 'with Retry');
+      assertEq(await page.getByTestId('stopped-again').count(), 1, 'with Send again');
       assertEq(await focused(page), 'composer-input', 'focus in the message box');
       // A message of the learner's own, stopped, goes back into the box.
       const message = 'Can you tell me more about this?';
       await say(page, message);
       await midAnswer(page, this.streaming, this.lines);
       await page.getByTestId('composer-stop').click();
-      await page.waitForFunction(() => document.querySelector('[data-testid="turn-error"]')?.dataset.errorCode === 'turn_cancelled' && document.querySelector('[data-testid="module-panel"]')?.dataset.busy === 'false');
+      await page.waitForFunction(() => document.querySelector('[data-testid="turn-stopped"]') && document.querySelector('[data-testid="module-panel"]')?.dataset.busy === 'false');
       assertEq(await page.getByTestId('msg-user').count(), 0, 'the stopped message is not shown as sent');
       assertEq(await page.getByTestId('composer-input').inputValue(), message, 'the message is back in the box');
       assertEq(await focused(page), 'composer-input', 'focus in the message box');
@@ -1613,9 +1624,8 @@ async function resumeScenarios() {
     await axeClean(page, 'while an answer streams, with Stop');
     await stop.focus();
     await page.keyboard.press('Enter');
-    await page.waitForFunction(() => document.querySelector('[data-testid="turn-error"]')?.dataset.errorCode === 'turn_cancelled');
-    const friendly = await page.getByTestId('error-text').textContent();
-    assert(/stopped/i.test(friendly) && !/turn_cancelled/.test(friendly), `the learner is told in words (${friendly})`);
+    await page.getByTestId('turn-stopped').waitFor();
+    await stoppedNeutrally(page);
     assertEq(await page.getByTestId('msg-assistant').count(), 0, 'the stopped answer is gone');
     assertEq(await page.getByTestId('composer-input').inputValue(), message, 'the message is back in the box');
     assert(!(await stop.isVisible()), 'Stop goes when the answer has ended');
@@ -1961,7 +1971,7 @@ async function resumePanelScenarios() {
       await axeClean(page, `${contract}: after a resumed answer`);
     }));
 
-    await scenario(`resume ${contract}: Stop ends the answer with turn_cancelled, stores nothing; by keyboard; axe clean`, () => withPage(`resume-${contract}-stop`, async (page) => {
+    await scenario(`resume ${contract}: Stop ends the answer with a neutral note, stores nothing; by keyboard; axe clean`, () => withPage(`resume-${contract}-stop`, async (page) => {
       await start(page, contract, 'en', SLOW_BASE);
       await p.ready(page);
       const stored = await storedMessages(page);
@@ -1973,8 +1983,8 @@ async function resumePanelScenarios() {
       await axeClean(page, `${contract}: while an answer streams, with Stop`);
       await stop.focus();
       await page.keyboard.press('Enter');
-      await page.waitForFunction(() => document.querySelector('[data-testid="turn-error"]')?.dataset.errorCode === 'turn_cancelled');
-      assert(/stopped/i.test(await page.getByTestId('error-text').textContent()), 'the learner is told in words');
+      await page.getByTestId('turn-stopped').waitFor();
+      await stoppedNeutrally(page);
       assertEq(await page.locator(p.answers).count(), p.before, 'the stopped answer is gone');
       assertEq(await page.locator(p.streaming).count(), 0, 'nothing streams');
       assert(!(await stop.isVisible()), 'Stop goes when the answer has ended');
@@ -2161,6 +2171,174 @@ async function secretsAndCrisisScenarios() {
   }
 }
 
+// Two tabs of one session, the keys and the smaller things of the panel: a tab follows the turn
+// another tab streams (read-only, Send off until it ends, never a 409), Escape works everywhere,
+// a stopped answer is a neutral note, and nothing covers or crowds what the learner reads.
+
+/** boxesOverlap says whether two bounding boxes share any area. */
+function boxesOverlap(a, b) {
+  return a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+}
+
+async function tabsAndKeysScenarios() {
+  await scenario('tabs: tab B follows the turn tab A streams, read-only; its Send is off, then on; no 409', () => withPage('tabs-follow', async (a) => {
+    if (!SLOW_BASE) throw new Error('needs COACHGW_SLOW_URL');
+    await start(a, 'toulmin', 'en', SLOW_BASE);
+    const b = await context.newPage();
+    const refused = [];
+    b.on('response', (res) => { if (res.status() === 409) refused.push(`${res.request().method()} ${res.url()}`); });
+    try {
+      await b.setViewportSize({ width: 390, height: 844 });
+      await b.goto(a.url());
+      await restored(b, 'toulmin');
+      await b.getByTestId('composer-input').fill('A message typed in tab B meanwhile.');
+      assert(await b.getByTestId('composer-send').isEnabled(), 'B can send while nothing runs');
+      const message = ARGUMENT.claim[0];
+      await say(a, message);
+      await midAnswer(a);
+      // B shows A's turn as it streams, read-only.
+      await b.waitForFunction((sel) => document.querySelector('[data-testid="toulmin-panel"]')?.dataset.following === 'true'
+        && document.querySelector(sel)?.textContent.trim().length > 0, TOULMIN_STREAMING, { timeout: WAIT });
+      assertEq((await b.getByTestId('msg-user').last().textContent()).includes(message), true, "B shows A's message");
+      assert(await b.getByTestId('composer-send').isVisible(), 'B shows its Send');
+      assert(await b.getByTestId('composer-send').isDisabled(), "B's Send is off while A's turn runs");
+      assert(!(await b.getByTestId('composer-stop').isVisible()), 'B offers no Stop for the turn it follows');
+      assert(/another tab/i.test(await b.getByTestId('turn-following').textContent()), 'B says why Send is off');
+      await b.getByTestId('composer-input').press('Enter');
+      assertEq(await b.getByTestId('composer-input').inputValue(), 'A message typed in tab B meanwhile.', "B's text stays in its box");
+      await axeClean(b, 'tab B following a turn');
+      await waitTurns(a, 'toulmin', 1, 60_000);
+      // At its end B has the answer and the new state, and can send again.
+      await b.waitForFunction(() => {
+        const p = document.querySelector('[data-testid="toulmin-panel"]');
+        return p?.dataset.busy === 'false' && p.dataset.following === 'false' && document.querySelectorAll('[data-testid="msg-assistant"]').length === 1;
+      }, null, { timeout: WAIT });
+      assertEq(plain(await b.getByTestId('msg-assistant').textContent()), plain(await a.getByTestId('msg-assistant').textContent()), 'B shows the answer A got');
+      assertEq(await b.getByTestId('turn-following').count(), 0, 'the note has gone');
+      assert(await b.getByTestId('composer-send').isEnabled(), "B's Send is on again");
+      assertEq(await b.getByTestId('turn-error').count(), 0, 'no error in B');
+      await b.getByTestId('composer-send').click();
+      await waitTurns(b, 'toulmin', 2, 60_000);
+      assertEq(await b.getByTestId('turn-error').count(), 0, "B's own turn went through");
+      assertEq(refused.join(', '), '', 'no 409 in B');
+    } finally {
+      await b.close();
+    }
+  }));
+
+  await scenario('tabs: a Send that meets a turn running elsewhere follows it instead of a red session_busy', () => withPage('tabs-busy', async (a) => {
+    if (!SLOW_BASE) throw new Error('needs COACHGW_SLOW_URL');
+    await start(a, 'toulmin', 'en', SLOW_BASE);
+    // A browser of its own: no channel to the first one, as on another device.
+    const other = await launch('en-US');
+    try {
+      const b = await other.context.newPage();
+      await b.goto(a.url());
+      await restored(b, 'toulmin');
+      await say(a, ARGUMENT.claim[0]);
+      await midAnswer(a);
+      const text = 'Sent from another device meanwhile.';
+      await say(b, text);
+      await b.waitForFunction(() => document.querySelector('[data-testid="toulmin-panel"]')?.dataset.following === 'true', null, { timeout: WAIT });
+      assertEq(await b.getByTestId('turn-error').count(), 0, 'no error box');
+      assertEq(await b.getByTestId('composer-input').inputValue(), text, 'the text waits in the box');
+      assert(await b.getByTestId('composer-send').isDisabled(), 'Send is off while the other turn runs');
+      await b.waitForFunction(() => document.querySelector('[data-testid="toulmin-panel"]')?.dataset.busy === 'false', null, { timeout: 60_000 });
+      assertEq(await b.getByTestId('msg-assistant').count(), 1, 'the other turn\'s answer is shown');
+      assertEq(await b.getByTestId('turn-error').count(), 0, 'still no error box');
+      assert(await b.getByTestId('composer-send').isEnabled(), 'Send is on again');
+    } finally {
+      await other.close();
+    }
+  }));
+
+  await scenario('keys: Escape cancels a draft edit', () => withPage('keys-draft', async (page) => {
+    await start(page, 'toulmin');
+    await page.getByTestId('draft-edit-claim').click();
+    await page.getByTestId('draft-input-claim').fill('A claim I will not keep.');
+    await page.getByTestId('draft-input-claim').press('Escape');
+    assertEq(await page.getByTestId('draft-input-claim').count(), 0, 'the draft box has gone');
+    assertEq((await page.getByTestId('draft-claim').textContent()).includes('A claim I will not keep'), false, 'nothing saved');
+    assertEq(await focused(page), 'draft-edit-claim', 'the focus is back on Edit');
+    assertEq((await sessionOf(page)).state.draft?.claim || '', '', 'nothing saved on the gateway');
+  }));
+
+  await scenario('keys: Escape dismisses a toast; the milestone toast leaves the progress bar in view at 1280 and 390 px', () => withPage('keys-toast', async (page) => {
+    let pct = 20;
+    await rewriteTurns(page, (r) => {
+      pct += 5;
+      r.meta = { ...(r.meta || {}), progress: { ...((r.meta && r.meta.progress) || {}), percentage: pct, milestone: pct } };
+    });
+    await start(page, 'module');
+    for (const [i, width] of [1280, 390].entries()) {
+      if (i > 0) {
+        await page.setViewportSize({ width, height: 844 });
+        await say(page, 'Please continue with the next topic.');
+      }
+      const toast = page.getByTestId('toast').last();
+      await toast.waitFor();
+      for (const id of ['module-progress', 'module-progress-text']) {
+        const bar = await page.getByTestId(id).boundingBox();
+        const over = await toast.boundingBox();
+        assert(bar && over && !boxesOverlap(bar, over), `${width}px: the toast (${JSON.stringify(over)}) does not cover ${id} (${JSON.stringify(bar)})`);
+      }
+      await waitTurns(page, 'module', i + 1);
+      await page.getByTestId('composer-input').focus();
+      await page.keyboard.press('Escape');
+      await toast.waitFor({ state: 'detached', timeout: 2000 });
+    }
+  }));
+
+  await scenario('keys: Escape stops a running turn, told as a neutral note', () => withPage('keys-stop', async (page) => {
+    if (!SLOW_BASE) throw new Error('needs COACHGW_SLOW_URL');
+    await start(page, 'toulmin', 'en', SLOW_BASE);
+    const message = ARGUMENT.claim[0];
+    await say(page, message);
+    await midAnswer(page);
+    await page.keyboard.press('Escape');
+    await page.getByTestId('turn-stopped').waitFor({ timeout: 5000 });
+    await stoppedNeutrally(page);
+    assertEq(await page.getByTestId('msg-assistant').count(), 0, 'the stopped answer is gone (nothing of it is stored)');
+    assertEq(await page.getByTestId('composer-input').inputValue(), message, 'the message is back in the box');
+    assertEq((await storedMessages(page)).length, 0, 'nothing stored');
+    await axeClean(page, 'after Escape stopped a turn');
+  }));
+
+  await scenario('cards: the character counter stays on one line at 390 px', () => withPage('cards-counter', async (page) => {
+    await start(page, 'cards');
+    await waitTurns(page, 'cards', 1);
+    await page.locator('[data-testid="card"][data-active="true"]').last().getByTestId('card-continue').click();
+    await waitTurns(page, 'cards', 2);
+    const counter = page.locator('[data-testid="card"][data-active="true"]').last().getByTestId('card-counter');
+    for (const text of ['', 'A short answer typed into the card.']) {
+      await page.locator('[data-testid="card"][data-active="true"]').last().getByTestId('card-input').fill(text);
+      const m = await counter.evaluate((el) => ({ height: el.getBoundingClientRect().height, line: parseFloat(getComputedStyle(el).lineHeight) || parseFloat(getComputedStyle(el).fontSize) * 1.5, text: el.textContent }));
+      assert(m.height > 0 && m.height < 1.5 * m.line, `the counter "${m.text}" is ${m.height}px high for a ${m.line}px line`);
+    }
+  }, { viewport: { width: 390, height: 844 } }));
+
+  await scenario('header: no session hash or locale shown to the learner', () => withPage('header', async (page) => {
+    await start(page, 'toulmin');
+    const sess = await sessionOf(page);
+    const header = await page.locator('header.topbar').innerText();
+    assert(!header.includes(sess.id.slice(0, 8)), `no session hash in the header (${header})`);
+    assert(!new RegExp(`(^|\\s)${sess.locale}(\\s|$)`, 'i').test(header), `no locale ${sess.locale} in the header (${header})`);
+  }));
+
+  await scenario('toulmin: Confirm comes before the proposal text in the Tab order', () => withPage('proposal-tab', async (page) => {
+    await start(page, 'toulmin');
+    await toProposal(page);
+    await page.getByTestId('proposal-card').focus();
+    const order = [];
+    for (let i = 0; i < 3; i++) {
+      await page.keyboard.press('Tab');
+      order.push(await focused(page));
+    }
+    assertEq(order[0], 'proposal-confirm', `the first stop in the card (${order.join(', ')})`);
+    await axeClean(page, 'a proposal');
+  }));
+}
+
 async function main() {
   await unitScenarios();
   if (!BASE) {
@@ -2181,6 +2359,7 @@ async function main() {
     await safetyScenarios();
     await resumePanelScenarios();
     await secretsAndCrisisScenarios();
+    await tabsAndKeysScenarios();
   } catch (err) {
     console.log(`FAIL browser: ${err.message}`);
     results.push({ name: 'browser', ok: false });

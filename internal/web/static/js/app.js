@@ -39,21 +39,39 @@ function preferredLocale() {
 
 /**
  * toast shows a short message at the top of the page, away from the message box and its Send
- * button; it goes away by itself after a few seconds or when dismissed.
+ * button, and under the bars stuck to the top (the progress a milestone toast announces stays in
+ * view); it goes away by itself after a few seconds, when dismissed, or on Escape.
  * @param {string} text
  * @param {{kind?: string}} [options]
  */
 function toast(text, { kind = 'info' } = {}) {
-  const close = h('button', { type: 'button', class: 'toast-close', testid: 'toast-close', 'aria-label': translator(document.documentElement.lang)('dismiss') }, '×');
+  const close = h('button', { type: 'button', class: 'toast-close', testid: 'toast-close', 'aria-label': translator(document.documentElement.lang)('dismiss'), 'aria-keyshortcuts': 'Escape' }, '×');
   const el = h('div', { class: `toast toast-${kind}`, testid: 'toast', role: 'status' }, h('span', null, text), close);
   const leave = () => {
     el.classList.add('toast-leave');
     setTimeout(() => el.remove(), 400);
   };
   close.addEventListener('click', leave);
+  let below = 0;
+  for (const bar of document.querySelectorAll('[data-sticky="top"]')) {
+    const r = bar.getBoundingClientRect();
+    if (r.height > 0 && r.bottom > 0 && r.top < window.innerHeight / 2) below = Math.max(below, r.bottom);
+  }
+  // Through the CSSOM: the Content-Security-Policy refuses style attributes.
+  toasts.style.top = below ? `${Math.round(below + 8)}px` : '';
   toasts.append(el);
   setTimeout(leave, 3500);
 }
+
+// Escape dismisses the newest toast; with none on screen it is left to the panel (a draft being
+// edited, a turn running).
+document.addEventListener('keydown', (e) => {
+  if (e.key !== 'Escape' || e.defaultPrevented) return;
+  const last = [...toasts.querySelectorAll('[data-testid="toast"]:not(.toast-leave)')].pop();
+  if (!last) return;
+  e.preventDefault();
+  /** @type {HTMLElement | null} */ (last.querySelector('[data-testid="toast-close"]'))?.click();
+}, { capture: true });
 
 async function boot() {
   // The panels scroll to what matters after a reload (the pending proposal, the active card);
@@ -329,10 +347,9 @@ function open(session, resumed) {
   document.documentElement.lang = t.locale;
   history.replaceState(null, '', `#/s/${session.id}`);
   rememberSession(session);
-  clear(info).append(
-    h('span', { class: 'pill' }, t(session.contract)),
-    h('span', { class: 'pill pill-muted' }, session.locale || 'en'),
-    h('code', { class: 'session-id', title: session.id }, session.id.slice(0, 8)));
+  // What kind of session this is; its id and locale are for whoever runs the gateway, not for
+  // the learner, and are not shown.
+  clear(info).append(h('span', { class: 'pill' }, t(session.contract)));
   info.hidden = false;
   newButton.textContent = t('newSession');
   newButton.hidden = false;

@@ -88,7 +88,9 @@ export function mountCards({ root, session, t, resumed, touched = () => {}, newS
   root.append(panel);
   const turns = new Turns({
     sessionId: () => sess.id, t, root: panel, status, sync, session, newSession: newSession && (() => newSession()),
-    onBusy: (busy) => { stop.hidden = !busy; },
+    follow: (meta) => resume(meta),
+    // A turn another tab sent is only shown here: it has no Stop.
+    onBusy: (busy, following) => { stop.hidden = !busy || following; },
   });
   // The text typed into the active card survives a reload under this key.
   const draftKey = `${sess.id}.card`;
@@ -118,9 +120,10 @@ export function mountCards({ root, session, t, resumed, touched = () => {}, newS
   // resume goes on with the turn a reload left running: the answer to the active card (the
   // last one drawn from the transcript, or none for the opening turn), the card streamed so
   // far, then the rest.
-  async function resume() {
+  /** @param {any} [followed] what the tab that sent the turn kept with it, when this tab follows it */
+  async function resume(followed = null) {
     await resumeTurn(turns, (meta) => turnView(active, meta && typeof meta.summary === 'string' ? meta.summary : null),
-      { known: Number(session.version) || 0 });
+      { known: Number(sess.version) || 0, meta: followed });
   }
 
   // turnView shows the turn that answers prev: the card being generated, with its content as it

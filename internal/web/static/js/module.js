@@ -61,10 +61,10 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
   // Stop, while the coach answers: the turn ends with nothing stored, wherever it runs.
   const showStop = composerStop(t, box, () => turns.stop());
   const turns = new Turns({
-    sessionId: () => sess.id, t, root: panel, status, sync, session,
+    sessionId: () => sess.id, t, root: panel, status, sync, session, follow: (meta) => resume(meta),
     newSession: newSession && (() => newSession(box.input.value)),
-    onBusy: (busy) => {
-      showStop(busy);
+    onBusy: (busy, following) => {
+      showStop(busy, following);
       box.setLocked(busy);
       transcript.querySelectorAll('.suggestions button').forEach((b) => { /** @type {HTMLButtonElement} */ (b).disabled = busy; });
     },
@@ -128,8 +128,9 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
 
   // resume goes on with the turn a reload left running: the learner's bubble (and the form as it
   // was answered), the blocks streamed so far in their places, then the rest.
-  async function resume() {
-    await resumeTurn(turns, (meta) => turnView(meta || {}, { resumed: true }), { known: Number(session.version) || 0, box, transcript });
+  /** @param {any} [followed] what the tab that sent the turn kept with it, when this tab follows it */
+  async function resume(followed = null) {
+    await resumeTurn(turns, (meta) => turnView(meta || {}, { resumed: true }), { known: Number(sess.version) || 0, box, transcript, meta: followed });
   }
 
   // turnView shows one turn: the learner's bubble (meta.shown; none for a resumed turn whose meta
