@@ -59,6 +59,8 @@ type TurnRun struct {
 	// the input gate, which sends them later in order. Whether an attempt's text must be
 	// retracted with a reset line depends on this count, not on what the client has seen yet.
 	emitted int
+	// modelClock keeps the turn's Timing.
+	modelClock
 }
 
 // StartTurn claims session id of tenant and lets its contract check in. Errors returned here are
@@ -88,7 +90,9 @@ func (s *Service) startTurn(ctx context.Context, tenant, id string, in TurnInput
 	if err != nil {
 		return nil, err
 	}
+	claimed := s.now()
 	r := &TurnRun{svc: s, sess: sess, token: token, id: turnID, start: start}
+	r.timing.Claim = claimed.Sub(start)
 	r.reserved = s.budget != nil && s.budget(tenant) > 0 && s.usageStore() != nil
 	c, ok := s.contracts[sess.Contract]
 	if !ok {
@@ -106,6 +110,7 @@ func (s *Service) startTurn(ctx context.Context, tenant, id string, in TurnInput
 		return nil, Wrap(err, KindInternal, CodeInternal, "cannot encode the turn's input")
 	}
 	r.turn, r.contract, r.input, r.in = turn, sess.Contract, input, in
+	r.timing.Prompt = s.now().Sub(claimed)
 	return r, nil
 }
 
@@ -176,6 +181,7 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 		if e.Type == EventDelta {
 			if rep.Deltas == 0 {
 				rep.FirstDelta = s.now().Sub(r.start)
+				rep.Timing.ModelToFirstLine = r.modelWaited()
 			}
 			rep.Deltas++
 		}
@@ -198,6 +204,9 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 	finish := func(outcome string, err error) Report {
 		flush()
 		rep.Outcome, rep.Err, rep.Duration = outcome, err, s.now().Sub(r.start)
+		t := r.Timing()
+		t.ModelToFirstLine = rep.Timing.ModelToFirstLine
+		rep.Timing = t
 		s.obs.TurnEnded(rep)
 		r.span.SetAttributes(attribute.String(attrOutcome, outcome), attribute.String(attrUpstream, rep.Upstream),
 			attribute.Int(attrAttempts, rep.Attempts), attribute.Int(attrResets, rep.Resets))
@@ -747,7 +756,9 @@ func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, se
 
 	r.usage, r.finish, r.size, r.reply, r.replyCut, r.contextCut = nil, "", 0, r.reply[:0], false, false
 	r.opened, r.badUsage = false, false
+	asked := r.askModel()
 	st, err := model.Stream(actx, req, StreamHooks{Activity: alive, Wait: flush})
+	r.waitedModel(asked, false)
 	if err != nil {
 		return nil, timeout(err)
 	}
@@ -774,7 +785,9 @@ func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, se
 	collect := func(e Event) { deltas.add(e, emit) }
 	limit := s.outputLimit(r.contract)
 	for {
+		waiting := s.now()
 		f, err := st.Next()
+		r.waitedModel(waiting, err == nil)
 		if err == io.EOF {
 			break
 		}
