@@ -92,6 +92,7 @@ func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open ope
 		defer func() { _ = rc.SetWriteDeadline(time.Now().Add(writeGrace)) }()
 	}
 	c.Response().Header().Set(HeaderTurn, turnID)
+	timingHead(c.Response().Header(), run.Timing())
 	w, err := open(c, turnID)
 	if err != nil {
 		run.Abort()
@@ -108,6 +109,7 @@ func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open ope
 		}()
 	}
 	rep := run.Run(ctx, limitsSink{Sink: sink, limits: s.limits(run.Session().Contract)})
+	timingTrailer(c.Response().Header(), rep)
 
 	log := logger(c)
 	ev := log.Info()
