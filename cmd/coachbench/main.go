@@ -7,6 +7,7 @@
 //	go run ./cmd/coachbench -c 5000 -out docs/bench/bench-5000.json -md '' -svg ''
 //	go run ./cmd/coachbench -in docs/bench/bench.json,docs/bench/bench-5000.json -micro docs/bench/micro.txt
 //	go run ./cmd/coachbench -quick               # a small run, for a smoke test
+//	go run ./cmd/coachbench -c 1,8,50 -turn-log -safety-mode off -baseline-bin /tmp/base/coachbench  # against a4f58e0 (BENCHMARKS.md)
 //
 // REDIS_URL selects a real Redis for the gateway; unset, the gateway uses a miniredis that
 // the bench runs.

@@ -36,6 +36,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -92,6 +93,15 @@ type Config struct {
 	// coachgw/safety-off, in the same interleaved rounds: the difference is what the input
 	// screen and the output window cost a turn, measured under the same noise.
 	SafetyAB bool
+	// SafetyMode is the learner-safety mode (COACH_SAFETY_MODE) of the gateway of the mode
+	// coachgw; empty means the default, enforce. "off" measures every other default with the
+	// safety window out of the way.
+	SafetyMode string
+	// Baseline, when set, is a second bench executable (cmd/coachbench built from other code,
+	// such as an earlier commit) whose gateway role runs as the mode coachgw@baseline, configured
+	// like coachgw, in the same interleaved rounds: CPU per line and latency against that code,
+	// under the same noise.
+	Baseline string
 	// Upstreams, when positive, configures the gateway with COACH_UPSTREAMS of that many
 	// endpoints instead of OPENAI_BASE_URL: fakellm first, then fallback endpoints on loopback
 	// ports where nothing listens. With a healthy first endpoint the others are never asked, so
@@ -437,7 +447,7 @@ type modeAcc struct {
 func (r *runner) level(ctx context.Context, c int) (Level, error) {
 	turns, rounds, perWorker := r.cfg.turnsFor(c)
 	lvl := Level{Concurrency: c, TurnsPerMode: turns, Rounds: rounds, TurnsPerWorker: perWorker}
-	env, err := r.gatewayEnv(r.cfg.TurnLog, "enforce")
+	env, err := r.gatewayEnv(r.cfg.TurnLog, cmp.Or(r.cfg.SafetyMode, "enforce"))
 	if err != nil {
 		return lvl, err
 	}
@@ -446,6 +456,13 @@ func (r *runner) level(ctx context.Context, c int) (Level, error) {
 		return lvl, err
 	}
 	defer gw.stop()
+	var gwBase *child
+	if r.cfg.Baseline != "" {
+		if gwBase, err = startChild(ctx, []string{r.cfg.Baseline}, roleGateway, env, r.cfg.Stderr); err != nil {
+			return lvl, fmt.Errorf("the baseline: %w", err)
+		}
+		defer gwBase.stop()
+	}
 	var gwLog *child
 	if r.cfg.TurnLogAB {
 		env, err := r.gatewayEnv(true, "enforce")
@@ -480,6 +497,9 @@ func (r *runner) level(ctx context.Context, c int) (Level, error) {
 	}
 	if gwOff != nil {
 		targets[CoachgwSafetyOff], procs[CoachgwSafetyOff] = gwOff.url(), gwOff
+	}
+	if gwBase != nil {
+		targets[CoachgwBaseline], procs[CoachgwBaseline] = gwBase.url(), gwBase
 	}
 	modes := r.modes()
 
@@ -560,6 +580,9 @@ func (r *runner) modes() []Mode {
 	}
 	if r.cfg.SafetyAB {
 		modes = append(modes, CoachgwSafetyOff)
+	}
+	if r.cfg.Baseline != "" {
+		modes = append(modes, CoachgwBaseline)
 	}
 	return modes
 }

@@ -27,7 +27,7 @@ var (
 		{"TTLL overhead", func(m *ModeResult) Summary { return m.TTLL }},
 		{"per-delta latency", func(m *ModeResult) Summary { return m.Delta }},
 	}
-	chartColors = map[string]string{"direct": "#8c8c8c", "proxy": "#3b75af", "coachgw": "#e8762b", "coachgw+log": "#b3452c", "coachgw/safety-off": "#6a9f58"}
+	chartColors = map[string]string{"direct": "#8c8c8c", "proxy": "#3b75af", "coachgw": "#e8762b", "coachgw+log": "#b3452c", "coachgw/safety-off": "#6a9f58", "coachgw@baseline": "#8e6bb8"}
 )
 
 // SVG draws, per level and per metric, one box plot per path on a logarithmic axis, so that
@@ -48,7 +48,7 @@ func (r *Report) SVG() string {
 	w(`<text x="%d" y="18" font-size="14" font-weight="bold">coachgw vs proxy vs direct: what each path adds (log scales, one per panel)</text>`+"\n", chartLabelW)
 	lx := chartLabelW
 	legend := []string{"direct", "proxy", "coachgw"}
-	for _, name := range []string{CoachgwLog.String(), CoachgwSafetyOff.String()} {
+	for _, name := range []string{CoachgwLog.String(), CoachgwSafetyOff.String(), CoachgwBaseline.String()} {
 		for _, l := range levels {
 			if l.mode(name) != nil {
 				legend = append(legend, name)

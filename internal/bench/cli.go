@@ -46,6 +46,8 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 	turnLog := fs.Bool("turn-log", false, "keep the gateway's resumable-turn line log on (COACH_RESUME_TTL=5m); off, Redis round trips per turn are the turn's own")
 	turnLogAB := fs.Bool("turn-log-ab", false, "also run a second gateway with the line log on, as the mode coachgw+log, in the same interleaved rounds as coachgw")
 	safetyAB := fs.Bool("safety-ab", false, "also run a second gateway with its learner-safety checks off (COACH_SAFETY_MODE=off), as the mode coachgw/safety-off, in the same interleaved rounds as coachgw (enforce)")
+	safetyMode := fs.String("safety-mode", "enforce", "learner-safety mode of the gateway (COACH_SAFETY_MODE: enforce, observe, off)")
+	baseline := fs.String("baseline-bin", "", "also run the gateway role of this coachbench executable (built from other code, e.g. an earlier commit), configured alike, as the mode coachgw@baseline in the same interleaved rounds")
 	quick := fs.Bool("quick", false, "a small, fast run for a smoke test (writes no files unless asked)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -87,6 +89,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 			Levels: lv, Turns: *turns, Rounds: *rounds, Seed: *seed, Hold: *hold,
 			Shape:    Shape{Chunks: *chunks, ChunkMin: *chunkMin, ChunkMax: *chunkMax, DelayMin: *delayMin, DelayMax: *delayMax},
 			RedisURL: getenv("REDIS_URL"), RedisRelay: *relay, ProfileDir: *profileDir, Upstreams: *upstreams, TurnLog: *turnLog, TurnLogAB: *turnLogAB, SafetyAB: *safetyAB,
+			SafetyMode: *safetyMode, Baseline: *baseline,
 			Progress: stderr, Stderr: stderr, Command: commandLine(args, getenv("REDIS_URL")),
 		}
 		if err := cfg.Shape.validate(); err != nil {

@@ -32,6 +32,10 @@ const (
 	// off (COACH_SAFETY_MODE=off; Config.SafetyAB), so that what enforcing them costs is
 	// measured in the same rounds as coachgw, which runs the default, enforce.
 	CoachgwSafetyOff
+	// CoachgwBaseline: the same turn through a gateway built from other code (Config.Baseline,
+	// e.g. a commit from before a round of features), configured alike, so that CPU and latency
+	// are compared with it in the same rounds.
+	CoachgwBaseline
 )
 
 func (m Mode) String() string {
@@ -44,17 +48,22 @@ func (m Mode) String() string {
 		return "coachgw+log"
 	case CoachgwSafetyOff:
 		return "coachgw/safety-off"
+	case CoachgwBaseline:
+		return "coachgw@baseline"
 	default:
 		return "coachgw"
 	}
 }
 
 // gateway reports whether m runs turns through a coachgw gateway.
-func (m Mode) gateway() bool { return m == Coachgw || m == CoachgwLog || m == CoachgwSafetyOff }
+func (m Mode) gateway() bool {
+	return m == Coachgw || m == CoachgwLog || m == CoachgwSafetyOff || m == CoachgwBaseline
+}
 
 // isGateway is gateway for a mode's name in a result.
 func isGateway(name string) bool {
-	return name == Coachgw.String() || name == CoachgwLog.String() || name == CoachgwSafetyOff.String()
+	return name == Coachgw.String() || name == CoachgwLog.String() || name == CoachgwSafetyOff.String() ||
+		name == CoachgwBaseline.String()
 }
 
 // userMessage is the learner's message of every turn; the tag follows it.
@@ -255,7 +264,8 @@ func (c *client) gatewayTurn(ctx context.Context, base, session string, r *turnR
 		return errors.New("the stream ended without a result line")
 	case at != len(text):
 		return fmt.Errorf("the deltas hold %d of assistantText's %d bytes", at, len(text))
-	case !question:
+	case !question && r.mode != CoachgwBaseline:
+		// A baseline built from code older than the appended question sends none.
 		return errors.New("the stream has no delta with the appended question")
 	}
 	return nil

@@ -67,6 +67,13 @@ func (r *Report) Markdown() string {
 		}
 	}
 
+	for _, l := range r.levels() {
+		if l.mode(CoachgwBaseline.String()) != nil {
+			w("With `-baseline-bin` another path, **coachgw@baseline**, is the gateway role of a second coachbench executable, built from other code (an earlier commit, in a worktree of its own), configured like coachgw and run in the same interleaved rounds: CPU per turn and latency are compared with that code's under the same noise. A baseline older than the appended question sends no delta for it, so its lines per turn may differ; CPU is compared per turn, that is per model chunk, since both relay the same scripts.\n\n")
+			break
+		}
+	}
+
 	levels := r.levels()
 	w("## Latency (ms)\n\n")
 	w("Overheads: what the path adds to the model's own time (see Method). *To the model / back*: the TTFD overhead split into the request's way to fakellm (for coachgw: HTTP, Redis claim, prompt, model request) and the first text's way back to the client. *vs proxy*: coachgw's percentile minus the proxy's at the same level.\n\n")
@@ -278,6 +285,7 @@ func (r *Report) targets() []target {
 				on.CPUPerTurnUs, off.CPUPerTurnUs, on.MallocsPerTurn, off.MallocsPerTurn),
 			verdict(d95 <= 300)})
 	}
+	out = append(out, r.baselineTargets()...)
 	var mem []string
 	memOK, memSeen := true, false
 	for _, l := range levels {
@@ -388,4 +396,36 @@ func commandList(m map[string]int64) string {
 		parts[i] = fmt.Sprintf("%s %d", n, m[n])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// baselineTargets checks, at each level of a run with -baseline-bin, issue 33's targets for the
+// gateway (coachgw, with its settings of the run) in the same interleaved rounds: added TTFD over
+// the proxy, CPU per model chunk below the baseline gateway's, and Redis round trips per turn
+// within 2 + lines/10.
+func (r *Report) baselineTargets() []target {
+	var out []target
+	for _, run := range r.Runs {
+		chunks := float64(run.Shape.Chunks)
+		for _, l := range run.Levels {
+			gw, px, base := l.mode(Coachgw.String()), l.mode(Proxy.String()), l.mode(CoachgwBaseline.String())
+			if gw == nil || px == nil || base == nil || chunks == 0 {
+				continue
+			}
+			d50, d95 := gw.TTFD.P50-px.TTFD.P50, gw.TTFD.P95-px.TTFD.P95
+			out = append(out, target{fmt.Sprintf("c=%d: added TTFD over the proxy p50 ≤ 1 ms, p95 ≤ 3 ms", l.Concurrency),
+				fmt.Sprintf("%s / %s ms (baseline %s / %s ms)", signed(d50), signed(d95),
+					signed(base.TTFD.P50-px.TTFD.P50), signed(base.TTFD.P95-px.TTFD.P95)),
+				verdict(d50 <= 1 && d95 <= 3)})
+			out = append(out, target{fmt.Sprintf("c=%d: CPU per model chunk below the baseline's", l.Concurrency),
+				fmt.Sprintf("%.1f µs vs %.1f µs (%.2f×)", gw.CPUPerTurnUs/chunks, base.CPUPerTurnUs/chunks, gw.CPUPerTurnUs/base.CPUPerTurnUs),
+				verdict(gw.CPUPerTurnUs < base.CPUPerTurnUs)})
+			if gw.RedisRoundTrips != nil && gw.Turns > 0 {
+				lines := float64(gw.Deltas) / float64(gw.Turns)
+				out = append(out, target{fmt.Sprintf("c=%d: Redis round trips per turn ≤ 2 + lines/10", l.Concurrency),
+					fmt.Sprintf("%.2f for %.1f lines (bound %.2f)", gw.RedisPerTurn, lines, 2+lines/10),
+					verdict(gw.RedisPerTurn <= 2+lines/10)})
+			}
+		}
+	}
+	return out
 }

@@ -46,7 +46,9 @@ func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, se
 
 	r.usage, r.finish, r.size, r.reply, r.replyCut, r.contextCut = nil, "", 0, r.reply[:0], false, false
 	r.opened, r.badUsage = false, false
+	asked := r.askModel()
 	st, err := model.Stream(actx, req, StreamHooks{Activity: alive, Wait: flush})
+	r.waitedModel(asked, false)
 	if err != nil {
 		return nil, timeout(err)
 	}
@@ -73,7 +75,9 @@ func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, se
 	collect := func(e Event) { deltas.add(e, emit) }
 	limit := s.outputLimit(r.contract)
 	for {
+		waiting := s.now()
 		f, err := st.Next()
+		r.waitedModel(waiting, err == nil)
 		if err == io.EOF {
 			break
 		}

@@ -45,8 +45,11 @@ type Report struct {
 	// FirstDelta is the time from the turn's start to its first delta (zero when none was sent).
 	FirstDelta time.Duration
 	Duration   time.Duration
-	Deltas     int
-	Attempts   int
+	// Timing splits the turn's time between the gateway and the model (see FirstLineOverhead
+	// and TurnOverhead).
+	Timing   Timing
+	Deltas   int
+	Attempts int
 	// AttemptLog says how each model call ended, in order, for at most MaxAttemptLog calls.
 	AttemptLog []AttemptEntry
 	// Upstream names the endpoint of the last attempt; Model is the model it was asked for

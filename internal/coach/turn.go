@@ -58,6 +58,8 @@ type TurnRun struct {
 	// the input gate, which sends them later in order. Whether an attempt's text must be
 	// retracted with a reset line depends on this count, not on what the client has seen yet.
 	emitted int
+	// modelClock keeps the turn's Timing.
+	modelClock
 }
 
 // StartTurn claims session id of tenant and lets its contract check in. Errors returned here are
@@ -87,7 +89,9 @@ func (s *Service) startTurn(ctx context.Context, tenant, id string, in TurnInput
 	if err != nil {
 		return nil, err
 	}
+	claimed := s.now()
 	r := &TurnRun{svc: s, sess: sess, token: token, id: turnID, start: start}
+	r.timing.Claim = claimed.Sub(start)
 	r.reserved = s.budget != nil && s.budget(tenant) > 0 && s.usageStore() != nil
 	c, ok := s.contracts[sess.Contract]
 	if !ok {
@@ -105,6 +109,7 @@ func (s *Service) startTurn(ctx context.Context, tenant, id string, in TurnInput
 		return nil, Wrap(err, KindInternal, CodeInternal, "cannot encode the turn's input")
 	}
 	r.turn, r.contract, r.input, r.in = turn, sess.Contract, input, in
+	r.timing.Prompt = s.now().Sub(claimed)
 	return r, nil
 }
 
@@ -315,6 +320,7 @@ func (st *stream) send(e Event) {
 	case EventDelta:
 		if st.rep.Deltas == 0 {
 			st.rep.FirstDelta = st.r.svc.now().Sub(st.r.start)
+			st.rep.Timing.ModelToFirstLine = st.r.modelWaited()
 		}
 		st.rep.Deltas++
 	case EventResult, EventError:
@@ -344,6 +350,9 @@ func (st *stream) finish(outcome string, err error) Report {
 	r := st.r
 	st.flush()
 	st.rep.Outcome, st.rep.Err, st.rep.Duration = outcome, err, r.svc.now().Sub(r.start)
+	t := r.Timing()
+	t.ModelToFirstLine = st.rep.Timing.ModelToFirstLine
+	st.rep.Timing = t
 	r.svc.obs.TurnEnded(st.rep)
 	r.span.SetAttributes(attribute.String(attrOutcome, outcome), attribute.String(attrUpstream, st.rep.Upstream),
 		attribute.Int(attrAttempts, st.rep.Attempts), attribute.Int(attrResets, st.rep.Resets))

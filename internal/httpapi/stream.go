@@ -86,6 +86,7 @@ func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open ope
 		defer func() { _ = rc.SetWriteDeadline(time.Now().Add(writeGrace)) }()
 	}
 	c.Response().Header().Set(HeaderTurn, turnID)
+	timingHead(c.Response().Header(), run.Timing())
 	w, err := open(c, turnID)
 	if err != nil {
 		run.Abort()
@@ -93,6 +94,7 @@ func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open ope
 	}
 	sink := tr.Sink(w, s.deps.Service.Options().TurnTimeout+writeGrace, logger(c))
 	rep := run.Run(tr.Context(), limitsSink{Sink: sink, limits: s.limits(run.Session().Contract)})
+	timingTrailer(c.Response().Header(), rep)
 
 	log := logger(c)
 	ev := log.Info()

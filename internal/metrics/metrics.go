@@ -37,6 +37,9 @@ var (
 	firstDeltaBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20, 30}
 	durationBuckets   = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20, 30, 60, 120}
 	redisBuckets      = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}
+	// The gateway's own time in a turn is a claim and a commit (a Redis round trip each), a
+	// prompt and the relay's work: a millisecond or two, tens of milliseconds under a CPU queue.
+	overheadBuckets = []float64{.0001, .00025, .0005, .001, .002, .003, .005, .01, .025, .05, .1, .25, .5, 1}
 )
 
 // Metrics holds the gateway's metrics and the registry that serves them. Its methods are safe for
@@ -45,20 +48,23 @@ type Metrics struct {
 	reg     *prometheus.Registry
 	handler http.Handler
 
-	turns              *prometheus.CounterVec
-	firstDelta         *prometheus.HistogramVec
-	turnDuration       *prometheus.HistogramVec
-	upstreamErrors     *prometheus.CounterVec
-	retries            *prometheus.CounterVec
-	resets             *prometheus.CounterVec
-	ruleFirings        *prometheus.CounterVec
-	validationFailures *prometheus.CounterVec
-	fallbacks          *prometheus.CounterVec
-	deltas             *prometheus.CounterVec
-	openStreams        prometheus.Gauge
-	downgrades         *prometheus.CounterVec
-	escalations        *prometheus.CounterVec
-	escalationAttempts *prometheus.CounterVec
+	turns        *prometheus.CounterVec
+	firstDelta   *prometheus.HistogramVec
+	turnDuration *prometheus.HistogramVec
+	overhead     *prometheus.HistogramVec
+	// overheadFirstLine and overheadTurn are overhead's two series, looked up once.
+	overheadFirstLine, overheadTurn prometheus.Observer
+	upstreamErrors                  *prometheus.CounterVec
+	retries                         *prometheus.CounterVec
+	resets                          *prometheus.CounterVec
+	ruleFirings                     *prometheus.CounterVec
+	validationFailures              *prometheus.CounterVec
+	fallbacks                       *prometheus.CounterVec
+	deltas                          *prometheus.CounterVec
+	openStreams                     prometheus.Gauge
+	downgrades                      *prometheus.CounterVec
+	escalations                     *prometheus.CounterVec
+	escalationAttempts              *prometheus.CounterVec
 
 	upstreamAttempts   *prometheus.CounterVec
 	upstreamFailures   *prometheus.CounterVec
@@ -168,6 +174,11 @@ func New(opts ...Option) *Metrics {
 		turnDuration: histogram("turn_duration_seconds",
 			"Time from a turn's start to its last line, for every finished turn.",
 			durationBuckets, "contract"),
+		overhead: histogram("overhead_seconds",
+			"Time the gateway added to a turn, the model's own time excluded, by phase: first_line (the "+
+				"time to the first delta line minus the time the turn had waited on the model by then) and "+
+				"turn (the turn's duration minus all its waits on the model). Turns the client left are not counted.",
+			overheadBuckets, "phase"),
 		upstreamErrors: counter("upstream_errors_total",
 			"Failed model calls by class (rate_limited, server, connect, timeout, client, stream).",
 			"contract", "class"),
@@ -270,6 +281,8 @@ func New(opts ...Option) *Metrics {
 			"HTTP request durations by route template; a turn's request lasts as long as its stream.",
 			durationBuckets, "route"),
 	}
+	m.overheadFirstLine = m.overhead.WithLabelValues("first_line")
+	m.overheadTurn = m.overhead.WithLabelValues("turn")
 	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		// A collector that fails (say, the process collector on an odd platform) should not hide
 		// the gateway's own metrics.
@@ -298,6 +311,13 @@ func (m *Metrics) TurnEnded(r coach.Report) {
 	m.turnDuration.WithLabelValues(r.Contract).Observe(r.Duration.Seconds())
 	if r.Deltas > 0 {
 		m.firstDelta.WithLabelValues(r.Contract).Observe(r.FirstDelta.Seconds())
+	}
+	// A turn the client left lasted as long as the client let it, which is nobody's overhead.
+	if r.Outcome != "cancelled" {
+		if d, ok := r.FirstLineOverhead(); ok {
+			m.overheadFirstLine.Observe(d.Seconds())
+		}
+		m.overheadTurn.Observe(r.TurnOverhead().Seconds())
 	}
 	m.deltas.WithLabelValues(r.Contract).Add(float64(r.Deltas))
 	for _, s := range r.Spent {

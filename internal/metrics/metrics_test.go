@@ -386,7 +386,7 @@ func TestNaming(t *testing.T) {
 	}
 	wantNames := []string{
 		"coachgw_deltas_total", "coachgw_fallbacks_total", "coachgw_guard_rule_firings_total",
-		"coachgw_http_request_duration_seconds", "coachgw_http_requests_total", "coachgw_open_streams",
+		"coachgw_http_request_duration_seconds", "coachgw_http_requests_total", "coachgw_open_streams", "coachgw_overhead_seconds",
 		"coachgw_breaker_transitions_total", "coachgw_prompt_tokens_total", "coachgw_completion_tokens_total",
 		"coachgw_escalation_attempts_total", "coachgw_escalations_total",
 		"coachgw_redis_command_duration_seconds", "coachgw_redis_errors_total", "coachgw_resets_total",
