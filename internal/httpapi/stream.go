@@ -106,6 +106,7 @@ func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open ope
 			sink.log.close()
 			go func() { <-sink.log.done; s.streams.Done() }()
 		}()
+		s.keepInput(c, id, turnID, in)
 	}
 	rep := run.Run(ctx, limitsSink{Sink: sink, limits: s.limits(run.Session().Contract)})
 
