@@ -31,6 +31,7 @@ import (
 	"github.com/coachgw/coachgw/internal/replay"
 	"github.com/coachgw/coachgw/internal/toulmin"
 	"github.com/coachgw/coachgw/internal/tracing"
+	"github.com/coachgw/coachgw/internal/turns"
 	"github.com/coachgw/coachgw/internal/web"
 )
 
@@ -84,6 +85,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 		Prefix: cfg.RedisPrefix, TTL: cfg.SessionTTL,
 		TranscriptMaxEntries: cfg.TranscriptMaxEntries, TranscriptMaxBytes: cfg.TranscriptMaxBytes,
 		Timeout: cfg.RedisTimeout, Retention: cfg.TranscriptRetention,
+		MaxLearnerSessions: cfg.MaxSessionsPerLearner,
 	})
 	if err := a.store.Prepare(ctx); err != nil {
 		log.Error().Err(err).Msg("Redis does not answer; the gateway is not ready until it does")
@@ -165,7 +167,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 		Audit:   auditBatch,
 		MaskPII: cfg.PIIRedact == "mask",
 		// The adapter drops the text too unless it is configured; the engine leaves it out first.
-		Escalator:    a.escalator(m),
+		Escalator:    a.escalator(m, redisstore.NewEscalationOverflow(client, cfg.RedisPrefix)),
 		EscalateText: cfg.EscalationIncludeText,
 		Store:        a.store,
 		Upstreams:    ups,
@@ -192,6 +194,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 		LearnerAudit: auditBatch,
 	})
 	turnLog := redisstore.NewTurnLog(client, cfg.RedisPrefix)
+	running := turns.New(turns.Config{Log: turnLog, ResumeTTL: cfg.ResumeTTL, CancelOnDisconnect: cfg.TurnOnDisconnect == "cancel"})
 	a.api = httpapi.New(httpapi.Deps{
 		Service:         svc,
 		Modules:         moduleCatalog{modules},
@@ -209,17 +212,15 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 		Limiter:         a.store,
 		RateLimit:       cfg.RateLimit,
 
-		SessionRateLimit:   cfg.SessionRateLimit,
-		TurnRateLimit:      cfg.TurnRateLimit,
-		CancelOnDisconnect: cfg.TurnOnDisconnect == "cancel",
-		TurnLog:            turnLog,
-		ResumeTTL:          cfg.ResumeTTL,
-		SafetyEvents:       audit,
+		SessionRateLimit: cfg.SessionRateLimit,
+		TurnRateLimit:    cfg.TurnRateLimit,
+		Turns:            running,
+		SafetyEvents:     audit,
 	})
 	// A stop reaches the instance that runs the turn through the stop channel, to which every
 	// instance subscribes once. A Redis that does not answer yet leaves stops to the local turns.
 	if cfg.ResumeTTL > 0 {
-		if err := turnLog.Subscribe(syncCtx, a.api.StopLocal); err != nil {
+		if err := turnLog.Subscribe(syncCtx, running.StopLocal); err != nil {
 			log.Error().Err(err).Msg("cannot subscribe to turn stops; a stop reaches only this instance's turns")
 		}
 	}

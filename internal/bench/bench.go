@@ -55,6 +55,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/coachgw/coachgw/internal/outbound"
 	"github.com/coachgw/coachgw/internal/safety"
 )
 
@@ -728,7 +729,7 @@ func (r *runner) phase(ctx context.Context, m Mode, c, k int, base string, proc 
 	var wg sync.WaitGroup
 	for w := range c {
 		wg.Go(func() {
-			if !sleep(ctx, time.Duration(w)*stagger) {
+			if !outbound.Sleep(ctx, time.Duration(w)*stagger) {
 				return
 			}
 			for j := range k {
@@ -929,25 +930,11 @@ func settle(ctx context.Context, proc *child) error {
 			return nil
 		}
 		last = st.Goroutines
-		if !sleep(ctx, 50*time.Millisecond) {
+		if !outbound.Sleep(ctx, 50*time.Millisecond) {
 			return ctx.Err()
 		}
 	}
 	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // result turns the accumulated phases into the mode's figures.

@@ -148,8 +148,8 @@ type Event struct {
 	// Code and Message describe an error.
 	Code    string
 	Message string
-	// Turn is the id of the turn a result or an error line ends; the adapter that runs the
-	// turn sets it, since the engine's turn has no id of its own.
+	// Turn is the id of the turn a result or an error line ends (TurnRun.ID), which the engine
+	// stamps on the line so that every reader of the turn's stream can name it.
 	Turn string
 }
 

@@ -10,7 +10,10 @@ import (
 	"time"
 )
 
-// memStore is an in-memory Store with the same lock and version rules as the Redis one.
+// memStore is an in-memory Store with the same lock, version and tenant rules as the Redis one
+// (and coachtest.MemStore, which the conformance suite in package storetest holds to them; that
+// package imports coach, so the engine's own tests cannot use it), plus the failure switch and
+// counters these tests need.
 type memStore struct {
 	mu       sync.Mutex
 	sessions map[string]Session
@@ -22,7 +25,6 @@ type memStore struct {
 	// usage holds the tenant usage of every commit that carried one.
 	usage []TenantUsage
 	down  bool
-	n     int
 }
 
 func newMemStore() *memStore {
@@ -54,6 +56,7 @@ func (m *memStore) Delete(_ context.Context, tenant, id string) error {
 	defer m.mu.Unlock()
 	if s, ok := m.sessions[id]; ok && s.Tenant == tenant {
 		delete(m.sessions, id)
+		delete(m.locks, id)
 		delete(m.transcripts, id)
 	}
 	return nil
@@ -72,8 +75,7 @@ func (m *memStore) Claim(_ context.Context, tenant, id string, _ time.Duration) 
 	if m.locks[id] != "" {
 		return nil, "", ErrBusy
 	}
-	m.n++
-	token := "t" + string(rune('a'+m.n%26))
+	token := NewID()
 	m.locks[id] = token
 	return &s, token, nil
 }
@@ -84,7 +86,8 @@ func (m *memStore) Commit(_ context.Context, s *Session, token string, extra Com
 	if m.down {
 		return ErrUnavailable
 	}
-	if m.locks[s.ID] != token || m.sessions[s.ID].Version != s.Version-1 {
+	cur, ok := m.sessions[s.ID]
+	if m.locks[s.ID] != token || !ok || cur.Tenant != s.Tenant || cur.Version != s.Version-1 {
 		return ErrConflict
 	}
 	m.sessions[s.ID] = *s

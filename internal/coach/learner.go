@@ -9,6 +9,11 @@ import (
 	"github.com/coachgw/coachgw/internal/safety"
 )
 
+// CodeTooManySessions refuses a new session of a learner reference that has
+// COACH_MAX_SESSIONS_PER_LEARNER sessions already (409): a learner's sessions, and so its
+// export, are bounded whoever holds the key.
+const CodeTooManySessions = "too_many_sessions"
+
 // LearnerStore is implemented by a Store that indexes sessions by their learner reference
 // (Session.Learner), for the data rights of wire contract v1.3: an operator's export and
 // erasure of everything the gateway keeps of one learner. A learner is always a learner of one
@@ -237,11 +242,16 @@ func (s *Service) EraseLearner(ctx context.Context, tenant, learner string) erro
 // auditTimeout bounds the write of one turn's audit records, off the client's path.
 const auditTimeout = 5 * time.Second
 
+// ErasureMemory is the least time an erasure is remembered: longer than a crisis escalation
+// naming the learner may wait in the escalation webhook's overflow for its receiver (a week),
+// which checks the tombstone before each attempt.
+const ErasureMemory = 8 * 24 * time.Hour
+
 // tombstoneTTL is how long an erasure is remembered: longer than any turn running at the
 // erasure may take to end and write its audit records, with a minute to spare for the clocks of
-// the instances.
+// the instances, and at least ErasureMemory.
 func (s *Service) tombstoneTTL() time.Duration {
-	return s.opts.TurnTimeout + 2*auditTimeout + time.Minute
+	return max(ErasureMemory, s.opts.TurnTimeout+2*auditTimeout+time.Minute)
 }
 
 // erasedSince reports whether the learner of sess was erased after sess was created: then

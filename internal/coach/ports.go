@@ -238,6 +238,20 @@ type Contract interface {
 	Begin(s *Session, in TurnInput) (Turn, error)
 }
 
+// Drafting is implemented by contracts whose learner writes a draft beside the conversation and
+// decides on the coach's proposals for it (toulmin). The draft and proposal routes reach the
+// contract only through it (Service.SetDraft, Service.Decide), so that no adapter knows a
+// contract's state.
+type Drafting interface {
+	// SetDraft returns state with field of the draft set to value. A field or value the
+	// contract does not take is a KindInvalid error on that field.
+	SetDraft(state json.RawMessage, field, value string) (json.RawMessage, error)
+	// Decide returns state with the learner's action on the pending proposal applied. An
+	// action the contract does not know, or no pending proposal, is an error and changes
+	// nothing.
+	Decide(state json.RawMessage, action string) (json.RawMessage, error)
+}
+
 // Limited is implemented by contracts that accept shorter texts than the gateway's own limit
 // (toulmin's 4000 characters). A 0 field has no limit of the contract's own.
 type Limited interface {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -265,6 +266,52 @@ func (s *Service) DeleteSession(ctx context.Context, tenant, id string, operator
 // (a proposal's accept or reject; a draft edit is not part of the conversation and passes nil).
 // A session of another contract than contract is an invalid_request error.
 func (s *Service) Update(ctx context.Context, tenant, id, contract string, input json.RawMessage, change func(*Session) (json.RawMessage, error)) (*Session, error) {
+	return s.update(ctx, tenant, id, input, func(sess *Session) error {
+		if sess.Contract != contract {
+			return Errorf(KindInvalid, CodeInvalidRequest, "this route is for %s sessions, not %s", contract, sess.Contract)
+		}
+		return nil
+	}, change)
+}
+
+// SetDraft sets field of the draft of session id of tenant to value, through its contract's
+// Drafting.
+func (s *Service) SetDraft(ctx context.Context, tenant, id, field, value string) (*Session, error) {
+	return s.updateDraft(ctx, tenant, id, nil, func(d Drafting, state json.RawMessage) (json.RawMessage, error) {
+		return d.SetDraft(state, field, value)
+	})
+}
+
+// Decide applies the learner's action on the pending proposal of session id of tenant, through
+// its contract's Drafting; input is the learner's request as the transcript keeps it.
+func (s *Service) Decide(ctx context.Context, tenant, id, action string, input json.RawMessage) (*Session, error) {
+	return s.updateDraft(ctx, tenant, id, input, func(d Drafting, state json.RawMessage) (json.RawMessage, error) {
+		return d.Decide(state, action)
+	})
+}
+
+// updateDraft is Update for the contracts that implement Drafting: a session of any other
+// contract is an invalid_request error naming the contracts that have drafts.
+func (s *Service) updateDraft(ctx context.Context, tenant, id string, input json.RawMessage, change func(Drafting, json.RawMessage) (json.RawMessage, error)) (*Session, error) {
+	var d Drafting
+	return s.update(ctx, tenant, id, input, func(sess *Session) error {
+		var ok bool
+		if d, ok = s.contracts[sess.Contract].(Drafting); !ok {
+			var names []string
+			for name, c := range s.contracts {
+				if _, ok := c.(Drafting); ok {
+					names = append(names, name)
+				}
+			}
+			slices.Sort(names)
+			return Errorf(KindInvalid, CodeInvalidRequest, "this route is for %s sessions, not %s", strings.Join(names, " or "), sess.Contract)
+		}
+		return nil
+	}, func(sess *Session) (json.RawMessage, error) { return change(d, sess.State) })
+}
+
+// update is Update with the check of the session's contract given by accept.
+func (s *Service) update(ctx context.Context, tenant, id string, input json.RawMessage, accept func(*Session) error, change func(*Session) (json.RawMessage, error)) (*Session, error) {
 	if !ValidID(id) {
 		return nil, ErrNotFound
 	}
@@ -273,9 +320,9 @@ func (s *Service) Update(ctx context.Context, tenant, id, contract string, input
 		return nil, err
 	}
 	var state json.RawMessage
+	err = accept(sess)
 	switch {
-	case sess.Contract != contract:
-		err = Errorf(KindInvalid, CodeInvalidRequest, "this route is for %s sessions, not %s", contract, sess.Contract)
+	case err != nil:
 	case input != nil && sess.Held() && s.safety.Enforcing():
 		// A decision is the learner moving the lesson on (accepting a proposal advances the
 		// step); a held session continues no exercise until an operator clears the hold. A

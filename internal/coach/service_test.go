@@ -368,23 +368,6 @@ func TestAppendHistoryCutsAtUserMessage(t *testing.T) {
 	}
 }
 
-func TestBackoff(t *testing.T) {
-	svc, _, _ := newTestService(t, &fakeModel{}, Options{BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second, RetryAfterCap: 3 * time.Second}, nil)
-	for n := 1; n <= 6; n++ {
-		d := svc.backoff(n, 0)
-		hi := min(100*time.Millisecond<<(n-1), time.Second)
-		if d < hi/2 || d > hi {
-			t.Errorf("backoff(%d) = %v, want within [%v, %v]", n, d, hi/2, hi)
-		}
-	}
-	if d := svc.backoff(1, 2*time.Second); d != 2*time.Second {
-		t.Errorf("backoff with Retry-After 2s = %v, want 2s", d)
-	}
-	if d := svc.backoff(1, time.Minute); d != 3*time.Second {
-		t.Errorf("backoff with Retry-After 1m = %v, want the 3s cap", d)
-	}
-}
-
 func TestDeltaBufferJoinsPiecesOfOneFragment(t *testing.T) {
 	var got []Event
 	send := func(e Event) { got = append(got, e) }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/coachgw/coachgw/internal/outbound"
 	"github.com/coachgw/coachgw/internal/safety"
 )
 
@@ -156,203 +155,34 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 	defer cancel()
 	stopRenewing := r.renew(ctx, lose)
 	defer stopRenewing()
-	committed := false
-	rep := Report{Contract: r.contract, Tenant: r.sess.Tenant}
+	ctx = trace.ContextWithSpan(ctx, r.span)
+	st := &stream{r: r, out: out, ctx: ctx, cancel: cancel, rep: Report{Contract: r.contract, Tenant: r.sess.Tenant}}
 	// A turn that does not commit still pays for every attempt it made, the client's hang-up
 	// included: the release settles them.
 	defer func() {
-		if !committed {
-			r.drop(rep.Spent)
+		if !st.committed {
+			r.drop(st.rep.Spent)
 		}
 	}()
-	ctx = trace.ContextWithSpan(ctx, r.span)
 	s.obs.TurnStarted(r.contract)
-	var clientErr error
-	held := false
-	send := func(e Event) {
-		if clientErr != nil {
-			return
-		}
-		if e.Type == EventDelta {
-			if rep.Deltas == 0 {
-				rep.FirstDelta = s.now().Sub(r.start)
-			}
-			rep.Deltas++
-		}
-		if err := out.Emit(e); err != nil {
-			clientErr = err
-			cancel()
-		}
-		held = true
-	}
-	flush := func() {
-		if !held || clientErr != nil {
-			return
-		}
-		held = false
-		if err := out.Flush(); err != nil {
-			clientErr = err
-			cancel()
-		}
-	}
-	finish := func(outcome string, err error) Report {
-		flush()
-		rep.Outcome, rep.Err, rep.Duration = outcome, err, s.now().Sub(r.start)
-		s.obs.TurnEnded(rep)
-		r.span.SetAttributes(attribute.String(attrOutcome, outcome), attribute.String(attrUpstream, rep.Upstream),
-			attribute.Int(attrAttempts, rep.Attempts), attribute.Int(attrResets, rep.Resets))
-		endSpan(r.span, err)
-		return rep
-	}
-	fail := func(err error) Report {
-		// A client that left cancels the request's context with context.Canceled; a server that
-		// drains or a turn that ran out of time has another cause, and gets its error line.
-		if clientErr != nil || errors.Is(context.Cause(ctx), context.Canceled) {
-			return finish("cancelled", err)
-		}
-		e := streamError(err)
-		send(Event{Type: EventError, Code: e.Code, Message: e.Message})
-		return finish(e.Code, err)
-	}
-
-	// commit stores res as the session's next version, with the transcript entries of the
-	// turn: the learner's input, the cards sent before the result, and the result, which
-	// carries notice when the turn sent a safety line. hold, when set, starts a safety hold.
-	commit := func(res *Outcome, cards []json.RawMessage, notice *SafetyNotice, hold *SafetyHold) (*Session, error) {
-		next := *r.sess
-		next.Version++
-		next.State = res.State
-		next.UpdatedAt = s.now().UTC()
-		next.History = appendHistory(r.sess.History, res.History, s.opts.HistoryLimit, s.opts.HistoryBytes)
-		if hold != nil {
-			next.Safety = hold
-		}
-		// The learner's entry is dated when the turn was asked for, the coach's when it was stored.
-		transcript := append([]TranscriptEntry{learnerEntry(r.start.UTC(), r.input)},
-			coachEntries(next.UpdatedAt, cards, res.Result, res.Fallback)...)
-		transcript[len(transcript)-1].Safety = notice
-		for i := range transcript {
-			transcript[i].Turn = r.id
-		}
-		cctx, commitSpan := s.tracer.Start(ctx, "coach.commit")
-		err := s.store.Commit(cctx, &next, r.token, CommitExtra{Transcript: transcript, Usage: r.charge(rep.Spent)})
-		endSpan(commitSpan, err)
-		if errors.Is(err, ErrConflict) && s.erasedSince(ctx, r.sess) {
-			// The session is gone with its learner, which is what the client is told.
-			err = ErrSessionDeleted
-		}
-		if err != nil {
-			return nil, err
-		}
-		committed = true
-		return &next, nil
-	}
 
 	guard := s.safety
 	defer func() { s.auditTurn(r) }()
-	// safeAnswer ends the turn with the contract's answer written by the gateway instead of
-	// the lesson: for a crisis in the learner's input (v), or for any turn of a held session.
-	// Whom the crisis concerns decides what follows (see whom): the learner's own risk holds
-	// the session and escalates at its severity; worry about someone the learner knows gets
-	// the same resources and an escalation of severity concern, and the next turn is a lesson
-	// again, because nobody in the session is at risk.
-	safeAnswer := func(held bool, v safety.Verdict) Report {
-		stopRenewing()
-		loc, lr := guard.Resources.For(r.sess.Locale)
-		notice := &SafetyNotice{Kind: "crisis", Locale: loc, Message: lr.Message, Resources: lr.Resources}
-		// The resources go out first, whatever happens to the commit.
-		send(Event{Type: EventSafety, Safety: notice})
-		sr, ok := r.turn.(SafeReplier)
-		if !ok {
-			return fail(Errorf(KindInternal, CodeInternal, "contract %q has no supportive answer", r.contract))
-		}
-		res, err := sr.SafeReply(supportiveText(r.sess.Language(), v, lr))
-		if err != nil {
-			return fail(err)
-		}
-		var hold *SafetyHold
-		var episode *safety.Episode
-		if !held && !r.sess.Held() && safety.Detected(v) {
-			id, since := NewID(), s.now().UTC()
-			episode = r.episode(id, since, v)
-			if whom(v) == safety.ConcernOther {
-				episode.Severity = safety.SeverityConcern
-			} else {
-				hold = &SafetyHold{Hold: true, Since: since, Episode: id}
-				// The learner is held before the session: a commit that then fails leaves a
-				// learner held by a crisis that was detected, never a held session whose
-				// learner's next session is not.
-				if lh := s.learnerHolds(r.sess.Learner); lh != nil {
-					if err := lh.HoldLearner(ctx, r.sess.Tenant, r.sess.Learner, *hold); err != nil {
-						return fail(err)
-					}
-				}
-			}
-		}
-		next, err := commit(res, nil, notice, hold)
-		if err != nil {
-			return fail(err)
-		}
-		if episode != nil && s.escalator != nil {
-			s.escalator.Escalate(*episode)
-		}
-		if res.Tail != "" {
-			send(res.TailDelta())
-		}
-		send(Event{Type: EventResult, Result: res.Result, Session: next})
-		if held {
-			return finish(OutcomeHeld, nil)
-		}
-		return finish(OutcomeCrisis, nil)
-	}
 	if guard.Enforcing() && r.sess.Held() {
 		r.records = append(r.records, r.safetyRecords(safety.StageInput,
 			[]safety.Check{{Classifier: safety.BuiltinName, NotRun: "held"}}, safety.ActionHeld)...)
-		return safeAnswer(true, safety.Verdict{})
+		return r.safeAnswer(st, stopRenewing, true, safety.Verdict{})
 	}
-	// The learner's input is checked before any line of the turn leaves. The built-in screen
-	// takes microseconds and runs first: without a judge, a crisis it finds never reaches the
-	// model. The classifiers beside it, and the judge on what the screen caught or could not
-	// read, run while the model is asked, so that a topic of study costs no more than the
-	// slower of the two; every line waits in the gate for their verdict, and a crisis cancels
-	// the call. Observe mode checks beside the turn and
-	// holds nothing.
-	mctx, gflush := ctx, flush
-	emit := send
-	var gate *inputGate
-	if text := learnerText(r.in); guard.Enabled() && strings.TrimSpace(text) != "" {
-		in := safety.Text{Stage: safety.StageInput, Locale: r.sess.Locale, Content: text, Tenant: r.sess.Tenant}
-		var cancelModel context.CancelCauseFunc
-		mctx, cancelModel = context.WithCancelCause(ctx)
-		defer cancelModel(nil)
-		switch {
-		case !guard.Enforcing():
-			gate = r.startInputCheck(ctx, guard.Check, in, nil, nil, nil, nil)
-		default:
-			v, c := guard.CheckScreen(in)
-			if v.Crisis && guard.Judge.Classifier == nil {
-				r.records = append(r.records, r.safetyRecords(safety.StageInput, []safety.Check{c}, safety.ActionCrisis)...)
-				return safeAnswer(false, v)
-			}
-			if review := guard.Review(in, c); review != nil {
-				gate = r.startInputCheck(ctx, review, in, nil, cancelModel, send, flush)
-				emit, gflush = gate.pass, gate.flushing
-				break
-			}
-			r.records = append(r.records, r.safetyRecords(safety.StageInput, []safety.Check{c}, safety.ActionNone)...)
-		}
-		if gate != nil {
-			defer func() {
-				<-gate.done // bounded: classifiers have their timeout
-				r.records = append(r.records, r.inputRecords(gate)...)
-			}()
-		}
+	ic := r.checkInput(st)
+	defer ic.done()
+	if ic.crisis != nil {
+		return r.safeAnswer(st, stopRenewing, false, *ic.crisis)
 	}
 	gsend := func(e Event) {
 		if e.Type == EventDelta {
 			r.emitted++
 		}
-		emit(e)
+		ic.send(e)
 	}
 
 	var cards []json.RawMessage
@@ -362,38 +192,233 @@ func (r *TurnRun) Run(ctx context.Context, out Sink) Report {
 		}
 		gsend(e)
 	}
-	res, err := r.attempts(mctx, gsend, gflush, &rep)
-	if gate != nil && guard.Enforcing() {
-		crisis, werr := gate.wait(ctx)
+	res, err := r.attempts(ic.ctx, gsend, ic.flush, &st.rep)
+	if ic.gate != nil && guard.Enforcing() {
+		crisis, werr := ic.gate.wait(ctx)
 		switch {
 		case werr != nil:
-			return fail(werr)
+			return st.fail(werr)
 		case crisis:
-			return safeAnswer(false, gate.verdict)
+			return r.safeAnswer(st, stopRenewing, false, ic.gate.verdict)
 		}
 	}
 	if err != nil {
-		return fail(err)
+		return st.fail(err)
 	}
 	// From here on the lock is only checked, by Commit: a renewal racing the commit could
 	// otherwise report the lock that Commit just released as lost.
 	stopRenewing()
-	if clientErr != nil || ctx.Err() != nil {
-		return fail(context.Cause(ctx))
+	if st.clientErr != nil || ctx.Err() != nil {
+		return st.fail(context.Cause(ctx))
 	}
-	next, err := commit(res, cards, nil, nil)
+	next, err := st.commit(res, cards, nil, nil)
 	if err != nil {
-		return fail(err)
+		return st.fail(err)
 	}
-	rep.Rules, rep.Diagnostic, rep.Notice = res.Rules, res.Diagnostic, res.Notice
+	st.rep.Rules, st.rep.Diagnostic, st.rep.Notice = res.Rules, res.Diagnostic, res.Notice
 	if res.Tail != "" {
-		send(res.TailDelta())
+		st.send(res.TailDelta())
 	}
-	send(Event{Type: EventResult, Result: res.Result, Session: next, Fallback: res.Fallback, Upstream: rep.Upstream, Usage: rep.Usage})
+	st.send(Event{Type: EventResult, Result: res.Result, Session: next, Fallback: res.Fallback, Upstream: st.rep.Upstream, Usage: st.rep.Usage})
 	if res.Fallback {
-		return finish("fallback", nil)
+		return st.finish("fallback", nil)
 	}
-	return finish("ok", nil)
+	return st.finish("ok", nil)
+}
+
+// inputCheck is the check of a turn's learner input as checkInput starts it.
+type inputCheck struct {
+	// ctx is the context the model is asked on: a crisis found meanwhile cancels it.
+	ctx context.Context
+	// send and flush are what the turn's lines go through: the gate's, which hold them until
+	// the check's verdict, when there is one to wait for.
+	send  func(Event)
+	flush func()
+	gate  *inputGate
+	// crisis is the screen's verdict when it found a crisis that no judge is to review: the
+	// turn then ends with safeAnswer before the model is asked.
+	crisis *safety.Verdict
+	// done, deferred by Run, waits for the check's classifiers (bounded by their timeout),
+	// keeps their records and releases the model's context.
+	done func()
+}
+
+// checkInput checks the learner's input before any line of the turn leaves. The built-in
+// screen takes microseconds and runs first: without a judge, a crisis it finds never reaches
+// the model. The classifiers beside it, and the judge on what the screen caught or could not
+// read, run while the model is asked, so that a topic of study costs no more than the slower
+// of the two; every line waits in the gate for their verdict, and a crisis cancels the call.
+// Observe mode checks beside the turn and holds nothing.
+func (r *TurnRun) checkInput(st *stream) inputCheck {
+	guard := r.svc.safety
+	ic := inputCheck{ctx: st.ctx, send: st.send, flush: st.flush, done: func() {}}
+	text := learnerText(r.in)
+	if !guard.Enabled() || strings.TrimSpace(text) == "" {
+		return ic
+	}
+	in := safety.Text{Stage: safety.StageInput, Locale: r.sess.Locale, Content: text, Tenant: r.sess.Tenant}
+	mctx, cancelModel := context.WithCancelCause(st.ctx)
+	ic.ctx = mctx
+	ic.done = func() { cancelModel(nil) }
+	switch {
+	case !guard.Enforcing():
+		ic.gate = r.startInputCheck(st.ctx, guard.Check, in, nil, nil, nil, nil)
+	default:
+		v, c := guard.CheckScreen(in)
+		if v.Crisis && guard.Judge.Classifier == nil {
+			r.records = append(r.records, r.safetyRecords(safety.StageInput, []safety.Check{c}, safety.ActionCrisis)...)
+			ic.crisis = &v
+			return ic
+		}
+		if review := guard.Review(in, c); review != nil {
+			ic.gate = r.startInputCheck(st.ctx, review, in, nil, cancelModel, st.send, st.flush)
+			ic.send, ic.flush = ic.gate.pass, ic.gate.flushing
+			break
+		}
+		r.records = append(r.records, r.safetyRecords(safety.StageInput, []safety.Check{c}, safety.ActionNone)...)
+	}
+	if gate := ic.gate; gate != nil {
+		ic.done = func() {
+			<-gate.done // bounded: classifiers have their timeout
+			r.records = append(r.records, r.inputRecords(gate)...)
+			cancelModel(nil)
+		}
+	}
+	return ic
+}
+
+// stream is the turn's side of its Sink: it sends the turn's lines, stamping its id on the
+// last, decides once that a client whose Sink failed is gone (which cancels the turn), and
+// ends the turn with its report.
+type stream struct {
+	r   *TurnRun
+	out Sink
+	// ctx is the turn's context, which cancel ends.
+	ctx    context.Context
+	cancel context.CancelFunc
+	rep    Report
+	// clientErr is the Sink's first error: the client is gone, and gets nothing more. held
+	// says whether lines were sent since the last Flush.
+	clientErr error
+	held      bool
+	// committed says whether the turn was stored (see commit).
+	committed bool
+}
+
+// send sends e to the client, counting its deltas and stamping the turn's id on a result or
+// an error line.
+func (st *stream) send(e Event) {
+	if st.clientErr != nil {
+		return
+	}
+	switch e.Type {
+	case EventDelta:
+		if st.rep.Deltas == 0 {
+			st.rep.FirstDelta = st.r.svc.now().Sub(st.r.start)
+		}
+		st.rep.Deltas++
+	case EventResult, EventError:
+		e.Turn = st.r.id
+	}
+	if err := st.out.Emit(e); err != nil {
+		st.clientErr = err
+		st.cancel()
+	}
+	st.held = true
+}
+
+// flush sends the client what was sent since the last flush.
+func (st *stream) flush() {
+	if !st.held || st.clientErr != nil {
+		return
+	}
+	st.held = false
+	if err := st.out.Flush(); err != nil {
+		st.clientErr = err
+		st.cancel()
+	}
+}
+
+// finish ends the turn with outcome and returns its report.
+func (st *stream) finish(outcome string, err error) Report {
+	r := st.r
+	st.flush()
+	st.rep.Outcome, st.rep.Err, st.rep.Duration = outcome, err, r.svc.now().Sub(r.start)
+	r.svc.obs.TurnEnded(st.rep)
+	r.span.SetAttributes(attribute.String(attrOutcome, outcome), attribute.String(attrUpstream, st.rep.Upstream),
+		attribute.Int(attrAttempts, st.rep.Attempts), attribute.Int(attrResets, st.rep.Resets))
+	endSpan(r.span, err)
+	return st.rep
+}
+
+// fail ends the turn that err ended: with its error line (see ErrorEvent), or cancelled when
+// its client is gone.
+func (st *stream) fail(err error) Report {
+	// A client that left cancels the request's context with context.Canceled; a server that
+	// drains or a turn that ran out of time has another cause, and gets its error line.
+	if st.clientErr != nil || errors.Is(context.Cause(st.ctx), context.Canceled) {
+		return st.finish("cancelled", err)
+	}
+	e := ErrorEvent(err, st.r.id)
+	st.send(e)
+	return st.finish(e.Code, err)
+}
+
+// safeAnswer ends the turn with the contract's answer written by the gateway instead of the
+// lesson: for a crisis in the learner's input (v), or for any turn of a held session. Whom the
+// crisis concerns decides what follows (see whom): the learner's own risk holds the session
+// and escalates at its severity; worry about someone the learner knows gets the same resources
+// and an escalation of severity concern, and the next turn is a lesson again, because nobody in
+// the session is at risk.
+func (r *TurnRun) safeAnswer(st *stream, stopRenewing func(), held bool, v safety.Verdict) Report {
+	s := r.svc
+	stopRenewing()
+	loc, lr := s.safety.Resources.For(r.sess.Locale)
+	notice := &SafetyNotice{Kind: "crisis", Locale: loc, Message: lr.Message, Resources: lr.Resources}
+	// The resources go out first, whatever happens to the commit.
+	st.send(Event{Type: EventSafety, Safety: notice})
+	sr, ok := r.turn.(SafeReplier)
+	if !ok {
+		return st.fail(Errorf(KindInternal, CodeInternal, "contract %q has no supportive answer", r.contract))
+	}
+	res, err := sr.SafeReply(supportiveText(r.sess.Language(), v, lr))
+	if err != nil {
+		return st.fail(err)
+	}
+	var hold *SafetyHold
+	var episode *safety.Episode
+	if !held && !r.sess.Held() && safety.Detected(v) {
+		id, since := NewID(), s.now().UTC()
+		episode = r.episode(id, since, v)
+		if whom(v) == safety.ConcernOther {
+			episode.Severity = safety.SeverityConcern
+		} else {
+			hold = &SafetyHold{Hold: true, Since: since, Episode: id}
+			// The learner is held before the session: a commit that then fails leaves a
+			// learner held by a crisis that was detected, never a held session whose
+			// learner's next session is not.
+			if lh := s.learnerHolds(r.sess.Learner); lh != nil {
+				if err := lh.HoldLearner(st.ctx, r.sess.Tenant, r.sess.Learner, *hold); err != nil {
+					return st.fail(err)
+				}
+			}
+		}
+	}
+	next, err := st.commit(res, nil, notice, hold)
+	if err != nil {
+		return st.fail(err)
+	}
+	if episode != nil && s.escalator != nil {
+		s.escalator.Escalate(*episode)
+	}
+	if res.Tail != "" {
+		st.send(res.TailDelta())
+	}
+	st.send(Event{Type: EventResult, Result: res.Result, Session: next})
+	if held {
+		return st.finish(OutcomeHeld, nil)
+	}
+	return st.finish(OutcomeCrisis, nil)
 }
 
 // renew keeps the turn's lock alive while the turn runs: every third of the lock's TTL it asks
@@ -450,7 +475,7 @@ func (r *TurnRun) renew(ctx context.Context, lose context.CancelCauseFunc) (stop
 // reset line once it was. The last endpoint of the list keeps the single-endpoint rules.
 func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), rep *Report) (*Outcome, error) {
 	s := r.svc
-	cur, panicked := r.firstUpstream()
+	cur, panicked := firstUpstream(s.upstreams, s.breaker)
 	if cur < 0 {
 		return nil, errNoUpstream
 	}
@@ -548,7 +573,7 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 			s.obs.UnusableOutput(r.contract, up.Name)
 		}
 		exhausted := invalid && recoveries >= s.opts.Recoveries
-		if v := r.verdict(me, invalid); v != Inconclusive {
+		if v := verdict(s.opts, me, invalid); v != Inconclusive {
 			visit = v
 		}
 		if (isModel && me.ContextFull && shrinkable || r.contextCut) && squeezed < maxSqueezes {
@@ -568,8 +593,8 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 			}
 			continue
 		}
-		if r.leaves(me, exhausted, retries) {
-			if next := r.nextUpstream(cur); next >= 0 {
+		if leaves(s.opts, me, exhausted, retries) {
+			if next := nextUpstream(s.upstreams, s.breaker, cur); next >= 0 {
 				leave()
 				reason := resetReason(err)
 				s.obs.FellBack(r.contract, up.Name, s.upstreams[next].Name, sent)
@@ -590,7 +615,7 @@ func (r *TurnRun) attempts(ctx context.Context, send func(Event), flush func(), 
 			// before assistantText); the next call starts its answer from scratch.
 			r.turn.Reset()
 			flush()
-			if !sleep(ctx, s.backoff(retries, me.RetryAfter)) {
+			if !outbound.Sleep(ctx, backoff(s.opts, retries, me.RetryAfter, rand.N[time.Duration])) {
 				leave()
 				return nil, context.Cause(ctx)
 			}
@@ -639,488 +664,12 @@ func (r *TurnRun) sendReset(rep *Report, send func(Event), reason string) {
 	send(Event{Type: EventReset, Reason: reason})
 }
 
-// errNoUpstream ends a turn that finds every endpoint's circuit open.
-var errNoUpstream = Errorf(KindStream, CodeStreamFailed, "no model endpoint is available: every circuit is open")
-
-// firstUpstream returns the index of the first upstream whose breaker allows an attempt. When
-// none does, it returns the one the breaker names for panic mode, with panicked set, so that a
-// turn is never refused for circuits alone: -1 only when there is none.
-func (r *TurnRun) firstUpstream() (i int, panicked bool) {
-	if i := r.nextUpstream(-1); i >= 0 {
-		return i, false
-	}
-	name := r.svc.breaker.Panic()
-	for i, u := range r.svc.upstreams {
-		if u.Name == name {
-			return i, true
-		}
-	}
-	return -1, false
-}
-
-// nextUpstream returns the index of the first upstream after i whose breaker allows an attempt,
-// or -1.
-func (r *TurnRun) nextUpstream(i int) int {
-	for i++; i < len(r.svc.upstreams); i++ {
-		if r.svc.breaker.Allow(r.svc.upstreams[i].Name) {
-			return i
-		}
-	}
-	return -1
-}
-
-// leaves reports whether a failed attempt (me, when the model call failed; exhausted, when the
-// output was unusable even after the corrective retry) is worth moving to another endpoint:
-// connect errors, 5xx, timeouts, cut or stalled streams, unusable output, the endpoint
-// refusing us (401, 404, …), which another endpoint may not do, and a request shape it rejects
-// (ClassInvalid). A 429 whose Retry-After is
-// within the cap is worth waiting for, while retries are left. A request the endpoint refused
-// for its content (context length, content policy) and a cancelled call are not.
-func (r *TurnRun) leaves(me *ModelError, exhausted bool, retries int) bool {
-	if me == nil {
-		return exhausted
-	}
-	switch me.Class {
-	case ClassCanceled, ClassRefused:
-		return false
-	case ClassRateLimited:
-		wait := me.RetryAfter > 0 && me.RetryAfter <= r.svc.opts.RetryAfterCap
-		return !wait || retries+1 >= r.svc.opts.MaxAttempts
-	}
-	return true
-}
-
-// verdict says what a failed attempt tells of its endpoint. Only the endpoint's own faults
-// count against it: connect errors, 5xx, 429 beyond the Retry-After cap, timeouts, cut or
-// stalled streams. Unusable output (prose, empty, over-long, schema-invalid) is an answer: it
-// moves the turn on, but what a learner gets the model to say must never open a circuit that
-// every tenant shares. A request the endpoint rejects for its shape, a cancelled call and a
-// 429 worth waiting for say nothing either way.
-func (r *TurnRun) verdict(me *ModelError, invalid bool) Verdict {
-	switch {
-	case invalid:
-		return Healthy
-	case me == nil || me.Class == ClassCanceled || me.Class == ClassInvalid:
-		return Inconclusive
-	case me.Class == ClassRefused:
-		return Healthy
-	case me.Class == ClassRateLimited && me.RetryAfter > 0 && me.RetryAfter <= r.svc.opts.RetryAfterCap:
-		return Inconclusive
-	default:
-		return Failed
-	}
-}
-
-var (
-	errFirstByte = errors.New("no answer from the model before the first-byte deadline")
-	errIdle      = errors.New("the model stalled longer than the idle deadline")
-)
-
-// attempt makes one model call and feeds its fragments to the turn. A watchdog timer enforces
-// the first-byte deadline and then, reset by every fragment and every arrival of bytes the
-// model reports (see StreamHooks.Activity), the idle deadline.
-func (r *TurnRun) attempt(ctx context.Context, model Model, req ModelRequest, send func(Event), flush func()) (*Outcome, error) {
-	s := r.svc
-	flush() // the prelude, or a reset line: the client sees it before the model is asked
-	actx, acancel := context.WithCancelCause(ctx)
-	defer acancel(nil)
-	firstByte, idle := s.deadlines(model)
-	wd := newWatchdog(firstByte, idle, func(started bool) {
-		if started {
-			acancel(errIdle)
-		} else {
-			acancel(errFirstByte)
-		}
-	})
-	defer wd.stop()
-	// Time spent writing to the client is the client's, not the model's: a client that reads
-	// slowly must not make a healthy model look stalled.
-	send = wd.pausing(send)
-	flush = wd.pausingFlush(flush)
-	alive := wd.alive
-	timeout := func(err error) error {
-		if cause := context.Cause(actx); cause == errFirstByte || cause == errIdle {
-			return &ModelError{Class: "timeout", Retryable: true, Err: cause}
-		}
-		return err
-	}
-
-	r.usage, r.finish, r.size, r.reply, r.replyCut, r.contextCut = nil, "", 0, r.reply[:0], false, false
-	r.opened, r.badUsage = false, false
-	st, err := model.Stream(actx, req, StreamHooks{Activity: alive, Wait: flush})
-	if err != nil {
-		return nil, timeout(err)
-	}
-	r.opened = true
-	defer st.Close()
-	wn, ok := st.(WaitNotifier)
-	hold := ok && wn.NotifiesWait()
-	var deltas deltaBuffer
-	// In enforce mode the attempt's lines pass the output check on their way out.
-	emit := send
-	var filter *outputFilter
-	if s.safety.Enforcing() {
-		filter = newOutputFilter(s.safety)
-		emit = func(e Event) { filter.emit(e, send) }
-	}
-	unsafe := func() bool {
-		if filter == nil || !filter.hit.Crisis {
-			return false
-		}
-		r.records = append(r.records, r.safetyRecords(safety.StageOutput,
-			[]safety.Check{{Classifier: safety.BuiltinName, Verdict: filter.hit}}, safety.ActionRetracted)...)
-		return true
-	}
-	collect := func(e Event) { deltas.add(e, emit) }
-	limit := s.outputLimit(r.contract)
-	for {
-		f, err := st.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, timeout(err)
-		}
-		alive()
-		if f.Usage != nil {
-			// A report is the stream's total so far (OpenAI's one last chunk, or vLLM's running
-			// totals on every chunk), so the last one is the attempt's usage.
-			u := *f.Usage
-			r.usage = &u
-		}
-		if f.FinishReason != "" {
-			r.finish = f.FinishReason
-		}
-		r.badUsage = r.badUsage || f.BadUsage
-		if f.Content == "" && f.ToolArgs == "" && f.ToolCallID == "" {
-			continue
-		}
-		// The bound is checked before the fragment is fed, so no byte past it is kept or
-		// relayed, and returning closes the stream: nothing more is read. A tool call's id and
-		// name count too: a contract keeps them, and an endpoint could open calls without end.
-		if r.size += len(f.Content) + len(f.ToolArgs) + len(f.ToolCallID) + len(f.ToolName); r.size > limit {
-			return nil, outputTooLong(limit)
-		}
-		r.keepReply(f.Content)
-		r.keepReply(f.ToolArgs)
-		err = r.turn.Feed(f, collect)
-		deltas.flush(emit)
-		if unsafe() {
-			return nil, errUnsafeOutput
-		}
-		if !hold {
-			flush()
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	wd.stop()
-	if filter != nil && !filter.flush(send) && unsafe() {
-		return nil, errUnsafeOutput
-	}
-	out, err := r.turn.Finish()
-	if err != nil && r.finish == FinishLength && isInvalidOutput(err) {
-		// Output cut at the endpoint's token cap is unusable because it is cut, whatever the
-		// contract found wrong with its remains (typically an unexpected end of JSON): the
-		// model is told to be shorter rather than to mend a syntax error it did not make.
-		// A cut well short of the cap came from the context window, which the prompt filled.
-		r.contextCut = req.MaxTokens > 0 && r.replyTokens() < req.MaxTokens/2
-		return nil, Wrap(err, KindStream, CodeValidationFailed, cutOff)
-	}
-	return out, err
-}
-
-// replyTokens returns the tokens of the attempt's reply: the endpoint's count when it reported
-// one, otherwise one per 4 bytes, the estimate the gateway uses wherever it has no count.
-func (r *TurnRun) replyTokens() int {
-	if r.usage != nil && r.usage.CompletionTokens > 0 {
-		return r.usage.CompletionTokens
-	}
-	return (r.size + 3) / 4
-}
-
-// fit returns the messages of req for an attempt: the conversation squeezed to level (see
-// squeeze), and the corrective messages of fix and the failed reply when there is a fix. When
-// the endpoint's context window is known (window > 0) and the request would not fit it (its
-// messages at one token per 4 bytes, the estimate the gateway uses wherever it has no count,
-// and the completion cap), the failed reply is left out first, then the conversation is
-// squeezed further, up to maxSqueezes; what still does not fit is sent, and the endpoint's
-// refusal is retried as any other.
-func fit(req ModelRequest, level int, failed, fix string, window int) []Message {
-	base := req.Messages
-	for {
-		msgs := base
-		if level > 0 {
-			msgs = squeeze(base, level)
-		}
-		if fix != "" {
-			msgs = append(slices.Clip(msgs), correctiveMessages(failed, fix)...)
-		}
-		if window <= 0 || promptTokens(msgs)+req.MaxTokens <= window {
-			return msgs
-		}
-		switch {
-		case failed != "":
-			failed = ""
-		case level < maxSqueezes:
-			level++
-		default:
-			return msgs
-		}
-	}
-}
-
-// promptTokens estimates the tokens of msgs at one per 4 bytes of text.
-func promptTokens(msgs []Message) int {
-	n := 0
-	for _, m := range msgs {
-		n += messageBytes(m)
-	}
-	return (n + 3) / 4
-}
-
-// maxSqueezes bounds the attempts of a turn that sends less of its conversation because the
-// endpoint's context window was full: the first sends the newer half of the history, the
-// second none of it.
-const maxSqueezes = 2
-
-// squeeze returns msgs with less of the conversation before the turn's own message (the last
-// user message): at level 1 the older half of it is dropped, at level 2 all of it. The
-// leading system messages stay, and a cut falls only before a user message, so that a tool
-// call is never separated from its result.
-func squeeze(msgs []Message, level int) []Message {
-	head := 0
-	for head < len(msgs) && msgs[head].Role == RoleSystem {
-		head++
-	}
-	last := -1
-	for i := len(msgs) - 1; i >= head; i-- {
-		if msgs[i].Role == RoleUser {
-			last = i
-			break
-		}
-	}
-	if last <= head {
-		return msgs
-	}
-	cut := last
-	if level < 2 {
-		// The user message nearest the middle of the conversation: the first after it, or,
-		// when a long exchange of tool calls follows the middle, the last before it.
-		mid := head + (last-head+1)/2
-		for i := mid; i < last; i++ {
-			if msgs[i].Role == RoleUser {
-				cut = i
-				break
-			}
-		}
-		for i := mid - 1; cut == last && i > head; i-- {
-			if msgs[i].Role == RoleUser {
-				cut = i
-			}
-		}
-	}
-	return append(slices.Clip(msgs[:head]), msgs[cut:]...)
-}
-
-// FinishLength is the finish reason of a completion the endpoint cut at its token cap.
-const FinishLength = "length"
-
-// cutOff is the problem of a reply cut at the token cap, as the corrective retry tells it.
-const cutOff = "your answer was cut off: be shorter"
-
-// maxReplyEcho bounds how much of a failed reply the corrective retry shows the model: enough
-// to recognise what it wrote (and where it went wrong, for a short reply), while a reply that
-// ran to the token cap does not double the next request.
-const maxReplyEcho = 4 << 10
-
-// keepReply adds text to the attempt's reply, up to maxReplyEcho bytes.
-func (r *TurnRun) keepReply(text string) {
-	n := min(maxReplyEcho-len(r.reply), len(text))
-	r.reply = append(r.reply, text[:n]...)
-	r.replyCut = r.replyCut || n < len(text)
-}
-
-// failedReply returns the attempt's reply as the corrective retry shows it: valid UTF-8 (the
-// cut may have split a character), marked when it was cut.
-func (r *TurnRun) failedReply() string {
-	s := strings.ToValidUTF8(string(r.reply), "")
-	if r.replyCut {
-		s += " [… cut]"
-	}
-	return s
-}
-
-// correctiveMessages are what the corrective retry appends to the request: the failed reply as
-// the model's own (assistant) message, cut to maxReplyEcho bytes, and the correction as the
-// user's answer to it, so that "your previous reply" names a message the model can see and the
-// conversation alternates as chat templates expect. A tool call's arguments are shown as the
-// message's text rather than as a call: a call in a request needs a tool message after it, and
-// some servers (llama.cpp among them) parse its arguments, which a failed reply's may not be.
-// An empty reply shows nothing (an empty assistant message is refused by some endpoints), and
-// its correction says that it was empty.
-func correctiveMessages(failed, fix string) []Message {
-	if strings.TrimSpace(failed) == "" {
-		return []Message{{Role: RoleUser, Content: fix}}
-	}
-	return []Message{{Role: RoleAssistant, Content: failed}, {Role: RoleUser, Content: fix}}
-}
-
-// watchdog enforces an attempt's first-byte deadline and then, re-armed by every sign of life
-// of the model, its idle deadline. It is paused while the engine writes to the client, so that
-// a slow client is never taken for a stalled model; the deadline starts over when the write
-// is done.
-type watchdog struct {
-	mu          sync.Mutex
-	t           *time.Timer
-	first, idle time.Duration
-	started     bool // the model has sent something
-	paused      bool // a write to the client is in progress, or the watchdog is stopped
-	stopped     bool
-}
-
-// newWatchdog starts a watchdog that calls fire, with whether the model had started, when a
-// deadline passes.
-func newWatchdog(first, idle time.Duration, fire func(started bool)) *watchdog {
-	w := &watchdog{first: first, idle: idle}
-	w.t = time.AfterFunc(first, func() {
-		w.mu.Lock()
-		started, paused := w.started, w.paused
-		w.mu.Unlock()
-		if !paused { // a write that began as the timer fired has the benefit of the doubt
-			fire(started)
-		}
-	})
-	return w
-}
-
-// alive records a sign of life of the model and re-arms the idle deadline.
-func (w *watchdog) alive() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.started = true
-	if !w.paused {
-		w.t.Reset(w.idle)
-	}
-}
-
-// pause stops the clock while the engine writes to the client.
-func (w *watchdog) pause() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.paused = true
-	w.t.Stop()
-}
-
-// resume starts the current deadline over once the write is done, unless the watchdog stopped.
-func (w *watchdog) resume() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.stopped {
-		return
-	}
-	w.paused = false
-	if w.started {
-		w.t.Reset(w.idle)
-	} else {
-		w.t.Reset(w.first)
-	}
-}
-
-// stop stops the watchdog for good.
-func (w *watchdog) stop() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.stopped, w.paused = true, true
-	w.t.Stop()
-}
-
-// pausing returns send with the watchdog paused while it runs.
-func (w *watchdog) pausing(send func(Event)) func(Event) {
-	return func(e Event) {
-		w.pause()
-		defer w.resume()
-		send(e)
-	}
-}
-
-// pausingFlush returns flush with the watchdog paused while it runs.
-func (w *watchdog) pausingFlush(flush func()) func() {
-	return func() {
-		w.pause()
-		defer w.resume()
-		flush()
-	}
-}
-
-// backoff returns the wait before retry n (1-based): exponential with full jitter, but never
-// shorter than the endpoint's Retry-After advice (itself capped).
-func (s *Service) backoff(n int, retryAfter time.Duration) time.Duration {
-	d := s.opts.BackoffBase << (n - 1)
-	if d > s.opts.BackoffMax || d <= 0 {
-		d = s.opts.BackoffMax
-	}
-	d = d/2 + rand.N(d/2+1)
-	if retryAfter > 0 {
-		retryAfter = min(retryAfter, s.opts.RetryAfterCap)
-		d = max(d, retryAfter)
-	}
-	return d
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// outputLimit returns the bound on one attempt's raw output for contract.
-func (s *Service) outputLimit(contract string) int {
-	if n := s.opts.ContractOutputBytes[contract]; n > 0 {
-		return n
-	}
-	return s.opts.MaxOutputBytes
-}
-
-// outputTooLong is the error of an attempt whose output passed limit bytes: unusable output,
-// like output that does not parse, so it gets the corrective retry and then the fallback or the
-// error line.
-func outputTooLong(limit int) error {
-	return Errorf(KindStream, CodeValidationFailed, "the reply is longer than the limit of %d bytes; keep it short", limit)
-}
-
-// isInvalidOutput reports whether err says the model's output was unusable (rather than that the
-// call failed), which is worth one retry with the problem fed back.
-func isInvalidOutput(err error) bool {
-	var e *Error
-	return errors.As(err, &e) && (e.Code == CodeValidationFailed || e.Code == CodeEmptyResponse)
-}
-
-func resetReason(err error) string {
-	var me *ModelError
-	switch {
-	case isInvalidOutput(err):
-		return "invalid_output"
-	case errors.As(err, &me) && me.Class == "timeout":
-		return "stalled"
-	default:
-		return "stream_interrupted"
-	}
-}
-
-// unusableAnswer is the message of the error line of a turn whose output stayed unusable after
-// the corrective retry.
-const unusableAnswer = "the model's answer could not be used, even after a retry"
-
-func correction(err error) string {
-	return "Your previous reply could not be used (" + AsError(err).Message + "). " +
-		"Reply again, following the required output format exactly."
+// ErrorEvent returns the error line that ends turn when err ended it: the one place that decides
+// the code and message of a stream's failure, for a turn that ran and for one refused before it
+// could (a coach.KindStream error of StartTurn).
+func ErrorEvent(err error, turn string) Event {
+	e := streamError(err)
+	return Event{Type: EventError, Code: e.Code, Message: e.Message, Turn: turn}
 }
 
 // streamError turns whatever ended a turn into the error its last line reports. The message of
@@ -1147,75 +696,4 @@ func streamError(err error) *Error {
 	default:
 		return Wrap(err, KindStream, CodeStreamFailed, "the model stream failed")
 	}
-}
-
-// appendHistory returns old+add trimmed to the last limit messages and to at most maxBytes of
-// message text. The cut only falls before a user message, so an assistant tool call is never
-// separated from its tool result.
-func appendHistory(old, add []Message, limit, maxBytes int) []Message {
-	all := make([]Message, 0, len(old)+len(add))
-	all = append(append(all, old...), add...)
-	cut := max(len(all)-limit, 0)
-	size := 0
-	for i := cut; i < len(all); i++ {
-		size += messageBytes(all[i])
-	}
-	if cut == 0 && size <= maxBytes {
-		return all
-	}
-	for cut < len(all) && (size > maxBytes || all[cut].Role != RoleUser) {
-		size -= messageBytes(all[cut])
-		cut++
-	}
-	return all[cut:]
-}
-
-// messageBytes is what a message adds to a session's size: its text and tool-call arguments.
-func messageBytes(m Message) int {
-	n := len(m.Content)
-	for _, c := range m.ToolCalls {
-		n += len(c.Arguments)
-	}
-	return n
-}
-
-// deltaBuffer joins the deltas that one fragment yields, so a fragment becomes at most one delta
-// line per text block however many pieces (escape sequences, runs) the contract found in it. A
-// lone delta, the common case, passes through as it is.
-type deltaBuffer struct {
-	first  Event
-	n      int
-	joined []byte
-}
-
-// add buffers a delta, first sending what is buffered when e belongs elsewhere.
-func (d *deltaBuffer) add(e Event, send func(Event)) {
-	if e.Type != EventDelta {
-		d.flush(send)
-		send(e)
-		return
-	}
-	if d.n > 0 && (e.Block != d.first.Block || e.BlockType != d.first.BlockType) {
-		d.flush(send)
-	}
-	switch d.n {
-	case 0:
-		d.first = e
-	case 1:
-		d.joined = append(append(d.joined[:0], d.first.Text...), e.Text...)
-	default:
-		d.joined = append(d.joined, e.Text...)
-	}
-	d.n++
-}
-
-// flush sends the buffered delta, if any.
-func (d *deltaBuffer) flush(send func(Event)) {
-	if d.n > 1 {
-		d.first.Text = string(d.joined)
-	}
-	if d.n > 0 {
-		send(d.first)
-	}
-	d.n = 0
 }

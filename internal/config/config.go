@@ -138,6 +138,10 @@ type Config struct {
 	// (each learner reference, when one is given; each client address when no API keys are
 	// configured); 0 turns it off.
 	SessionRateLimit int
+	// MaxSessionsPerLearner is COACH_MAX_SESSIONS_PER_LEARNER: the sessions one learner
+	// reference of a tenant may have kept at once; one more is 409 too_many_sessions. 0 turns
+	// the bound off.
+	MaxSessionsPerLearner int
 	// TurnRateLimit is COACH_TURN_RATE_LIMIT: turns a minute each session may take, and each
 	// learner reference of a tenant across its sessions, whether the model answers them or the
 	// gateway does (a held session's); 0 turns it off.
@@ -283,6 +287,8 @@ func Default() Config {
 		SafetyJudge:          "auto",
 		PIIRedact:            "mask",
 		TranscriptRetention:  365 * 24 * time.Hour,
+
+		MaxSessionsPerLearner: 1000,
 	}
 }
 
@@ -404,6 +410,7 @@ func Load(getenv func(string) string) (Config, error) {
 	str("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", &c.OTLPProtocol)
 	c.CORSOrigins, errs = parseOrigins(getenv("COACH_CORS_ORIGINS"), errs)
 	num("COACH_SESSION_RATE_LIMIT", &c.SessionRateLimit)
+	num("COACH_MAX_SESSIONS_PER_LEARNER", &c.MaxSessionsPerLearner)
 	num("COACH_TURN_RATE_LIMIT", &c.TurnRateLimit)
 	num("COACH_MAX_HEADER_BYTES", &c.MaxHeaderBytes)
 	num("COACH_MAX_CONNS", &c.MaxConns)
@@ -549,6 +556,7 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 		Int("apiKeys", len(c.APIKeys)).
 		Int("rateLimit", c.RateLimit).
 		Int("sessionRateLimit", c.SessionRateLimit).
+		Int("maxSessionsPerLearner", c.MaxSessionsPerLearner).
 		Int("turnRateLimit", c.TurnRateLimit).
 		Int("maxHeaderBytes", c.MaxHeaderBytes).
 		Int("maxConns", c.MaxConns).

@@ -16,8 +16,19 @@
 // fills only its own share, and another tenant's episode is still taken. Within a tenant, the
 // episodes of one source (one learner key, by the key that asserted the learner reference, or
 // one learner reference that an operator key gave) hold at most their own share too, so that
-// one learner's client cannot fill its tenant's share with references it made up. An episode
-// that finds no room is dropped, counted and logged at error level.
+// one learner's client cannot fill its tenant's share with references it made up.
+//
+// An episode that finds no room is not lost: with an Overflow (Options.Overflow) it is kept
+// outside the process, counted deferred and logged at error level, and taken back into the
+// queue when its tenant's share has room again, by this instance or another; so is an episode
+// whose attempts ran out, or that was still pending at the shutdown's deadline. The overflow
+// keeps one entry per source, learner reference and session (a later episode of the same
+// learner's session replaces an earlier one still waiting), and bounds each source's entries,
+// so a flood of one learner key takes the key's own room and never another learner's. Without
+// an Overflow such an episode is dropped, counted and logged at error level.
+//
+// An episode whose learner was erased after the episode began (Options.Tombstones) is not sent:
+// each attempt checks first.
 //
 // Logs name the episode, tenant and session, never the learner reference, the learner's text,
 // the body of a request or of an answer (which may echo it), the secret or the URL's
@@ -37,6 +48,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,6 +56,7 @@ import (
 
 	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/openai"
+	"github.com/coachgw/coachgw/internal/outbound"
 	"github.com/coachgw/coachgw/internal/redact"
 	"github.com/coachgw/coachgw/internal/safety"
 )
@@ -76,6 +89,12 @@ const (
 	// OutcomeDuplicate is an episode whose id was already pending or delivered: it is not sent
 	// again.
 	OutcomeDuplicate = "duplicate"
+	// OutcomeDeferred is an episode kept in the Overflow for a later attempt: it found no room
+	// in the queue, its attempts ran out, or the shutdown's deadline passed. It is counted
+	// again by the outcome of its later attempts.
+	OutcomeDeferred = "deferred"
+	// OutcomeErased is an episode whose learner was erased after it began: it is not sent.
+	OutcomeErased = "erased"
 )
 
 // Results of one attempt, as Observer.EscalationAttempted is told them.
@@ -93,9 +112,39 @@ const (
 type Observer interface {
 	// EscalationAttempted is called after each POST with its result (ResultOK, ...).
 	EscalationAttempted(result string)
-	// EscalationEnded is called once per Escalate call with its episode's outcome
-	// (OutcomeDelivered, ...).
+	// EscalationEnded is called with each outcome of an episode (OutcomeDelivered, ...): once
+	// per Escalate call, and once more each time an episode taken back from the Overflow ends.
 	EscalationEnded(outcome string)
+}
+
+// Overflow keeps, outside the process, the episodes the queue has no room for, so that they
+// outlive the process and are retried by whichever instance has room (see
+// redisstore.EscalationOverflow). An entry's key is its source (see overflowSource), a space,
+// and what tells one learner's session from another: an entry of the same key replaces the one
+// before it. Methods must be safe for concurrent use.
+type Overflow interface {
+	// Keep stores the episode's body (its JSON) under key in tenant's overflow, due at due,
+	// replacing what key held. It reports false when source has no room left; evicted is the
+	// id of another source's episode removed to make room for this one, or "".
+	Keep(ctx context.Context, tenant, source, key, episode string, body []byte, due time.Time) (kept bool, evicted string, err error)
+	// Due returns up to n of tenant's entries due by now, and makes each due again only at
+	// lease, so that no other instance takes them meanwhile.
+	Due(ctx context.Context, tenant string, now time.Time, n int, lease time.Time) ([]Entry, error)
+	// Done removes key from tenant's overflow when it still holds episode.
+	Done(ctx context.Context, tenant, source, key, episode string) error
+	// Tenants returns the tenants whose overflow may hold entries.
+	Tenants(ctx context.Context) ([]string, error)
+}
+
+// Entry is one episode kept in an Overflow.
+type Entry struct {
+	Key, Episode string
+	Body         []byte
+}
+
+// Tombstones tells when a learner was erased (coach.LearnerTombstones; *redisstore.Store).
+type Tombstones interface {
+	ErasedAt(ctx context.Context, tenant, learner string) (time.Time, bool, error)
 }
 
 // Defaults of Options.
@@ -112,6 +161,13 @@ const (
 	// pending: a learner in crisis has one episode per session held, rarely more than a few.
 	DefaultSourceQueueSize = 8
 	DefaultConcurrency     = 4
+	// DefaultOverflowInterval is how often the Overflow is asked for due episodes, besides
+	// each time an episode's delivery ends.
+	DefaultOverflowInterval = 5 * time.Second
+	// overflowTimeout bounds one call of the Overflow or the Tombstones.
+	overflowTimeout = 2 * time.Second
+	// overflowBatch bounds the entries one look at the Overflow takes per tenant.
+	overflowBatch = 32
 	// maxAnswer bounds how much of an answer's body is read (and discarded) so that its
 	// connection can be reused; an answer longer than that closes it instead.
 	maxAnswer = 64 << 10
@@ -129,13 +185,15 @@ type Options struct {
 	// whatever the caller filled in.
 	IncludeText bool
 	// HTTPClient carries the requests; when nil, New builds one with
-	// openai.NewHTTPClient(ConnectTimeout). Redirects are never followed either way.
+	// outbound.NewClient(ConnectTimeout). Redirects are never followed either way.
 	HTTPClient *http.Client
 	// ConnectTimeout bounds dialing when HTTPClient is nil (default openai.DefaultConnectTimeout).
 	ConnectTimeout time.Duration
 	// Timeout bounds each attempt, from dial to the answer's status (default DefaultTimeout).
 	Timeout time.Duration
-	// MaxAttempts bounds the POSTs of one episode (default DefaultMaxAttempts).
+	// MaxAttempts bounds the POSTs of one episode in one stay in the queue (default
+	// DefaultMaxAttempts); with an Overflow an episode whose attempts ran out is kept there and
+	// taken back MaxBackoff later.
 	MaxAttempts int
 	// Backoff is the wait before the second attempt; each later wait doubles, up to MaxBackoff
 	// (defaults DefaultBackoff, DefaultMaxBackoff). A wait is drawn at random from its upper
@@ -151,6 +209,15 @@ type Options struct {
 	QueueSize, TenantQueueSize, SourceQueueSize int
 	// Concurrency bounds the POSTs in flight at once (default DefaultConcurrency).
 	Concurrency int
+	// Overflow, when set, keeps the episodes the queue has no room for (see Overflow); without
+	// it they are dropped.
+	Overflow Overflow
+	// OverflowInterval is how often the Overflow is asked for due episodes (default
+	// DefaultOverflowInterval).
+	OverflowInterval time.Duration
+	// Tombstones, when set, is asked before each attempt whether the episode's learner was
+	// erased since the episode began; such an episode is not sent.
+	Tombstones Tombstones
 	// Observer, when set, counts attempts and outcomes.
 	Observer Observer
 	// Log receives the webhook's warnings and errors.
@@ -184,6 +251,10 @@ type Webhook struct {
 	// repeat is not sent again.
 	delivered     map[string]struct{}
 	deliveredFIFO []string
+	// freed wakes the overflow's loop when an episode's delivery ends; lease is how long an
+	// entry taken from the Overflow is left to this instance before another may take it.
+	freed chan struct{}
+	lease time.Duration
 }
 
 var _ coach.Escalator = (*Webhook)(nil)
@@ -229,21 +300,45 @@ func New(o Options) *Webhook {
 	if o.HTTPClient != nil {
 		hc = *o.HTTPClient
 	} else {
-		hc = *openai.NewHTTPClient(o.ConnectTimeout)
+		hc = *outbound.NewClient(o.ConnectTimeout)
 	}
 	// A redirect is answered, not followed: the operator configured where episodes go, and a
 	// receiver (or whoever took over its address) must not send them, signed, elsewhere.
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	if o.OverflowInterval <= 0 {
+		o.OverflowInterval = DefaultOverflowInterval
+	}
 	stop, stopNow := context.WithCancel(context.Background())
-	return &Webhook{
+	w := &Webhook{
 		o: o, hc: &hc, scrub: redact.NewScrubber(o.Secret, o.URL), url: redact.URL(o.URL),
 		sem: make(chan struct{}, o.Concurrency), stop: stop, stopNow: stopNow, drain: make(chan struct{}),
 		pending: map[string]struct{}{}, byTenant: map[string]int{}, bySource: map[string]int{}, delivered: map[string]struct{}{},
+		freed: make(chan struct{}, 1), lease: attemptsSpan(o),
 	}
+	if o.Overflow != nil {
+		w.wg.Add(1)
+		go w.refillLoop()
+	}
+	return w
+}
+
+// attemptsSpan returns the longest the attempts of one episode may take under o: every wait
+// at its longest and every attempt at its timeout, with a minute to spare.
+func attemptsSpan(o Options) time.Duration {
+	d := time.Duration(o.MaxAttempts)*o.Timeout + time.Minute
+	wait := o.Backoff
+	for a := 1; a < o.MaxAttempts; a++ {
+		d += min(wait, o.MaxBackoff)
+		if wait < o.MaxBackoff {
+			wait *= 2
+		}
+	}
+	return d
 }
 
 // Escalate queues ep for delivery and returns at once. An episode whose id is pending or was
-// delivered is not sent again; one that finds no room in the queue is dropped.
+// delivered is not sent again; one that finds no room in the queue is kept in the Overflow, or
+// dropped when there is none.
 func (w *Webhook) Escalate(ep safety.Episode) {
 	if !w.o.IncludeText {
 		ep.Text = ""
@@ -251,34 +346,208 @@ func (w *Webhook) Escalate(ep safety.Episode) {
 	w.mu.Lock()
 	_, isPending := w.pending[ep.ID]
 	_, wasDelivered := w.delivered[ep.ID]
-	var full string
-	switch {
-	case isPending || wasDelivered:
+	if isPending || wasDelivered {
 		w.mu.Unlock()
 		w.ended(OutcomeDuplicate)
 		return
-	case w.closed:
-		full = "the gateway is shutting down"
-	case len(w.pending) >= w.o.QueueSize:
-		full = "the queue is full"
-	case w.byTenant[ep.Tenant] >= w.o.TenantQueueSize:
-		full = "the tenant's share of the queue is full"
-	case w.bySource[source(ep)] >= w.o.SourceQueueSize:
-		full = "the share of the queue of the episode's learner key or reference is full"
 	}
-	if full != "" {
+	full := w.full(ep)
+	if full == "" {
+		w.admit(ep)
 		w.mu.Unlock()
-		w.ended(OutcomeDropped)
-		w.logEpisode(w.o.Log.Error(), ep).Str("reason", full).
-			Msg("crisis escalation dropped: it is not sent to the escalation webhook")
 		return
 	}
+	if w.closed || w.o.Overflow == nil {
+		// After Close nothing waits for a goroutine: the episode is kept (or dropped) here.
+		w.mu.Unlock()
+		w.keep(ep, full, w.o.Now().Add(w.o.Backoff))
+		return
+	}
+	w.wg.Add(1)
+	w.mu.Unlock()
+	go func() {
+		defer w.wg.Done()
+		w.keep(ep, full, w.o.Now().Add(w.o.Backoff))
+	}()
+}
+
+// full returns why the queue has no room for ep, or "" when it has. w.mu must be held.
+func (w *Webhook) full(ep safety.Episode) string {
+	switch {
+	case w.closed:
+		return "the gateway is shutting down"
+	case len(w.pending) >= w.o.QueueSize:
+		return "the queue is full"
+	case w.byTenant[ep.Tenant] >= w.o.TenantQueueSize:
+		return "the tenant's share of the queue is full"
+	case w.bySource[source(ep)] >= w.o.SourceQueueSize:
+		return "the share of the queue of the episode's learner key or reference is full"
+	}
+	return ""
+}
+
+// admit takes ep into the queue and starts its delivery. w.mu must be held.
+func (w *Webhook) admit(ep safety.Episode) {
 	w.pending[ep.ID] = struct{}{}
 	w.byTenant[ep.Tenant]++
 	w.bySource[source(ep)]++
 	w.wg.Add(1)
-	w.mu.Unlock()
 	go w.deliver(ep)
+}
+
+// keep puts ep in the Overflow, due at due, and counts it deferred; without an Overflow, or
+// when it cannot take ep, ep is dropped. Either is logged at error level with why the queue
+// did not take it.
+func (w *Webhook) keep(ep safety.Episode, why string, due time.Time) {
+	var evicted string
+	err := errors.New("no overflow is configured")
+	if w.o.Overflow != nil {
+		var kept bool
+		kept, evicted, err = w.put(ep, due)
+		if err == nil && !kept {
+			err = errors.New("the overflow's share of the episode's learner key or reference is full")
+		}
+	}
+	if err != nil {
+		w.ended(OutcomeDropped)
+		w.logEpisode(w.o.Log.Error(), ep).Str("reason", why).Str("error", redact.Excerpt(w.scrub.Scrub(err.Error()), 300)).
+			Msg("crisis escalation dropped: it is not sent to the escalation webhook")
+	} else {
+		w.ended(OutcomeDeferred)
+		w.logEpisode(w.o.Log.Error(), ep).Str("reason", why).Time("due", due).
+			Msg("crisis escalation deferred: it is kept in the overflow and tried again later")
+	}
+	if evicted != "" {
+		w.ended(OutcomeDropped)
+		w.o.Log.Error().Str("episode", evicted).Str("tenant", ep.Tenant).Str("url", w.url).
+			Msg("crisis escalation dropped from the overflow: its learner key or reference held the most of its tenant's full overflow")
+	}
+}
+
+// put writes ep to the Overflow, due at due.
+func (w *Webhook) put(ep safety.Episode, due time.Time) (bool, string, error) {
+	body, err := json.Marshal(ep)
+	if err != nil {
+		return false, "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), overflowTimeout)
+	defer cancel()
+	return w.o.Overflow.Keep(ctx, ep.Tenant, overflowSource(ep), overflowKey(ep), ep.ID, body, due)
+}
+
+// done removes ep from the Overflow, if it is there: its delivery came to an end that no retry
+// changes.
+func (w *Webhook) done(ep safety.Episode) {
+	if w.o.Overflow == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), overflowTimeout)
+	defer cancel()
+	if err := w.o.Overflow.Done(ctx, ep.Tenant, overflowSource(ep), overflowKey(ep), ep.ID); err != nil {
+		w.logEpisode(w.o.Log.Warn(), ep).Str("error", redact.Excerpt(err.Error(), 300)).
+			Msg("a crisis escalation that ended stays in the overflow; it is tried again, and receivers deduplicate on its episode id")
+	}
+}
+
+// overflowSource is ep's source within its tenant's overflow: the learner key that asserted
+// its reference, else the reference, else its session. None holds a space.
+func overflowSource(ep safety.Episode) string {
+	switch {
+	case ep.Learner.AssertedBy != "":
+		return "key/" + ep.Learner.AssertedBy
+	case ep.Learner.Ref != "":
+		return "ref/" + ep.Learner.Ref
+	}
+	return "session/" + ep.Session
+}
+
+// overflowKey is ep's entry key in its tenant's overflow: its source, its learner reference
+// and its session, so that a later episode of the same learner's session replaces one still
+// waiting, and every other learner's keeps its own entry.
+func overflowKey(ep safety.Episode) string {
+	return overflowSource(ep) + " " + ep.Learner.Ref + " " + ep.Session
+}
+
+// refillLoop takes due episodes from the Overflow into the queue, every OverflowInterval and
+// whenever a delivery ends, until Close begins.
+func (w *Webhook) refillLoop() {
+	defer w.wg.Done()
+	t := time.NewTicker(w.o.OverflowInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.drain:
+			return
+		case <-t.C:
+		case <-w.freed:
+		}
+		w.refill()
+	}
+}
+
+// refill takes as many due episodes of each tenant from the Overflow as its share of the queue
+// has room for. One that its source's share has no room for is left in the Overflow, due
+// again after Backoff.
+func (w *Webhook) refill() {
+	ctx, cancel := context.WithTimeout(w.stop, overflowTimeout)
+	defer cancel()
+	tenants, err := w.o.Overflow.Tenants(ctx)
+	if err != nil {
+		w.o.Log.Warn().Str("error", redact.Excerpt(err.Error(), 300)).Msg("cannot read the escalation overflow; trying again later")
+		return
+	}
+	for _, tenant := range tenants {
+		w.mu.Lock()
+		n := min(w.o.QueueSize-len(w.pending), w.o.TenantQueueSize-w.byTenant[tenant], overflowBatch)
+		w.mu.Unlock()
+		if n <= 0 {
+			continue
+		}
+		now := w.o.Now()
+		entries, err := w.o.Overflow.Due(ctx, tenant, now, n, now.Add(w.o.Backoff))
+		if err != nil {
+			w.o.Log.Warn().Str("tenant", tenant).Str("error", redact.Excerpt(err.Error(), 300)).
+				Msg("cannot read the escalation overflow; trying again later")
+			return
+		}
+		for _, e := range entries {
+			var ep safety.Episode
+			if err := json.Unmarshal(e.Body, &ep); err != nil || ep.ID != e.Episode || ep.Tenant != tenant {
+				// Not an episode this code wrote: no retry makes it one.
+				src, _, _ := strings.Cut(e.Key, " ")
+				_ = w.o.Overflow.Done(ctx, tenant, src, e.Key, e.Episode)
+				w.ended(OutcomeDropped)
+				w.o.Log.Error().Str("tenant", tenant).Str("episode", e.Episode).
+					Msg("crisis escalation dropped: its entry in the overflow cannot be read")
+				continue
+			}
+			w.readmit(ep)
+		}
+	}
+}
+
+// readmit takes ep, from the Overflow, into the queue when there is room, and extends its
+// lease there to the longest its attempts may take.
+func (w *Webhook) readmit(ep safety.Episode) {
+	w.mu.Lock()
+	_, isPending := w.pending[ep.ID]
+	_, wasDelivered := w.delivered[ep.ID]
+	switch {
+	case wasDelivered:
+		w.mu.Unlock()
+		w.done(ep)
+		w.ended(OutcomeDuplicate)
+		return
+	case isPending || w.full(ep) != "":
+		w.mu.Unlock()
+		return
+	}
+	w.admit(ep)
+	w.mu.Unlock()
+	if _, _, err := w.put(ep, w.o.Now().Add(w.lease)); err != nil {
+		w.logEpisode(w.o.Log.Warn(), ep).Str("error", redact.Excerpt(err.Error(), 300)).
+			Msg("cannot extend an escalation's lease in the overflow; another instance may send it too, and receivers deduplicate on its episode id")
+	}
 }
 
 // Close stops taking episodes and waits until every pending one is delivered or given up, or
@@ -308,7 +577,8 @@ func (w *Webhook) Close(ctx context.Context) error {
 	}
 }
 
-// deliver posts ep until it is taken, refused or given up.
+// deliver posts ep until it is taken, refused or given up. With an Overflow, an episode whose
+// attempts ran out, or that the shutdown's deadline abandoned, is kept there for later.
 func (w *Webhook) deliver(ep safety.Episode) {
 	defer w.wg.Done()
 	outcome := w.attempts(ep)
@@ -326,7 +596,39 @@ func (w *Webhook) deliver(ep safety.Episode) {
 		w.remember(ep.ID)
 	}
 	w.mu.Unlock()
+	select {
+	case w.freed <- struct{}{}:
+	default:
+	}
+	if w.o.Overflow != nil {
+		switch outcome {
+		case OutcomeFailed:
+			w.keep(ep, "the escalation webhook did not take it in any attempt", w.o.Now().Add(w.o.MaxBackoff))
+			return
+		case OutcomeAbandoned:
+			w.keep(ep, "the shutdown deadline passed before the webhook took it", w.o.Now())
+			return
+		}
+		w.done(ep)
+	}
 	w.ended(outcome)
+}
+
+// erased reports whether ep's learner was erased since ep began. A tombstone that cannot be
+// read is logged and does not hold the episode back: a crisis goes out.
+func (w *Webhook) erased(ep safety.Episode) bool {
+	if w.o.Tombstones == nil || ep.Learner.Ref == "" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), overflowTimeout)
+	defer cancel()
+	at, ok, err := w.o.Tombstones.ErasedAt(ctx, ep.Tenant, ep.Learner.Ref)
+	if err != nil {
+		w.logEpisode(w.o.Log.Warn(), ep).Str("error", redact.Excerpt(err.Error(), 300)).
+			Msg("cannot tell whether a crisis escalation's learner was erased; sending it")
+		return false
+	}
+	return ok && !at.Before(ep.Time.Truncate(time.Millisecond))
 }
 
 // source returns whose share of its tenant's queue ep takes: the learner key that asserted its
@@ -355,6 +657,11 @@ func (w *Webhook) remember(id string) {
 func (w *Webhook) attempts(ep safety.Episode) string {
 	drain := w.drain
 	for attempt := 1; ; attempt++ {
+		if w.erased(ep) {
+			w.logEpisode(w.o.Log.Info(), ep).Int("attempts", attempt-1).
+				Msg("crisis escalation not sent: its learner was erased")
+			return OutcomeErased
+		}
 		a, ok := w.attempt(ep)
 		if ok {
 			w.observe(a.result)
@@ -464,9 +771,9 @@ func (w *Webhook) attempt(ep safety.Episode) (result, bool) {
 	case s >= 200 && s < 300:
 		r.result = ResultOK
 	case s == http.StatusTooManyRequests:
-		r.result, r.retry, r.retryAfter = ResultRateLimited, true, retryAfter(resp.Header.Get("Retry-After"), w.o.Now())
+		r.result, r.retry, r.retryAfter = ResultRateLimited, true, outbound.RetryAfter(resp.Header.Get("Retry-After"), w.o.Now())
 	case s >= 500 || s == http.StatusRequestTimeout:
-		r.result, r.retry, r.retryAfter = ResultServerError, true, retryAfter(resp.Header.Get("Retry-After"), w.o.Now())
+		r.result, r.retry, r.retryAfter = ResultServerError, true, outbound.RetryAfter(resp.Header.Get("Retry-After"), w.o.Now())
 	case s >= 300 && s < 400:
 		r.result = ResultRedirect
 	default:
@@ -491,23 +798,6 @@ func Sign(secret string, body []byte) string {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write(body)
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
-}
-
-// retryAfter reads a Retry-After header, in seconds or as an HTTP date; 0 when absent or unreadable.
-func retryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n <= 0 {
-			return 0
-		}
-		return time.Duration(min(n, int64(24*time.Hour/time.Second))) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }
 
 func (w *Webhook) observe(r string) {

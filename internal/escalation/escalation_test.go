@@ -530,25 +530,3 @@ func TestWait(t *testing.T) {
 		t.Errorf("defaults: %d attempts, waits up to %v; want 8 and 10m15s", d.o.MaxAttempts, most)
 	}
 }
-
-func TestRetryAfter(t *testing.T) {
-	now := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-	tests := []struct {
-		in   string
-		want time.Duration
-	}{
-		{"", 0},
-		{"0", 0},
-		{"-5", 0},
-		{"7", 7 * time.Second},
-		{"99999999999", 24 * time.Hour},
-		{"soon", 0},
-		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second},
-		{now.Add(-time.Minute).Format(http.TimeFormat), 0},
-	}
-	for _, tt := range tests {
-		if got := retryAfter(tt.in, now); got != tt.want {
-			t.Errorf("retryAfter(%q) = %v, want %v", tt.in, got, tt.want)
-		}
-	}
-}

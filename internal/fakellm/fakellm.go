@@ -53,6 +53,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/coachgw/coachgw/internal/outbound"
 )
 
 // Header names a client may set to steer one request.
@@ -392,7 +394,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, req *Request, se
 	}
 	ctx := r.Context()
 	rng := rand.New(rand.NewPCG(s.opts.Seed, seq))
-	if !sleep(ctx, fault.FirstByteDelay) {
+	if !outbound.Sleep(ctx, fault.FirstByteDelay) {
 		return false
 	}
 	if fault.Refuse {
@@ -540,19 +542,4 @@ func flush(w http.ResponseWriter) error {
 		return err
 	}
 	return nil
-}
-
-// sleep waits for d or until ctx ends, and reports whether ctx is still alive.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

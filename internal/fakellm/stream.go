@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/coachgw/coachgw/internal/outbound"
 )
 
 // plan is a response laid out as the events it is written in. Faults count events: an event is
@@ -143,14 +145,14 @@ func malformedEvent(m meta) []byte {
 func (s *Server) write(ctx context.Context, w http.ResponseWriter, p *plan, f Fault, rng *rand.Rand) bool {
 	seq := 0
 	for i, ev := range p.events {
-		if f.Stall > 0 && i == f.StallAfter && !sleep(ctx, f.Stall) {
+		if f.Stall > 0 && i == f.StallAfter && !outbound.Sleep(ctx, f.Stall) {
 			return false
 		}
 		if f.Cut && i == f.CutAfter {
 			hangUp(w)
 			return false
 		}
-		if i > 0 && !sleep(ctx, s.delay(rng)) {
+		if i > 0 && !outbound.Sleep(ctx, s.delay(rng)) {
 			return false
 		}
 		if err := writeEvent(ctx, w, ev, f.Drip); err != nil {
@@ -186,7 +188,7 @@ func writeEvent(ctx context.Context, w http.ResponseWriter, ev []byte, drip time
 		return flush(w)
 	}
 	for i := range ev {
-		if !sleep(ctx, drip) {
+		if !outbound.Sleep(ctx, drip) {
 			return ctx.Err()
 		}
 		if _, err := w.Write(ev[i : i+1]); err != nil {

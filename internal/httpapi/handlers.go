@@ -13,7 +13,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/coachgw/coachgw/internal/coach"
-	"github.com/coachgw/coachgw/internal/toulmin"
 	"github.com/coachgw/coachgw/internal/uistream"
 )
 
@@ -176,10 +175,7 @@ func (s *Server) putDraft(c echo.Context) error {
 	if err := s.cleanText("value", &in.Value); err != nil {
 		return err
 	}
-	sess, err := s.deps.Service.Update(c.Request().Context(), tenant(c), c.Param("id"), toulmin.Name, nil,
-		func(sess *coach.Session) (json.RawMessage, error) {
-			return toulmin.SetDraft(sess.State, in.Field, in.Value)
-		})
+	sess, err := s.deps.Service.SetDraft(c.Request().Context(), tenant(c), c.Param("id"), in.Field, in.Value)
 	if err != nil {
 		return err
 	}
@@ -201,8 +197,7 @@ func (s *Server) postProposal(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	sess, err := s.deps.Service.Update(c.Request().Context(), tenant(c), c.Param("id"), toulmin.Name, input,
-		func(sess *coach.Session) (json.RawMessage, error) { return toulmin.Decide(sess.State, in.Action) })
+	sess, err := s.deps.Service.Decide(c.Request().Context(), tenant(c), c.Param("id"), in.Action, input)
 	if err != nil {
 		return err
 	}

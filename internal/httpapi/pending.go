@@ -11,32 +11,12 @@ import (
 	"github.com/coachgw/coachgw/internal/uistream"
 )
 
-// TurnInputs keeps the learner input of each running turn where every instance can read it. A
-// turn stores its learner entry with its answer, at its end; until then a page restored from
-// GET …/chat/messages, on any instance, would lack the message the learner just sent. A
-// TurnLog that also implements TurnInputs (internal/redisstore's does) keeps them.
-type TurnInputs interface {
-	// KeepInput keeps input, the JSON of turn's learner input, for ttl.
-	KeepInput(ctx context.Context, session, turn string, input []byte, ttl time.Duration) error
-	// Input returns what KeepInput kept for turn of session, or nil.
-	Input(ctx context.Context, session, turn string) ([]byte, error)
-}
-
-// turnInputs returns the TurnLog's TurnInputs, or nil when turns are not kept for resume.
-func (s *Server) turnInputs() TurnInputs {
-	if s.deps.TurnLog == nil || s.deps.ResumeTTL <= 0 {
-		return nil
-	}
-	ti, _ := s.deps.TurnLog.(TurnInputs)
-	return ti
-}
-
 // keepInput keeps in, the learner input of turn of session, for as long as the turn may run, in
 // the background: the turn's first line does not wait for it. The input is encoded as the
 // engine encodes the learner's transcript entry, so the pending message and the stored one
 // have the same parts.
 func (s *Server) keepInput(c echo.Context, session, turn string, in coach.TurnInput) {
-	ti := s.turnInputs()
+	ti := s.deps.Turns.Inputs()
 	if ti == nil {
 		return
 	}
@@ -63,12 +43,12 @@ func (s *Server) keepInput(c echo.Context, session, turn string, in coach.TurnIn
 // kept. A turn that ended without being stored leaves nothing. It is best effort: a failure to
 // read is logged, and the page is answered without it.
 func (s *Server) pendingMessage(c echo.Context, entries []coach.TranscriptEntry) *uistream.UIMessage {
-	ti := s.turnInputs()
+	ti := s.deps.Turns.Inputs()
 	if ti == nil {
 		return nil
 	}
 	ctx, id := c.Request().Context(), c.Param("id")
-	turn, running, err := s.deps.TurnLog.Current(ctx, id)
+	turn, running, err := s.deps.Turns.Log().Current(ctx, id)
 	if err != nil {
 		logger(c).Warn().Err(err).Str("session", id).Msg("reading the running turn for chat/messages")
 		return nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/ndjson"
+	"github.com/coachgw/coachgw/internal/turns"
 )
 
 // chatReplay is what GET …/chat/stream knows of its turn from the lines logged before it
@@ -32,13 +33,14 @@ type chatReplay struct {
 // log: a turn that ends in between is then found ended in its log, whereas a log read first
 // could miss the last batch of a turn that the pointer then says has ended.
 func (s *Server) planChatReplay(ctx context.Context, session, turn string) (chatReplay, error) {
-	cur, running, err := s.deps.TurnLog.Current(ctx, session)
+	log := s.deps.Turns.Log()
+	cur, running, err := log.Current(ctx, session)
 	if err != nil {
 		return chatReplay{}, err
 	}
 	var p chatReplay
 	for cursor := ""; ; {
-		batches, err := s.deps.TurnLog.Read(ctx, session, turn, cursor, time.Millisecond)
+		batches, err := log.Read(ctx, session, turn, cursor, time.Millisecond)
 		if err != nil {
 			return chatReplay{}, err
 		}
@@ -60,7 +62,7 @@ func (s *Server) planChatReplay(ctx context.Context, session, turn string) (chat
 }
 
 // add takes the lines of batch b into p.
-func (p *chatReplay) add(b LogBatch) {
+func (p *chatReplay) add(b turns.Batch) {
 	n := b.First
 	last := ""
 	for lines := b.Lines; len(lines) > 0; {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/turns"
 )
 
 // Lines of a turn's log, as ndjson.Append writes them.
@@ -22,24 +23,24 @@ const (
 func TestChatReplayPlan(t *testing.T) {
 	tests := []struct {
 		name    string
-		batches []LogBatch
+		batches []turns.Batch
 		want    chatReplay
 	}{
 		{"running, nothing yet", nil, chatReplay{}},
-		{"running", []LogBatch{{Lines: []byte(lineDelta + lineDelta)}}, chatReplay{}},
-		{"stored", []LogBatch{{Lines: []byte(lineDelta)}, {First: 1, Lines: []byte(lineResult), End: true}},
+		{"running", []turns.Batch{{Lines: []byte(lineDelta + lineDelta)}}, chatReplay{}},
+		{"stored", []turns.Batch{{Lines: []byte(lineDelta)}, {First: 1, Lines: []byte(lineResult), End: true}},
 			chatReplay{ended: true}},
-		{"crisis stored", []LogBatch{{Lines: []byte(lineSafety + lineDelta + lineResult), End: true}},
+		{"crisis stored", []turns.Batch{{Lines: []byte(lineSafety + lineDelta + lineResult), End: true}},
 			chatReplay{ended: true}},
-		{"stopped", []LogBatch{{Lines: []byte(lineDelta + lineDelta)}, {First: 2, Lines: []byte(lineError), End: true}},
+		{"stopped", []turns.Batch{{Lines: []byte(lineDelta + lineDelta)}, {First: 2, Lines: []byte(lineError), End: true}},
 			chatReplay{ended: true, unstored: true}},
-		{"failed before a line", []LogBatch{{}, {Lines: []byte(lineError), End: true}},
+		{"failed before a line", []turns.Batch{{}, {Lines: []byte(lineError), End: true}},
 			chatReplay{ended: true, unstored: true}},
-		{"reset then stored", []LogBatch{{Lines: []byte(lineDelta + lineDelta)}, {First: 2, Lines: []byte(lineReset + lineDelta)}, {First: 4, Lines: []byte(lineResult), End: true}},
+		{"reset then stored", []turns.Batch{{Lines: []byte(lineDelta + lineDelta)}, {First: 2, Lines: []byte(lineReset + lineDelta)}, {First: 4, Lines: []byte(lineResult), End: true}},
 			chatReplay{ended: true, settled: 3}},
-		{"reset in a running turn", []LogBatch{{Lines: []byte(lineDelta + lineReset + lineDelta + lineReset)}},
+		{"reset in a running turn", []turns.Batch{{Lines: []byte(lineDelta + lineReset + lineDelta + lineReset)}},
 			chatReplay{settled: 4}},
-		{"an empty last batch after the result", []LogBatch{{Lines: []byte(lineDelta + lineResult)}, {First: 2, End: true}},
+		{"an empty last batch after the result", []turns.Batch{{Lines: []byte(lineDelta + lineResult)}, {First: 2, End: true}},
 			chatReplay{ended: true}},
 	}
 	for _, tt := range tests {

@@ -31,10 +31,11 @@ func (s *Server) currentTurn(c echo.Context, want string) (string, error) {
 	if _, err := s.deps.Service.GetSession(ctx, tenant(c), id); err != nil {
 		return "", err
 	}
-	if s.deps.TurnLog == nil || s.deps.ResumeTTL <= 0 {
+	log := s.deps.Turns.Log()
+	if log == nil {
 		return "", nil
 	}
-	turn, _, err := s.deps.TurnLog.Current(ctx, id)
+	turn, _, err := log.Current(ctx, id)
 	if err != nil {
 		return "", err
 	}
@@ -107,9 +108,10 @@ func (s *Server) follow(c echo.Context, turn string, after int64, out coach.Sink
 	ctx, cancel := context.WithDeadline(req.Context(), deadline)
 	defer cancel()
 	raw, _ := out.(*lineWriter)
+	log := s.deps.Turns.Log()
 	cursor := ""
 	for {
-		batches, err := s.deps.TurnLog.Read(ctx, id, turn, cursor, readBlock)
+		batches, err := log.Read(ctx, id, turn, cursor, readBlock)
 		if err != nil {
 			if ctx.Err() == nil {
 				logger(c).Warn().Err(err).Str("session", id).Str("turn", turn).Msg("reading a turn's lines")
@@ -122,9 +124,9 @@ func (s *Server) follow(c echo.Context, turn string, after int64, out coach.Sink
 			}
 			// Nothing new for a while: a log that is gone (expired, or its instance died
 			// before writing its end) will never end.
-			cur, running, err := s.deps.TurnLog.Current(ctx, id)
+			cur, running, err := log.Current(ctx, id)
 			if err != nil || cur != turn || !running {
-				if more, _ := s.deps.TurnLog.Read(ctx, id, turn, cursor, time.Millisecond); len(more) == 0 {
+				if more, _ := log.Read(ctx, id, turn, cursor, time.Millisecond); len(more) == 0 {
 					return nil
 				}
 			}
@@ -174,21 +176,12 @@ func (s *Server) deleteCurrentTurn(c echo.Context) error {
 	if _, err := s.deps.Service.GetSession(ctx, tenant(c), id); err != nil {
 		return err
 	}
-	if turn := s.running.running(id); turn != "" {
-		s.running.stop(id, turn)
-		return c.NoContent(http.StatusNoContent)
+	stopped, err := s.deps.Turns.Stop(ctx, id)
+	if err != nil {
+		return err
 	}
-	if s.deps.TurnLog != nil && s.deps.ResumeTTL > 0 {
-		turn, running, err := s.deps.TurnLog.Current(ctx, id)
-		if err != nil {
-			return err
-		}
-		if running {
-			if err := s.deps.TurnLog.Stop(ctx, id, turn); err != nil {
-				return err
-			}
-			return c.NoContent(http.StatusNoContent)
-		}
+	if stopped {
+		return c.NoContent(http.StatusNoContent)
 	}
 	return newHTTPError(http.StatusNotFound, codeNoRunningTurn, "the session has no running turn")
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/safety"
+	"github.com/coachgw/coachgw/internal/turns"
 )
 
 // Modules lists the loaded learning modules for the /v1/modules routes.
@@ -67,14 +68,9 @@ type Deps struct {
 	// TurnRateLimit bounds the turns each session, and each learner reference of a tenant,
 	// takes a minute (see turnlimit.go); 0 turns that off.
 	TurnRateLimit int
-	// CancelOnDisconnect (COACH_TURN_ON_DISCONNECT=cancel) ends a turn when its client goes
-	// away, as v1 did; otherwise the turn runs to its end.
-	CancelOnDisconnect bool
-	// TurnLog keeps turns' lines for resume and carries stops between instances; ResumeTTL is
-	// how long after its end a turn can be resumed (0 keeps no lines: no resume, and a stop
-	// reaches only the turns of this instance).
-	TurnLog   TurnLog
-	ResumeTTL time.Duration
+	// Turns runs the turns of this instance: their logs for resume, their stops and what a
+	// client's leaving does to them; nil runs turns without a log, to their end.
+	Turns *turns.Turns
 	// SafetyEvents reads the tenants' safety audit for GET /v1/safety/events (v1.3, operator
 	// keys only); nil leaves the route out.
 	SafetyEvents SafetyEvents
@@ -109,8 +105,6 @@ type Server struct {
 	// drain is cancelled when open streams must end; turns watch it.
 	drain       context.Context
 	cancelDrain context.CancelFunc
-	// running are the turns running on this instance.
-	running runningTurns
 }
 
 // New returns a Server with every route registered.
@@ -126,6 +120,9 @@ func New(d Deps) *Server {
 	}
 	if d.WriteTimeout <= 0 {
 		d.WriteTimeout = DefaultWriteTimeout
+	}
+	if d.Turns == nil {
+		d.Turns = turns.New(turns.Config{})
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true

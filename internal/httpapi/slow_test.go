@@ -13,6 +13,7 @@ import (
 
 	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/coach/coachtest"
+	"github.com/coachgw/coachgw/internal/turns"
 )
 
 // floodModel opens a toulmin result's assistantText and then streams text without end: far
@@ -47,7 +48,7 @@ func (s *floodStream) Close() error { return nil }
 // share the turn's deadline (plus writeGrace), so the blocked write fails and the session's lock
 // is released, instead of the handler waiting on the client for ever with the session locked.
 // By default (v1.2) the turn itself ends at its deadline (an endless answer), as it would
-// without its client; with CancelOnDisconnect the failed write cancels it, as in v1.
+// without its client; with turns.Config.CancelOnDisconnect the failed write cancels it, as in v1.
 func TestClientThatNeverReads(t *testing.T) {
 	chat := `{"messages":[{"id":"m","role":"user","parts":[{"type":"text","text":"Cities should ban cars."}]}]}`
 	tests := []struct {
@@ -77,7 +78,7 @@ func neverRead(t *testing.T, route, body string, cancel bool, outcome string) {
 		d.Service = coach.NewService(store, floodModel{}, contracts(t), coach.Options{
 			TurnTimeout: turnTimeout, MaxOutputBytes: 1 << 30,
 		}, nil)
-		d.CancelOnDisconnect = cancel
+		d.Turns = turns.New(turns.Config{CancelOnDisconnect: cancel})
 	})
 	id := ts.create("toulmin")
 	conn := smallWindowConn(t, ts.URL)

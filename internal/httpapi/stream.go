@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 	"time"
 
@@ -51,7 +50,7 @@ func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open ope
 			if err != nil {
 				return err
 			}
-			if err := w.Emit(coach.Event{Type: coach.EventError, Code: e.Code, Message: e.Message, Turn: turnID}); err != nil {
+			if err := w.Emit(coach.ErrorEvent(e, turnID)); err != nil {
 				return err
 			}
 			return w.Flush()
@@ -69,19 +68,14 @@ func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open ope
 	s.streams.Add(1)
 	s.open.Add(1)
 	defer func() { s.open.Add(-1); s.streams.Done() }()
-	// The turn is not the request's (v1.2): a client that goes away leaves it running to its
-	// end, on a context of its own that only its deadline (see coach.TurnRun.Run), the drain, a
-	// stop, or, with CancelOnDisconnect, the request's end cancel.
-	ctx, cancel := context.WithCancelCause(context.WithoutCancel(req.Context()))
-	defer cancel(nil)
-	stop := context.AfterFunc(s.drain, func() { cancel(coach.ErrShuttingDown) })
-	defer stop()
-	if s.deps.CancelOnDisconnect {
-		left := context.AfterFunc(req.Context(), func() { cancel(context.Canceled) })
-		defer left()
-	}
-	s.running.add(id, turnID, cancel)
-	defer s.running.remove(id, turnID)
+	// The turn is not the request's: it runs on a context of its own (see turns.Turns.Start),
+	// and what is left of its log is written after the response ends, which a drain waits for.
+	tr := s.deps.Turns.Start(req.Context(), s.drain, id, turnID)
+	defer func() {
+		done := tr.End()
+		s.streams.Add(1)
+		go func() { <-done; s.streams.Done() }()
+	}()
 
 	// A client that stops reading must not hold the turn, and its session's lock, longer than
 	// the turn may last: the stream's writes share the turn's deadline, plus a grace for the
@@ -97,18 +91,9 @@ func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open ope
 		run.Abort()
 		return err
 	}
-	sink := &turnSink{client: w, turn: turnID, cancelOnError: s.deps.CancelOnDisconnect}
-	if s.deps.TurnLog != nil && s.deps.ResumeTTL > 0 {
-		live := s.deps.Service.Options().TurnTimeout + writeGrace + s.deps.ResumeTTL
-		sink.log = newLineLog(s.deps.TurnLog, id, turnID, live, s.deps.ResumeTTL, logger(c))
-		s.streams.Add(1)
-		defer func() {
-			sink.log.close()
-			go func() { <-sink.log.done; s.streams.Done() }()
-		}()
-		s.keepInput(c, id, turnID, in)
-	}
-	rep := run.Run(ctx, limitsSink{Sink: sink, limits: s.limits(run.Session().Contract)})
+	sink := tr.Sink(w, s.deps.Service.Options().TurnTimeout+writeGrace, logger(c))
+	s.keepInput(c, id, turnID, in)
+	rep := run.Run(tr.Context(), limitsSink{Sink: sink, limits: s.limits(run.Session().Contract)})
 
 	log := logger(c)
 	ev := log.Info()
@@ -207,11 +192,11 @@ func (l *lineWriter) Emit(e coach.Event) error {
 	if l.buf, err = ndjson.Append(l.buf[:0], e); err != nil {
 		return err
 	}
-	return l.write(l.buf)
+	return l.WriteLine(l.buf)
 }
 
-// write writes line, one encoded NDJSON line.
-func (l *lineWriter) write(line []byte) error {
+// WriteLine writes line, one encoded NDJSON line (see turns.LineWriter).
+func (l *lineWriter) WriteLine(line []byte) error {
 	_, err := l.w.Write(line)
 	return err
 }

@@ -240,9 +240,10 @@ func New(opts ...Option) *Metrics {
 			"upstream"),
 		escalations: counter("escalations_total",
 			"Crisis episodes given to the escalation webhook, by outcome: delivered, rejected (a 4xx or a "+
-				"redirect, not retried), failed (every attempt failed), dropped (the queue or the tenant's share "+
-				"of it was full, or the gateway was shutting down), abandoned (the shutdown deadline passed), "+
-				"duplicate (already pending or delivered).",
+				"redirect, not retried), failed (every attempt failed), dropped (no room in the queue and none in "+
+				"the overflow), abandoned (the shutdown deadline passed), duplicate (already pending or delivered), "+
+				"deferred (kept in the overflow for a later attempt; counted again when it ends), erased (its "+
+				"learner was erased since; not sent).",
 			"outcome"),
 		escalationAttempts: counter("escalation_attempts_total",
 			"POSTs to the escalation webhook by result: ok, server_error (5xx, 408), rate_limited, timeout, "+

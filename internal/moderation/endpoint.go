@@ -4,7 +4,7 @@
 // (NewLlamaGuard3). Both speak HTTP, which is why they live here and not in internal/safety.
 //
 // Both go through the endpoint machinery of the gateway's model endpoints: the same HTTP client
-// (openai.NewHTTPClient, with COACH_CONNECT_TIMEOUT bounding the dial), every check bounded by
+// (outbound.NewClient, with COACH_CONNECT_TIMEOUT bounding the dial), every check bounded by
 // a timeout (COACH_SAFETY_TIMEOUT), and a circuit breaker (internal/breaker) of its own, keyed
 // by the classifier's identity, so that a classifier's outage never opens a model endpoint's
 // circuit nor the other way round. While the circuit is open a check fails at once with an
@@ -38,6 +38,7 @@ import (
 	"github.com/coachgw/coachgw/internal/breaker"
 	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/openai"
+	"github.com/coachgw/coachgw/internal/outbound"
 	"github.com/coachgw/coachgw/internal/redact"
 	"github.com/coachgw/coachgw/internal/safety"
 )
@@ -65,7 +66,7 @@ type Options struct {
 	// APIKey, when set, is sent as the bearer token. It is never logged nor put in an error.
 	APIKey string
 	// HTTPClient, when set, carries the requests; when nil the classifier builds one with
-	// openai.NewHTTPClient(ConnectTimeout), as the model endpoints do.
+	// outbound.NewClient(ConnectTimeout), as the model endpoints do.
 	HTTPClient *http.Client
 	// ConnectTimeout bounds dialing (default openai.DefaultConnectTimeout) when HTTPClient is nil.
 	ConnectTimeout time.Duration
@@ -105,7 +106,7 @@ func newEndpoint(o Options, defaultName, path string) *endpoint {
 	}
 	hc := o.HTTPClient
 	if hc == nil {
-		hc = openai.NewHTTPClient(o.ConnectTimeout)
+		hc = outbound.NewClient(o.ConnectTimeout)
 	}
 	bo := o.Breaker
 	if bo.Failures <= 0 {

@@ -15,6 +15,7 @@ import (
 	oai "github.com/sashabaranov/go-openai"
 
 	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/outbound"
 	"github.com/coachgw/coachgw/internal/redact"
 )
 
@@ -252,36 +253,26 @@ func (c *Client) misconfiguration(me *coach.ModelError) {
 	c.onMisconfigured(Misconfiguration{Endpoint: c.name, Problem: m.Problem, Fix: m.Fix})
 }
 
-// maxRetryAfter caps absurd advice; the engine caps it much lower anyway.
-const maxRetryAfter = 24 * time.Hour
-
-// retryAfter reads the endpoint's advice: OpenAI's retry-after-ms when present, else
-// Retry-After as delay-seconds or an HTTP date. It is zero when there is none or it has passed.
+// retryAfter reads the endpoint's advice: OpenAI's retry-after-ms (fractional milliseconds)
+// when present and readable, else the standard Retry-After (outbound.RetryAfter). It is zero
+// when there is none or it has passed.
 func retryAfter(h http.Header, now time.Time) time.Duration {
 	if v := h.Get("Retry-After-Ms"); v != "" {
 		if ms, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
 			return clampDelay(ms * float64(time.Millisecond))
 		}
 	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		return clampDelay(secs * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return clampDelay(float64(t.Sub(now)))
-	}
-	return 0
+	return outbound.RetryAfter(h.Get("Retry-After"), now)
 }
 
+// clampDelay caps retry-after-ms as outbound.RetryAfter caps Retry-After, and reads a negative
+// or NaN value as no advice.
 func clampDelay(ns float64) time.Duration {
 	switch {
 	case math.IsNaN(ns) || ns <= 0:
 		return 0
-	case ns >= float64(maxRetryAfter):
-		return maxRetryAfter
+	case ns >= float64(outbound.MaxRetryAfter):
+		return outbound.MaxRetryAfter
 	default:
 		return time.Duration(ns)
 	}

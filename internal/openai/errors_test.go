@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/outbound"
 )
 
 // fixedNow is the clock of tests that send Retry-After as a date.
@@ -245,13 +246,16 @@ func TestRetryAfter(t *testing.T) {
 	}{
 		{"none", http.Header{}, 0},
 		{"seconds", http.Header{"Retry-After": {"3"}}, 3 * time.Second},
-		{"fractional seconds", http.Header{"Retry-After": {"0.25"}}, 250 * time.Millisecond},
+		{"fractional seconds, which RFC 9110 does not allow", http.Header{"Retry-After": {"0.25"}}, 0},
 		{"date", http.Header{"Retry-After": {fixedNow.Add(time.Minute).Format(http.TimeFormat)}}, time.Minute},
 		{"date in the past", http.Header{"Retry-After": {fixedNow.Add(-time.Minute).Format(http.TimeFormat)}}, 0},
 		{"milliseconds", http.Header{"Retry-After-Ms": {"120"}}, 120 * time.Millisecond},
+		{"fractional milliseconds before seconds", http.Header{"Retry-After-Ms": {"0.5"}, "Retry-After": {"3"}}, 500 * time.Microsecond},
+		{"unreadable milliseconds fall back to seconds", http.Header{"Retry-After-Ms": {"x"}, "Retry-After": {"3"}}, 3 * time.Second},
+		{"huge milliseconds", http.Header{"Retry-After-Ms": {"1e30"}}, outbound.MaxRetryAfter},
 		{"negative", http.Header{"Retry-After": {"-5"}}, 0},
 		{"garbage", http.Header{"Retry-After": {"soon"}}, 0},
-		{"huge", http.Header{"Retry-After": {"1e30"}}, maxRetryAfter},
+		{"huge", http.Header{"Retry-After": {"99999999999"}}, outbound.MaxRetryAfter},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -36,7 +36,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -47,6 +46,7 @@ import (
 	oai "github.com/sashabaranov/go-openai"
 
 	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/outbound"
 	"github.com/coachgw/coachgw/internal/redact"
 )
 
@@ -303,7 +303,7 @@ func New(cfg Config) *Client {
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = NewHTTPClient(cfg.ConnectTimeout)
+		hc = outbound.NewClient(cfg.ConnectTimeout)
 	}
 	if cfg.DowngradeTTL <= 0 {
 		cfg.DowngradeTTL = DefaultDowngradeTTL
@@ -349,18 +349,6 @@ func (c *Client) String() string {
 
 // GoString is String, so that %#v never prints the key either.
 func (c *Client) GoString() string { return c.String() }
-
-// NewHTTPClient returns the client of the gateway's endpoints: no overall timeout (the engine owns
-// first-byte, idle and turn deadlines, and a safety classifier its check's), a dial bounded by
-// connect (COACH_CONNECT_TIMEOUT), and enough idle connections per host that concurrent turns
-// against one endpoint reuse connections instead of re-dialing.
-func NewHTTPClient(connect time.Duration) *http.Client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.DialContext = (&net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}).DialContext
-	tr.MaxIdleConns = 1024
-	tr.MaxIdleConnsPerHost = 1024
-	return &http.Client{Transport: tr}
-}
 
 // isReasoningModel asks go-openai's own validator, which rejects max_tokens exactly for the
 // reasoning model families, so the two never disagree.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coachgw/coachgw/internal/outbound"
 	"github.com/coachgw/coachgw/pkg/coachclient"
 )
 
@@ -51,7 +52,7 @@ func take(ctx context.Context, c *coachclient.Client, sess *coachclient.Session,
 	// stops reading at that line: a learner who answers at once may find the session still
 	// busy for a moment. That is the learner's haste, not the model's doing.
 	for wait := 0; isBusy(err) && wait < busyWaits; wait++ {
-		if !sleep(ctx, busyPause) {
+		if !outbound.Sleep(ctx, busyPause) {
 			break
 		}
 		start = time.Now()
@@ -114,18 +115,6 @@ const (
 func isBusy(err error) bool {
 	var apiErr *coachclient.APIError
 	return errors.As(err, &apiErr) && apiErr.Code == "session_busy"
-}
-
-// sleep waits for d or until ctx ends, and reports whether ctx is still alive.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // errorCode names a failure to take a turn: the gateway's error code, or "transport".

@@ -144,6 +144,10 @@ type Options struct {
 	// session's creation however active it stays (COACH_TRANSCRIPT_RETENTION): no write gives
 	// any of its keys a TTL reaching past it. Default DefaultRetention.
 	Retention time.Duration
+	// MaxLearnerSessions bounds the sessions kept of one learner reference of a tenant
+	// (COACH_MAX_SESSIONS_PER_LEARNER; see learnerHasRoom); 0 leaves them
+	// unbounded.
+	MaxLearnerSessions int
 }
 
 // Defaults of Options.
@@ -165,6 +169,8 @@ type Store struct {
 	maxBytes   int
 	timeout    time.Duration
 	retention  time.Duration
+	// maxLearner is Options.MaxLearnerSessions.
+	maxLearner int
 }
 
 var _ coach.Store = (*Store)(nil)
@@ -196,6 +202,7 @@ func New(client redis.UniversalClient, opts Options) *Store {
 	return &Store{
 		client: client, prefix: opts.Prefix, ttl: opts.TTL, maxEntries: opts.TranscriptMaxEntries,
 		maxBytes: opts.TranscriptMaxBytes, timeout: opts.Timeout, retention: opts.Retention,
+		maxLearner: max(0, opts.MaxLearnerSessions),
 	}
 }
 
@@ -369,7 +376,7 @@ var scripts = []*redis.Script{claimScript, commitScript, transcriptScript, renew
 // same round trip, in one MULTI/EXEC with the document: both or neither are written. On a
 // cluster the index and the document are in different slots, and it takes two round trips,
 // index first (see createIndexed). Either way no session of a learner escapes its learner's
-// export and erasure.
+// export and erasure. A learner at Options.MaxLearnerSessions gets none (see learnerHasRoom).
 func (s *Store) Create(ctx context.Context, sess *coach.Session) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -383,6 +390,9 @@ func (s *Store) Create(ctx context.Context, sess *coach.Session) error {
 	if sess.Learner == "" {
 		created, err = s.client.SetNX(ctx, key, doc, ttl).Result()
 	} else {
+		if err := s.learnerHasRoom(ctx, sess.Tenant, sess.Learner); err != nil {
+			return err
+		}
 		created, err = s.createIndexed(ctx, sess, doc, ttl)
 	}
 	if err != nil {

@@ -9,12 +9,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/coachgw/coachgw/internal/coach"
+	coachstoretest "github.com/coachgw/coachgw/internal/coach/storetest"
 	"github.com/coachgw/coachgw/internal/redisstore"
 	"github.com/coachgw/coachgw/internal/redisstore/storetest"
 )
 
-// TestStore runs the store contract (package storetest) and the cases only a single server shows
-// on the real Redis and on miniredis.
+// TestStore runs the store contract (package storetest), the coach.Store conformance suite every
+// store shares (package coach/storetest) and the cases only a single server shows on the real
+// Redis and on miniredis.
 func TestStore(t *testing.T) {
 	for _, b := range redisstore.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
@@ -24,6 +26,13 @@ func TestStore(t *testing.T) {
 			}
 			storetest.StoreContract(t, newFixture)
 			storetest.LearnerContract(t, newFixture)
+			t.Run("coach.Store conformance", func(t *testing.T) {
+				coachstoretest.Run(t, func(t *testing.T) coach.Store { return newFixture(t).Store })
+				coachstoretest.RunAudit(t, func(t *testing.T) coachstoretest.LearnerSafetyAudit {
+					f := newFixture(t)
+					return redisstore.NewSafetyAudit(f.Client, f.Prefix, time.Hour, 1000)
+				})
+			})
 			t.Run("resent claim and commit are idempotent", func(t *testing.T) { resentClaimAndCommit(t, newFixture(t)) })
 			t.Run("round trips", func(t *testing.T) { roundTrips(t, b, newFixture(t)) })
 		})

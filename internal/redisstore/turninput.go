@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/coachgw/coachgw/internal/httpapi"
+	"github.com/coachgw/coachgw/internal/turns"
 )
 
 // The learner input of a running turn is kept beside its log, under the session's hash tag
@@ -19,7 +19,7 @@ import (
 // A conversation restored while the turn runs shows the learner's message from it; once the turn
 // ends its transcript (or nothing, for a turn that stored nothing) takes over, and the key is
 // left to expire rather than deleted, which would cost every turn one more command.
-var _ httpapi.TurnInputs = (*TurnLog)(nil)
+var _ turns.Inputs = (*TurnLog)(nil)
 
 func (l *TurnLog) inputKey(session, turn string) string {
 	return l.prefix + ":{" + session + "}:ti:" + turn

@@ -9,11 +9,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/coachgw/coachgw/internal/httpapi"
+	"github.com/coachgw/coachgw/internal/turns"
 )
 
 // TurnLog keeps the lines of running and recent turns for resume, and carries stops between
-// instances: the httpapi.TurnLog of the gateway (v1.2, resumable turns).
+// instances: the turns.Log of the gateway (v1.2, resumable turns).
 //
 // A session has, besides the keys of Store, a current-turn pointer and one log per recent turn:
 //
@@ -47,7 +47,7 @@ func NewTurnLog(client redis.UniversalClient, prefix string) *TurnLog {
 	return &TurnLog{client: client, prefix: prefix}
 }
 
-var _ httpapi.TurnLog = (*TurnLog)(nil)
+var _ turns.Log = (*TurnLog)(nil)
 
 func (l *TurnLog) pointerKey(session string) string { return l.prefix + ":{" + session + "}:turn" }
 func (l *TurnLog) logKey(session, turn string) string {
@@ -55,10 +55,10 @@ func (l *TurnLog) logKey(session, turn string) string {
 }
 func (l *TurnLog) channel() string { return l.prefix + ":turnstop" }
 
-// Append writes one batch (see httpapi.TurnLog) in one round trip.
+// Append writes one batch (see turns.Log) in one round trip.
 func (l *TurnLog) Append(ctx context.Context, session, turn string, first int64, lines []byte, state string, ttl time.Duration) error {
 	key, ptr := l.logKey(session, turn), l.pointerKey(session)
-	end := state == httpapi.TurnEnded
+	end := state == turns.Ended
 	_, err := l.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		if len(lines) > 0 || end {
 			values := []any{"f", first, "l", lines}
@@ -85,12 +85,12 @@ func (l *TurnLog) Current(ctx context.Context, session string) (string, bool, er
 	}
 	id, _ := v[0].(string)
 	state, _ := v[1].(string)
-	return id, state == httpapi.TurnRunning, nil
+	return id, state == turns.Running, nil
 }
 
 // Read returns the batches after cursor, blocking up to block (at least a millisecond) for
 // the first.
-func (l *TurnLog) Read(ctx context.Context, session, turn, cursor string, block time.Duration) ([]httpapi.LogBatch, error) {
+func (l *TurnLog) Read(ctx context.Context, session, turn, cursor string, block time.Duration) ([]turns.Batch, error) {
 	if cursor == "" {
 		cursor = "0"
 	}
@@ -103,10 +103,10 @@ func (l *TurnLog) Read(ctx context.Context, session, turn, cursor string, block 
 	if err != nil {
 		return nil, failure("turn log", err)
 	}
-	var out []httpapi.LogBatch
+	var out []turns.Batch
 	for _, st := range res {
 		for _, m := range st.Messages {
-			b := httpapi.LogBatch{Cursor: m.ID}
+			b := turns.Batch{Cursor: m.ID}
 			s, _ := m.Values["f"].(string)
 			b.First, _ = strconv.ParseInt(s, 10, 64)
 			lines, _ := m.Values["l"].(string)

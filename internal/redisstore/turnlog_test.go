@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coachgw/coachgw/internal/httpapi"
+	"github.com/coachgw/coachgw/internal/turns"
 )
 
 // TestTurnLog runs the TurnLog against the real Redis and the embedded one: the current-turn
@@ -23,7 +23,7 @@ func TestTurnLog(t *testing.T) {
 			if id, running, err := log.Current(ctx, session); err != nil || id != "" || running {
 				t.Fatalf("Current before any turn = %q, %v, %v; want \"\", false, nil", id, running, err)
 			}
-			if err := log.Append(ctx, session, turn, 0, []byte("{\"type\":\"delta\",\"text\":\"a\"}\n{\"type\":\"delta\",\"text\":\"b\"}\n"), httpapi.TurnRunning, time.Minute); err != nil {
+			if err := log.Append(ctx, session, turn, 0, []byte("{\"type\":\"delta\",\"text\":\"a\"}\n{\"type\":\"delta\",\"text\":\"b\"}\n"), turns.Running, time.Minute); err != nil {
 				t.Fatalf("Append: %v", err)
 			}
 			if id, running, err := log.Current(ctx, session); err != nil || id != turn || !running {
@@ -37,7 +37,7 @@ func TestTurnLog(t *testing.T) {
 
 			// A reader blocked after the first batch is woken by the last one.
 			type read struct {
-				batches []httpapi.LogBatch
+				batches []turns.Batch
 				err     error
 			}
 			woken := make(chan read, 1)
@@ -46,7 +46,7 @@ func TestTurnLog(t *testing.T) {
 				woken <- read{bs, err}
 			}()
 			time.Sleep(100 * time.Millisecond) // let the XREAD block first; a later one finds the entry anyway
-			if err := log.Append(ctx, session, turn, 2, []byte("{\"type\":\"result\",\"turn\":\"t1\"}\n"), httpapi.TurnEnded, time.Minute); err != nil {
+			if err := log.Append(ctx, session, turn, 2, []byte("{\"type\":\"result\",\"turn\":\"t1\"}\n"), turns.Ended, time.Minute); err != nil {
 				t.Fatalf("Append of the end: %v", err)
 			}
 			select {

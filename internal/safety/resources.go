@@ -76,6 +76,50 @@ var builtinResources = map[string]LocaleResources{
 			{Name: "Emergencias (si estás en peligro ahora)", Phone: "911"},
 		},
 	},
+	// 116 123 is the EU's harmonised number for emotional support
+	// (https://digital-strategy.ec.europa.eu/en/policies/116-helplines), but it is in service in
+	// some member states only and under different services: it is named where the service that
+	// answers it is known (Samaritans in the UK and Ireland), not in a generic European entry
+	// whose number might not ring. Sources, read 2026-11: Samaritans https://www.samaritans.org/how-we-can-help/contact-samaritan/
+	// (116 123, free, 24 hours, UK and Ireland); NHS https://www.nhs.uk/nhs-services/mental-health-services/where-to-get-urgent-help-for-mental-health/
+	// (111, and 999 in an emergency).
+	"en-GB": {
+		Message: "You don't have to go through this alone. You can talk to someone right now, any time, for free.",
+		Resources: []Resource{
+			{Name: "Samaritans (free, any time)", Phone: "116 123", URL: "https://www.samaritans.org"},
+			{Name: "Emergency services (if you are in danger now)", Phone: "999"},
+			{Name: "NHS 111, urgent mental health help (choose the mental health option)", Phone: "111", URL: "https://111.nhs.uk"},
+		},
+	},
+	// Sources: Samaritans Ireland https://www.samaritans.org/ireland/how-we-can-help/contact-samaritan/
+	// (116 123, free, 24 hours); HSE https://www2.hse.ie/mental-health/services-support/get-urgent-help/
+	// (112 or 999 in an emergency).
+	"en-IE": {
+		Message: "You don't have to go through this alone. You can talk to someone right now, any time, for free.",
+		Resources: []Resource{
+			{Name: "Samaritans (free, any time)", Phone: "116 123", URL: "https://www.samaritans.org/ireland/"},
+			{Name: "Emergency services (if you are in danger now; 999 works too)", Phone: "112"},
+		},
+	},
+	// Sources: 9-8-8 https://988.ca (call or text 988, 24 hours, English and French); Government of
+	// Canada https://www.canada.ca/en/public-health/services/mental-health-services/mental-health-get-help.html
+	// (911 in an emergency).
+	"en-CA": {
+		Message: "You don't have to go through this alone. You can talk to someone right now, any time, for free.",
+		Resources: []Resource{
+			{Name: "9-8-8 Suicide Crisis Helpline", Phone: "988", Text: "988", URL: "https://988.ca"},
+			{Name: "Emergency services (if you are in danger now)", Phone: "911"},
+		},
+	},
+	// Sources: Lifeline Australia https://www.lifeline.org.au (13 11 14, 24 hours); healthdirect
+	// https://www.healthdirect.gov.au/emergency-situations-what-to-do (000 in an emergency).
+	"en-AU": {
+		Message: "You don't have to go through this alone. You can talk to someone right now, any time, for free.",
+		Resources: []Resource{
+			{Name: "Lifeline (any time)", Phone: "13 11 14", URL: "https://www.lifeline.org.au"},
+			{Name: "Emergency services (if you are in danger now)", Phone: "000"},
+		},
+	},
 	// The language-level and fallback entries name no emergency number: it differs by country
 	// (112, 911, 999…), and a wrong one is worse than the message's advice to call the local one.
 	"es": {

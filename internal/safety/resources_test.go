@@ -19,7 +19,12 @@ func TestResourcesFor(t *testing.T) {
 		{"es_mx", "es-MX", "800 911 2000"},
 		{"es-AR", "es", ""},
 		{"es", "es", ""},
-		{"en-GB", "en", ""},
+		{"en-GB", "en-GB", "116 123"},
+		{"en_gb", "en-GB", "116 123"},
+		{"en-IE", "en-IE", "116 123"},
+		{"en-CA", "en-CA", "988"},
+		{"en-AU", "en-AU", "13 11 14"},
+		{"en-NZ", "en", ""},
 		{"fr", "fr", ""},
 		{"", "en", ""},
 		{"../etc", "en", ""},
@@ -43,6 +48,39 @@ func TestResourcesFor(t *testing.T) {
 	_, us := r.For("es-US")
 	if first := us.Resources[0]; !strings.Contains(first.Name, "marca 2") || first.Text == "" {
 		t.Errorf("es-US 988 = %+v, want the Spanish option and the text line", first)
+	}
+}
+
+// TestResourcesEmergencyNumbers checks that a learner in each region with built-in resources has
+// a crisis line and the emergency number to tap, as the services' pages cited in resources.go
+// give them.
+func TestResourcesEmergencyNumbers(t *testing.T) {
+	r := BuiltinResources()
+	tests := []struct {
+		locale string
+		want   []string // every phone the locale's list must have
+	}{
+		{"en-US", []string{"988", "911"}},
+		{"en-GB", []string{"116 123", "999", "111"}},
+		{"en-IE", []string{"116 123", "112"}},
+		{"en-CA", []string{"988", "911"}},
+		{"en-AU", []string{"13 11 14", "000"}},
+		{"es-ES", []string{"024", "112"}},
+		{"es-MX", []string{"800 911 2000", "911"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.locale, func(t *testing.T) {
+			_, lr := r.For(tt.locale)
+			got := map[string]bool{}
+			for _, res := range lr.Resources {
+				got[res.Phone] = true
+			}
+			for _, phone := range tt.want {
+				if !got[phone] {
+					t.Errorf("For(%q) phones %v, want %q among them", tt.locale, lr.Resources, phone)
+				}
+			}
+		})
 	}
 }
 

@@ -116,6 +116,16 @@ func (*Contract) Limits() coach.Limits {
 	return coach.Limits{MessageChars: MaxMessage, DraftChars: MaxDraft}
 }
 
+// SetDraft is coach.Drafting's SetDraft: the package's SetDraft.
+func (*Contract) SetDraft(state json.RawMessage, field, value string) (json.RawMessage, error) {
+	return SetDraft(state, field, value)
+}
+
+// Decide is coach.Drafting's Decide: the package's Decide.
+func (*Contract) Decide(state json.RawMessage, action string) (json.RawMessage, error) {
+	return Decide(state, action)
+}
+
 // NewState returns the state of a new session: at the claim, with nothing drafted.
 func (*Contract) NewState(coach.NewSession) (json.RawMessage, error) {
 	s := State{Step: StepClaim, Draft: map[string]string{}, Turns: map[string]int{}}

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/coachgw/coachgw/internal/outbound"
 )
 
 // DefaultMaxLineBytes is the default bound of one stream line and of a JSON response body.
@@ -326,7 +328,7 @@ func (e *APIError) Error() string {
 
 // apiError reads a non-2xx answer.
 func apiError(resp *http.Response) *APIError {
-	e := &APIError{Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
+	e := &APIError{Status: resp.StatusCode, RetryAfter: outbound.RetryAfter(resp.Header.Get("Retry-After"), time.Now())}
 	var body struct {
 		Error   string `json:"error"`
 		Message string `json:"message"`
@@ -340,25 +342,6 @@ func apiError(resp *http.Response) *APIError {
 		e.Message = http.StatusText(resp.StatusCode)
 	}
 	return e
-}
-
-// retryAfter parses a Retry-After value: delay-seconds or an HTTP date.
-func retryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n <= 0 {
-			return 0
-		}
-		// A day is already absurd advice; the cap also keeps the Duration from overflowing.
-		return time.Duration(min(n, int64(24*time.Hour/time.Second))) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }
 
 // TurnRequest is a learner's turn. Which fields a session takes depends on its contract:

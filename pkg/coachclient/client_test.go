@@ -187,31 +187,6 @@ func TestAPIErrorMessage(t *testing.T) {
 	}
 }
 
-func TestRetryAfter(t *testing.T) {
-	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	tests := []struct {
-		value string
-		want  time.Duration
-	}{
-		{"", 0},
-		{"7", 7 * time.Second},
-		{" 7 ", 7 * time.Second},
-		{"0", 0},
-		{"-3", 0},
-		{"99999999999999", 24 * time.Hour},
-		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second},
-		{now.Add(-time.Minute).Format(http.TimeFormat), 0},
-		{"soon", 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.value, func(t *testing.T) {
-			if got := retryAfter(tt.value, now); got != tt.want {
-				t.Errorf("retryAfter(%q) = %v, want %v", tt.value, got, tt.want)
-			}
-		})
-	}
-}
-
 func TestTurnRequests(t *testing.T) {
 	step := Message("Cars out.")
 	step.Step = "claim"

@@ -1,7 +1,7 @@
 // @coachgw/client: a typed client of the coachgw gateway without runtime dependencies. The Vue
 // and React bindings are the subpath exports "@coachgw/client/vue" and "@coachgw/client/react".
 
-export { chatError, chatRoutes } from './ai.js';
+export { cardsOf, chatError, chatRoutes, chatTransportOptions, CoachChatHolder, createCoachChat, errorOf, isCardResult, isModuleResult, isToulminResult, messageText, moduleBlocks, restoreMessages, resultOf, safetyOf, textBlock, visibleParts } from './ai.js';
 export { CoachClient } from './client.js';
 export { CoachError } from './errors.js';
 export { DEFAULT_MAX_LINE_BYTES, LineBuffer, readNDJSON } from './ndjson.js';
@@ -56,6 +56,9 @@ export { coachTurn, collectTurn, parseEvent, readEvents, resumeTurn, stopTurn, s
  * @template [R=TurnResult]
  * @typedef {import('./ai.js').CoachDataParts<R>} CoachDataParts
  */
+/** @typedef {import('./ai.js').CoachChatStatus} CoachChatStatus */
+/** @typedef {import('./ai.js').ModuleBlock} ModuleBlock */
+/** @typedef {import('./ai.js').TextBlock} TextBlock */
 /** @typedef {import('./request.js').ClientOptions} ClientOptions */
 /** @typedef {import('./request.js').CallOptions} CallOptions */
 /** @typedef {import('./errors.js').CoachErrorKind} CoachErrorKind */

@@ -4,6 +4,7 @@
 
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 
+import { CoachChatHolder } from './ai.js';
 import { SessionRunner, TurnRunner } from './state.js';
 
 /** @typedef {import('./client.js').CoachClient} CoachClient */
@@ -150,4 +151,70 @@ export function useCoachSession(client, options) {
     remove: () => runner.remove(),
   }), [runner]);
   return { ...snapshot, ...calls, turn };
+}
+
+/** @typedef {import('./ai.js').CoachUIMessage} CoachUIMessage */
+/** @typedef {import('./ai.js').OpenOptions} OpenOptions */
+/**
+ * @template {import('ai').AbstractChat<CoachUIMessage>} T
+ * @typedef {import('./ai.js').UseCoachChatOptions<T>} UseCoachChatOptions
+ */
+/**
+ * @template {import('ai').AbstractChat<CoachUIMessage>} T
+ * @typedef {import('./ai.js').CoachChatSnapshot<T>} CoachChatSnapshot
+ */
+/**
+ * @template {import('ai').AbstractChat<CoachUIMessage>} T
+ * @typedef {import('./ai.js').CoachChat<T>} CoachChat
+ */
+
+/**
+ * What useCoachChat returns: the chat of the session opened last (chat, session, status, error,
+ * resets), and what drives it.
+ * @template {import('ai').AbstractChat<CoachUIMessage>} T
+ * @typedef {CoachChatSnapshot<T> & {
+ *   open: (sessionId: string, how?: OpenOptions) => Promise<CoachChat<T> | undefined>,
+ *   stop: () => Promise<boolean>,
+ *   refresh: () => Promise<Session | undefined>,
+ *   clearError: () => void,
+ * }} CoachChatState
+ */
+
+/**
+ * useCoachChat holds the AI SDK chat of one session at a time (createCoachChat): `open(id)`
+ * restores its conversation, follows its running turn and keeps `session` current; `stop()`
+ * stops a turn on the gateway too. Pass the `Chat` of `@ai-sdk/react` and ai's `DefaultChatTransport`
+ * (the package imports neither), and render the messages with `useChat({ chat })` in a component
+ * mounted once `chat` is there. When the component unmounts the chat stops reading; its turn
+ * goes on and is stored.
+ * @template {import('ai').AbstractChat<CoachUIMessage>} T
+ * @param {CoachClient} client
+ * @param {UseCoachChatOptions<T>} options read when a session is opened
+ * @returns {CoachChatState<T>}
+ */
+export function useCoachChat(client, options) {
+  const latest = useRef(options);
+  latest.current = options;
+  /** @type {CoachChatHolder<T>} */
+  const holder = useMemo(
+    () =>
+      new CoachChatHolder(
+        client,
+        {
+          ...latest.current,
+          onReset: (r) => latest.current.onReset?.(r),
+          onError: (e) => latest.current.onError?.(e),
+          onSession: (s) => latest.current.onSession?.(s),
+        },
+        (s) => setSnapshot(s),
+      ),
+    [client],
+  );
+  const [snapshot, setSnapshot] = useState(holder.snapshot);
+  useEffect(() => () => holder.close(), [holder]);
+  const open = useCallback((/** @type {string} */ id, /** @type {OpenOptions | undefined} */ how) => holder.open(id, how), [holder]);
+  const stop = useCallback(() => holder.stop(), [holder]);
+  const refresh = useCallback(() => holder.refresh(), [holder]);
+  const clearError = useCallback(() => holder.clearError(), [holder]);
+  return { ...snapshot, open, stop, refresh, clearError };
 }

@@ -3,6 +3,7 @@
 
 import { getCurrentInstance, getCurrentScope, onMounted, onScopeDispose, ref, shallowRef, toValue } from 'vue';
 
+import { CoachChatHolder } from './ai.js';
 import { SessionRunner, TurnRunner } from './state.js';
 
 /** @typedef {import('./client.js').CoachClient} CoachClient */
@@ -181,5 +182,79 @@ export function useCoachSession(client, options = {}) {
     decideProposal: (action) => runner.decideProposal(action),
     remove: () => runner.remove(),
     turn,
+  };
+}
+
+/** @typedef {import('./ai.js').CoachUIMessage} CoachUIMessage */
+/** @typedef {import('./ai.js').CoachChatError} CoachChatError */
+/** @typedef {import('./ai.js').CoachChatStatus} CoachChatStatus */
+/** @typedef {import('./ai.js').OpenOptions} OpenOptions */
+/**
+ * @template {import('ai').AbstractChat<CoachUIMessage>} T
+ * @typedef {import('./ai.js').UseCoachChatOptions<T>} UseCoachChatOptions
+ */
+/**
+ * @template {import('ai').AbstractChat<CoachUIMessage>} T
+ * @typedef {import('./ai.js').CoachChat<T>} CoachChat
+ */
+
+/**
+ * What useCoachChat returns: refs of the chat of the session opened last, and what drives it.
+ * @template {import('ai').AbstractChat<CoachUIMessage>} T
+ * @typedef {object} CoachChatRefs
+ * @property {Readonly<Ref<T | undefined>>} chat the SDK's Chat, once a session is opened (Vue's
+ *   Chat: its `messages` and `status` are reactive)
+ * @property {Readonly<Ref<Session | undefined>>} session the session as of its last turn
+ * @property {Readonly<Ref<CoachChatStatus>>} status
+ * @property {Readonly<Ref<CoachChatError | undefined>>} error the last error as the gateway's
+ *   {error, message}
+ * @property {Readonly<Ref<number>>} resets the resets heard since the session was opened
+ * @property {(sessionId: string, how?: OpenOptions) => Promise<CoachChat<T> | undefined>} open
+ *   opens a session's chat: restored and resumed by default
+ * @property {() => Promise<boolean>} stop stops the running turn, on the gateway too
+ * @property {() => Promise<Session | undefined>} refresh reads the session again
+ * @property {() => void} clearError
+ */
+
+/**
+ * useCoachChat holds the AI SDK chat of one session at a time (createCoachChat): `open(id)`
+ * restores its conversation, follows its running turn and keeps `session` current; `stop()`
+ * stops a turn on the gateway too. Pass the `Chat` of `@ai-sdk/vue` and ai's `DefaultChatTransport`
+ * (the package imports neither). When the component (or effect scope) goes away the chat stops
+ * reading; its turn goes on and is stored.
+ * @template {import('ai').AbstractChat<CoachUIMessage>} T
+ * @param {CoachClient} client
+ * @param {UseCoachChatOptions<T>} options
+ * @returns {CoachChatRefs<T>}
+ */
+export function useCoachChat(client, options) {
+  /** @type {Ref<T | undefined>} */
+  const chat = shallowRef();
+  /** @type {Ref<Session | undefined>} */
+  const session = shallowRef();
+  /** @type {Ref<CoachChatStatus>} */
+  const status = ref('idle');
+  /** @type {Ref<CoachChatError | undefined>} */
+  const error = shallowRef();
+  const resets = ref(0);
+  /** @type {CoachChatHolder<T>} */
+  const holder = new CoachChatHolder(client, options, (s) => {
+    chat.value = s.chat;
+    session.value = s.session;
+    status.value = s.status;
+    error.value = s.error;
+    resets.value = s.resets;
+  });
+  if (getCurrentScope()) onScopeDispose(() => holder.close());
+  return {
+    chat,
+    session,
+    status,
+    error,
+    resets,
+    open: (id, how) => holder.open(id, how),
+    stop: () => holder.stop(),
+    refresh: () => holder.refresh(),
+    clearError: () => holder.clearError(),
   };
 }

@@ -1,4 +1,4 @@
-export { chatError, chatRoutes } from './ai.js';
+export { cardsOf, chatError, chatRoutes, chatTransportOptions, CoachChatHolder, createCoachChat, errorOf, isCardResult, isModuleResult, isToulminResult, messageText, moduleBlocks, restoreMessages, resultOf, safetyOf, textBlock, visibleParts } from './ai.js';
 export { CoachClient } from './client.js';
 export { CoachError } from './errors.js';
 export { DEFAULT_MAX_LINE_BYTES, LineBuffer, readNDJSON } from './ndjson.js';
@@ -46,6 +46,9 @@ export type ResumeRequest = import('./stream.js').ResumeRequest;
 export type CoachChatError = import('./ai.js').CoachChatError;
 export type CoachUIMessage<C extends Contract = Contract> = import('./ai.js').CoachUIMessage<C>;
 export type CoachDataParts<R = TurnResult> = import('./ai.js').CoachDataParts<R>;
+export type CoachChatStatus = import('./ai.js').CoachChatStatus;
+export type ModuleBlock = import('./ai.js').ModuleBlock;
+export type TextBlock = import('./ai.js').TextBlock;
 export type ClientOptions = import('./request.js').ClientOptions;
 export type CallOptions = import('./request.js').CallOptions;
 export type CoachErrorKind = import('./errors.js').CoachErrorKind;
@@ -103,6 +106,9 @@ export type CollectedTurn<R = TurnResult> = import('./stream.js').CollectedTurn<
  * @template [R=TurnResult]
  * @typedef {import('./ai.js').CoachDataParts<R>} CoachDataParts
  */
+/** @typedef {import('./ai.js').CoachChatStatus} CoachChatStatus */
+/** @typedef {import('./ai.js').ModuleBlock} ModuleBlock */
+/** @typedef {import('./ai.js').TextBlock} TextBlock */
 /** @typedef {import('./request.js').ClientOptions} ClientOptions */
 /** @typedef {import('./request.js').CallOptions} CallOptions */
 /** @typedef {import('./errors.js').CoachErrorKind} CoachErrorKind */

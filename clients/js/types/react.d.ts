@@ -73,3 +73,52 @@ export type CoachSession<S = Record<string, unknown>, R = TurnResult> = SessionS
  * @returns {CoachSession<S, R>}
  */
 export declare function useCoachSession<S = Record<string, unknown>, R = TurnResult>(client: CoachClient, options?: TurnOptions<R>): CoachSession<S, R>;
+export type CoachUIMessage = import('./ai.js').CoachUIMessage;
+export type OpenOptions = import('./ai.js').OpenOptions;
+export type UseCoachChatOptions<T extends import('ai').AbstractChat<CoachUIMessage>> = import('./ai.js').UseCoachChatOptions<T>;
+export type CoachChatSnapshot<T extends import('ai').AbstractChat<CoachUIMessage>> = import('./ai.js').CoachChatSnapshot<T>;
+export type CoachChat<T extends import('ai').AbstractChat<CoachUIMessage>> = import('./ai.js').CoachChat<T>;
+export type CoachChatState<T extends import('ai').AbstractChat<CoachUIMessage>> = CoachChatSnapshot<T> & {
+    open: (sessionId: string, how?: OpenOptions) => Promise<CoachChat<T> | undefined>;
+    stop: () => Promise<boolean>;
+    refresh: () => Promise<Session | undefined>;
+    clearError: () => void;
+};
+/** @typedef {import('./ai.js').CoachUIMessage} CoachUIMessage */
+/** @typedef {import('./ai.js').OpenOptions} OpenOptions */
+/**
+ * @template {import('ai').AbstractChat<CoachUIMessage>} T
+ * @typedef {import('./ai.js').UseCoachChatOptions<T>} UseCoachChatOptions
+ */
+/**
+ * @template {import('ai').AbstractChat<CoachUIMessage>} T
+ * @typedef {import('./ai.js').CoachChatSnapshot<T>} CoachChatSnapshot
+ */
+/**
+ * @template {import('ai').AbstractChat<CoachUIMessage>} T
+ * @typedef {import('./ai.js').CoachChat<T>} CoachChat
+ */
+/**
+ * What useCoachChat returns: the chat of the session opened last (chat, session, status, error,
+ * resets), and what drives it.
+ * @template {import('ai').AbstractChat<CoachUIMessage>} T
+ * @typedef {CoachChatSnapshot<T> & {
+ *   open: (sessionId: string, how?: OpenOptions) => Promise<CoachChat<T> | undefined>,
+ *   stop: () => Promise<boolean>,
+ *   refresh: () => Promise<Session | undefined>,
+ *   clearError: () => void,
+ * }} CoachChatState
+ */
+/**
+ * useCoachChat holds the AI SDK chat of one session at a time (createCoachChat): `open(id)`
+ * restores its conversation, follows its running turn and keeps `session` current; `stop()`
+ * stops a turn on the gateway too. Pass the `Chat` of `@ai-sdk/react` and ai's `DefaultChatTransport`
+ * (the package imports neither), and render the messages with `useChat({ chat })` in a component
+ * mounted once `chat` is there. When the component unmounts the chat stops reading; its turn
+ * goes on and is stored.
+ * @template {import('ai').AbstractChat<CoachUIMessage>} T
+ * @param {CoachClient} client
+ * @param {UseCoachChatOptions<T>} options read when a session is opened
+ * @returns {CoachChatState<T>}
+ */
+export declare function useCoachChat<T extends import('ai').AbstractChat<CoachUIMessage>>(client: CoachClient, options: UseCoachChatOptions<T>): CoachChatState<T>;

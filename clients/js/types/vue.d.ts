@@ -167,3 +167,84 @@ export type CoachSession<S = Record<string, unknown>, R = TurnResult> = {
  * @returns {CoachSession<S, R>}
  */
 export declare function useCoachSession<S = Record<string, unknown>, R = TurnResult>(client: CoachClient, options?: TurnOptions<R>): CoachSession<S, R>;
+export type CoachUIMessage = import('./ai.js').CoachUIMessage;
+export type CoachChatError = import('./ai.js').CoachChatError;
+export type CoachChatStatus = import('./ai.js').CoachChatStatus;
+export type OpenOptions = import('./ai.js').OpenOptions;
+export type UseCoachChatOptions<T extends import('ai').AbstractChat<CoachUIMessage>> = import('./ai.js').UseCoachChatOptions<T>;
+export type CoachChat<T extends import('ai').AbstractChat<CoachUIMessage>> = import('./ai.js').CoachChat<T>;
+export type CoachChatRefs<T extends import('ai').AbstractChat<CoachUIMessage>> = {
+    /**
+     * the SDK's Chat, once a session is opened (Vue's
+     * Chat: its `messages` and `status` are reactive)
+     */
+    chat: Readonly<Ref<T | undefined>>;
+    /**
+     * the session as of its last turn
+     */
+    session: Readonly<Ref<Session | undefined>>;
+    status: Readonly<Ref<CoachChatStatus>>;
+    /**
+     * the last error as the gateway's
+     * {error, message}
+     */
+    error: Readonly<Ref<CoachChatError | undefined>>;
+    /**
+     * the resets heard since the session was opened
+     */
+    resets: Readonly<Ref<number>>;
+    /**
+     *   opens a session's chat: restored and resumed by default
+     */
+    open: (sessionId: string, how?: OpenOptions) => Promise<CoachChat<T> | undefined>;
+    /**
+     * stops the running turn, on the gateway too
+     */
+    stop: () => Promise<boolean>;
+    /**
+     * reads the session again
+     */
+    refresh: () => Promise<Session | undefined>;
+    clearError: () => void;
+};
+/** @typedef {import('./ai.js').CoachUIMessage} CoachUIMessage */
+/** @typedef {import('./ai.js').CoachChatError} CoachChatError */
+/** @typedef {import('./ai.js').CoachChatStatus} CoachChatStatus */
+/** @typedef {import('./ai.js').OpenOptions} OpenOptions */
+/**
+ * @template {import('ai').AbstractChat<CoachUIMessage>} T
+ * @typedef {import('./ai.js').UseCoachChatOptions<T>} UseCoachChatOptions
+ */
+/**
+ * @template {import('ai').AbstractChat<CoachUIMessage>} T
+ * @typedef {import('./ai.js').CoachChat<T>} CoachChat
+ */
+/**
+ * What useCoachChat returns: refs of the chat of the session opened last, and what drives it.
+ * @template {import('ai').AbstractChat<CoachUIMessage>} T
+ * @typedef {object} CoachChatRefs
+ * @property {Readonly<Ref<T | undefined>>} chat the SDK's Chat, once a session is opened (Vue's
+ *   Chat: its `messages` and `status` are reactive)
+ * @property {Readonly<Ref<Session | undefined>>} session the session as of its last turn
+ * @property {Readonly<Ref<CoachChatStatus>>} status
+ * @property {Readonly<Ref<CoachChatError | undefined>>} error the last error as the gateway's
+ *   {error, message}
+ * @property {Readonly<Ref<number>>} resets the resets heard since the session was opened
+ * @property {(sessionId: string, how?: OpenOptions) => Promise<CoachChat<T> | undefined>} open
+ *   opens a session's chat: restored and resumed by default
+ * @property {() => Promise<boolean>} stop stops the running turn, on the gateway too
+ * @property {() => Promise<Session | undefined>} refresh reads the session again
+ * @property {() => void} clearError
+ */
+/**
+ * useCoachChat holds the AI SDK chat of one session at a time (createCoachChat): `open(id)`
+ * restores its conversation, follows its running turn and keeps `session` current; `stop()`
+ * stops a turn on the gateway too. Pass the `Chat` of `@ai-sdk/vue` and ai's `DefaultChatTransport`
+ * (the package imports neither). When the component (or effect scope) goes away the chat stops
+ * reading; its turn goes on and is stored.
+ * @template {import('ai').AbstractChat<CoachUIMessage>} T
+ * @param {CoachClient} client
+ * @param {UseCoachChatOptions<T>} options
+ * @returns {CoachChatRefs<T>}
+ */
+export declare function useCoachChat<T extends import('ai').AbstractChat<CoachUIMessage>>(client: CoachClient, options: UseCoachChatOptions<T>): CoachChatRefs<T>;

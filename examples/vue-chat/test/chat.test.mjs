@@ -1,6 +1,6 @@
 // The chat route read by the AI SDK's own code: the SDK's chat transport (the request useChat
 // sends, its SSE parser and chunk schema), its message reader (readUIMessageStream), and
-// @ai-sdk/vue's Chat driven through src/coach.js, the module the example app uses.
+// @ai-sdk/vue's Chat made by @coachgw/client's createCoachChat, as the example app makes it.
 //
 //   COACHGW_URL=http://127.0.0.1:8080 FAKELLM_URL=http://127.0.0.1:9000 node --test test/
 //
@@ -8,13 +8,26 @@
 // (POST /_fakellm/enqueue) to cut a stream or send unusable output. e2e_test.go starts both.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { Chat } from '@ai-sdk/vue';
+import { CoachClient, createCoachChat, isCardResult as isCard, isModuleResult as isModule, isToulminResult as isToulmin, restoreMessages, resultOf, textBlock as textMetadata, visibleParts } from '@coachgw/client';
 import { DefaultChatTransport, readUIMessageStream } from 'ai';
-
-import { createChat, createSession, getSession, isCard, isModule, isToulmin, loadMessages, resultOf, stopTurn, textMetadata, toulminStep, visibleParts } from '../src/coach.js';
 
 const GATEWAY = (process.env.COACHGW_URL ?? '').replace(/\/+$/, '');
 const FAKELLM = (process.env.FAKELLM_URL ?? '').replace(/\/+$/, '');
 if (!GATEWAY || !FAKELLM) throw new Error('set COACHGW_URL and FAKELLM_URL (e2e_test.go does)');
+const client = new CoachClient({ baseURL: GATEWAY });
+
+/** createSession creates a session and returns its id. */
+const createSession = async (_gateway, body) => (await client.createSession(body)).id;
+
+/**
+ * createChat returns the Vue Chat of a session as createCoachChat makes it; restore and resume
+ * are off unless asked for. It resolves once the conversation is restored.
+ */
+async function createChat({ sessionId, restore = false, resume = false, onReset, onError }) {
+  const coach = await createCoachChat(client, sessionId, { Chat, DefaultChatTransport, restore, resume, onReset, onError });
+  return Object.assign(coach.chat, { coach });
+}
 
 /** enqueue scripts the model's next answers. */
 async function enqueue(...replies) {
@@ -81,7 +94,7 @@ test('the SDK keeps a reset-discarded part marked, and visibleParts leaves it ou
 
 test("Vue's Chat: a toulmin turn", async () => {
   const id = await createSession(GATEWAY, { contract: 'toulmin' });
-  const chat = createChat({ gateway: GATEWAY, sessionId: id });
+  const chat = await createChat({ sessionId: id });
   await chat.sendMessage({ text: 'Cities should ban private cars from their centres.' });
   assert.equal(chat.status, 'ready');
   assert.equal(chat.error, undefined);
@@ -96,23 +109,24 @@ test("Vue's Chat: a toulmin turn", async () => {
   assert.equal(resultOf(chat.lastMessage).session.version, 3);
 });
 
-test("Vue's Chat: onData drops the text a reset discarded", async () => {
+test("Vue's Chat: a reset is heard, and visibleParts leaves out the text it discarded", async () => {
   const id = await createSession(GATEWAY, { contract: 'toulmin' });
   const reasons = [];
-  const chat = createChat({ gateway: GATEWAY, sessionId: id, onReset: (r) => reasons.push(r) });
+  const chat = await createChat({ sessionId: id, onReset: (r) => reasons.push(r) });
   await enqueue(cutToulmin);
   await chat.sendMessage({ text: 'I think cars in cities are a problem.' });
   assert.equal(chat.status, 'ready');
   assert.deepEqual(reasons, ['stream_interrupted']);
   const reply = chat.lastMessage;
-  assert.deepEqual(reply.parts.map((p) => p.type), ['text', 'data-coach-result']);
-  assert.ok(!reply.parts[0].text.includes('discarded'), `the discarded text is gone: ${reply.parts[0].text}`);
-  assert.ok(resultOf(reply).result.assistantText.startsWith(reply.parts[0].text));
+  const visible = visibleParts(reply);
+  assert.deepEqual(visible.map((p) => p.type), ['text', 'data-coach-result']);
+  assert.ok(!visible[0].text.includes('discarded'), `the discarded text is left out: ${visible[0].text}`);
+  assert.ok(resultOf(reply).result.assistantText.startsWith(visible[0].text));
 });
 
 test("Vue's Chat: a cards drill, a level_up card and a selection", async () => {
   const id = await createSession(GATEWAY, { contract: 'cards' });
-  const chat = createChat({ gateway: GATEWAY, sessionId: id });
+  const chat = await createChat({ sessionId: id });
   const turn = async (message, want) => {
     await chat.sendMessage(message);
     assert.equal(chat.status, 'ready', `${want}: ${chat.error}`);
@@ -137,7 +151,7 @@ test("Vue's Chat: a cards drill, a level_up card and a selection", async () => {
 
 test("Vue's Chat: a module turn, one text part per block", async () => {
   const id = await createSession(GATEWAY, { contract: 'module', module: 'anxiety-basics' });
-  const chat = createChat({ gateway: GATEWAY, sessionId: id });
+  const chat = await createChat({ sessionId: id });
   await chat.sendMessage({ text: 'Hi, what is anxiety?' });
   assert.equal(chat.status, 'ready');
   const reply = chat.lastMessage;
@@ -164,26 +178,25 @@ async function until(what, cond) {
   throw new Error(`timed out waiting for ${what}`);
 }
 
-test("Vue's Chat: stop() and stopTurn mid-stream cancel the turn upstream and store nothing", async () => {
+test("Vue's Chat: the coach's stop() mid-stream cancels the turn upstream and stores nothing", async () => {
   const id = await createSession(GATEWAY, { contract: 'toulmin' });
-  const chat = createChat({ gateway: GATEWAY, sessionId: id });
+  const chat = await createChat({ sessionId: id });
   await enqueue({ chunks: ['{"assistantText":"A long answer ', 'that stalls here.","step":"claim"}'], fault: { stall_after: 1, stall: '60s' } });
   const sent = chat.sendMessage({ text: 'hi' });
   await until('text to stream', () => chat.lastMessage?.role === 'assistant' && chat.lastMessage.parts.some((p) => p.type === 'text' && p.text));
   assert.equal((await stats()).open, 1);
-  // chat.stop() only stops reading (v1.2: the turn outlives its connection); the DELETE route
-  // stops the turn itself.
-  await chat.stop();
-  assert.equal(await stopTurn({ gateway: GATEWAY, sessionId: id }), true);
+  // chat.stop() alone only stops reading (v1.2: the turn outlives its connection); the coach's
+  // stop() also sends the DELETE route, which stops the turn itself.
+  assert.equal(await chat.coach.stop(), true);
   await sent;
   assert.equal(chat.status, 'ready');
   await until('the upstream stream to close', async () => (await stats()).open === 0);
   const session = await (await fetch(`${GATEWAY}/v1/sessions/${id}`)).json();
   assert.equal(session.version, 1, 'a cancelled turn stores nothing');
-  assert.equal(await stopTurn({ gateway: GATEWAY, sessionId: id }), false, 'no turn runs: 404');
+  assert.equal(await client.stopTurn(id), false, 'no turn runs: 404');
   // The session is free again: the next turn goes through.
   await until('the session lock to go', async () => {
-    const next = createChat({ gateway: GATEWAY, sessionId: id });
+    const next = await createChat({ sessionId: id });
     await next.sendMessage({ text: 'Cities should ban private cars.' });
     return next.status === 'ready' && resultOf(next.lastMessage)?.session.version === 2;
   });
@@ -192,7 +205,7 @@ test("Vue's Chat: stop() and stopTurn mid-stream cancel the turn upstream and st
 test("Vue's Chat: an error line reaches onError as the gateway's {error, message}", async () => {
   const id = await createSession(GATEWAY, { contract: 'toulmin' });
   const errors = [];
-  const chat = createChat({ gateway: GATEWAY, sessionId: id, onError: (e) => errors.push(e) });
+  const chat = await createChat({ sessionId: id, onError: (e) => errors.push(e) });
   await enqueue({ content: 'not json' }, { content: 'still not json' });
   await chat.sendMessage({ text: 'hi' });
   assert.equal(chat.status, 'error');
@@ -203,19 +216,19 @@ test("Vue's Chat: an error line reaches onError as the gateway's {error, message
 
 test("Vue's Chat: an error before the stream reaches onError as the gateway's {error, message, field}", async () => {
   const errors = [];
-  const chat = createChat({ gateway: GATEWAY, sessionId: '0'.repeat(32), onError: (e) => errors.push(e) });
+  const chat = await createChat({ sessionId: '0'.repeat(32), onError: (e) => errors.push(e) });
   await chat.sendMessage({ text: 'hi' });
   assert.equal(chat.status, 'error');
-  assert.equal(errors.length, 1);
-  assert.equal(errors[0].error, 'session_not_found');
-  assert.doesNotMatch(errors[0].message, /^\{/, 'the message, not the JSON body');
+  // The turn's error, and the read of the session createCoachChat makes at the start.
+  assert.deepEqual(errors.map((e) => e.error), ['session_not_found', 'session_not_found']);
+  for (const e of errors) assert.doesNotMatch(e.message, /^\{/, 'the message, not the JSON body');
 
   const id = await createSession(GATEWAY, { contract: 'cards' });
-  const cards = createChat({ gateway: GATEWAY, sessionId: id, onError: (e) => errors.push(e) });
+  const cards = await createChat({ sessionId: id, onError: (e) => errors.push(e) });
   await cards.sendMessage({ parts: [{ type: 'data-coach-select', data: { selected: 'z' } }] });
   assert.equal(cards.status, 'error');
-  assert.equal(errors[1].error, 'invalid_input');
-  assert.equal(errors[1].field, 'selected');
+  assert.equal(errors.at(-1).error, 'invalid_input');
+  assert.equal(errors.at(-1).field, 'selected');
 });
 
 test("the SDK's DefaultChatTransport resumes a turn its reader left (reconnectToStream → GET …/chat/stream)", async () => {
@@ -251,17 +264,19 @@ test("the SDK's DefaultChatTransport resumes a turn its reader left (reconnectTo
 test("Vue's Chat with resume follows the running turn (what a reload does)", async () => {
   const id = await createSession(GATEWAY, { contract: 'toulmin' });
   await enqueue({ chunks: ['{"assistantText":"Slow ', 'to come.","step":"claim","confidence":0.3,"shouldAdvance":false}'], fault: { stall_after: 1, stall: '400ms' } });
-  const before = createChat({ gateway: GATEWAY, sessionId: id });
+  const before = await createChat({ sessionId: id });
   void before.sendMessage({ text: 'hi' });
   await until('text to stream', () => before.lastMessage?.role === 'assistant' && before.lastMessage.parts.some((p) => p.type === 'text' && p.text));
   await before.stop(); // stops reading only
 
-  const chat = createChat({ gateway: GATEWAY, sessionId: id, resume: true });
+  const chat = await createChat({ sessionId: id, resume: true });
   await until('the resumed turn to end', () => resultOf(chat.lastMessage) !== undefined && chat.status === 'ready');
+  await chat.coach.resumed;
   const reply = chat.lastMessage;
   assert.equal(reply.role, 'assistant');
   assert.equal(reply.parts.find((p) => p.type === 'text')?.text, resultOf(reply).result.assistantText);
-  assert.equal(resultOf(reply).session.version, 2);
+  assert.deepEqual(chat.messages.map((m) => m.role), ['user', 'assistant'], 'with its learner message, read back');
+  assert.equal(chat.coach.session()?.version, 2);
 });
 
 /** shown renders a chat's messages compactly: role, id and visible text of each. */
@@ -274,13 +289,13 @@ for (const [contract, options, first] of [
 ]) {
   test(`Vue's Chat restored from chat/messages, then resumed after the answer: no answer twice (${contract})`, async () => {
     const id = await createSession(GATEWAY, { contract, ...options });
-    const before = createChat({ gateway: GATEWAY, sessionId: id });
+    const before = await createChat({ sessionId: id });
     await before.sendMessage(first);
     assert.equal(before.status, 'ready');
 
     // The reload: the conversation from GET …/chat/messages, then resume (GET …/chat/stream
     // replays the turn that just ended, under the id its restored answer has).
-    const messages = await loadMessages({ gateway: GATEWAY, sessionId: id });
+    const messages = await restoreMessages(client, id);
     assert.deepEqual(messages.map((m) => m.role), ['user', 'assistant']);
     assert.equal(messages[1].id, before.lastMessage.id, "the restored answer has the id it was streamed under (its turn's)");
     // The restored result: the contract's, told apart by its shape; no session (the page reads
@@ -291,10 +306,11 @@ for (const [contract, options, first] of [
     for (const [kind, is] of Object.entries(kinds)) {
       assert.equal(is(restoredResult.result), kind === contract, `${kind}'s guard on a ${contract} result`);
     }
-    assert.equal(toulminStep(await getSession({ gateway: GATEWAY, sessionId: id })), contract === 'toulmin' ? 'claim' : '');
-    const chat = createChat({ gateway: GATEWAY, sessionId: id, messages });
+    const chat = await createChat({ sessionId: id, restore: true, resume: true });
+    assert.deepEqual(shown(chat), shown({ messages }), 'createCoachChat restores the same messages');
     const restored = shown(chat);
-    await chat.resumeStream();
+    await chat.coach.resumed;
+    assert.equal(chat.coach.session()?.state.step, contract === 'toulmin' ? 'claim' : undefined, "the session, with the toulmin step");
     assert.equal(chat.status, 'ready');
     assert.deepEqual(shown(chat), restored, 'the replay took the restored answer\'s place');
     // The same conversation as the page saw before the reload (a learner message's id is the
@@ -307,25 +323,25 @@ for (const [contract, options, first] of [
 
 test("Vue's Chat restored from chat/messages mid-answer: the earlier messages once, the running answer once", async () => {
   const id = await createSession(GATEWAY, { contract: 'toulmin' });
-  const before = createChat({ gateway: GATEWAY, sessionId: id });
+  const before = await createChat({ sessionId: id });
   await before.sendMessage({ text: 'Cities should ban private cars from their centres.' });
   await enqueue({ chunks: ['{"assistantText":"Slow ', 'to come.","step":"claim","confidence":0.3,"shouldAdvance":false}'], fault: { stall_after: 1, stall: '600ms' } });
   void before.sendMessage({ text: 'Cars make the air worse.' });
   await until('text to stream', () => before.lastMessage?.role === 'assistant' && before.messages.length === 4 && before.lastMessage.parts.some((p) => p.type === 'text' && p.text));
   await before.stop(); // the page goes; the turn goes on
 
-  const messages = await loadMessages({ gateway: GATEWAY, sessionId: id });
-  assert.equal(messages.length, 2, 'the running turn is not stored yet');
-  const chat = createChat({ gateway: GATEWAY, sessionId: id, messages });
-  await chat.resumeStream();
+  const messages = (await restoreMessages(client, id)).slice(0, 2);
+  const chat = await createChat({ sessionId: id, restore: true, resume: true });
+  await chat.coach.resumed;
   const texts = shown(chat);
-  assert.equal(texts.length, 3, texts.join('\n'));
+  assert.equal(texts.length, 4, texts.join('\n'));
   assert.deepEqual(texts.slice(0, 2), shown({ messages }), 'the restored messages, once');
-  assert.match(texts[2], /Slow to come\.$/);
-  assert.equal(resultOf(chat.lastMessage).session.version, 3);
+  assert.match(texts[2], /^user \S+ Cars make the air worse\.$/, "the resumed turn's learner message");
+  assert.match(texts[3], /Slow to come\.$/);
+  assert.equal(chat.coach.session()?.version, 3, 'the session of the resumed result');
 
   // Once stored, the turn is in the transcript under the same id: read again, nothing twice.
-  const after = await loadMessages({ gateway: GATEWAY, sessionId: id });
+  const after = await restoreMessages(client, id);
   assert.deepEqual(after.map((m) => m.role), ['user', 'assistant', 'user', 'assistant']);
   assert.equal(after[3].id, chat.lastMessage.id);
 });

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/coachgw/coachgw/internal/coach"
+	coachstoretest "github.com/coachgw/coachgw/internal/coach/storetest"
 	"github.com/coachgw/coachgw/internal/redisstore"
 	"github.com/coachgw/coachgw/internal/redisstore/storetest"
 	"github.com/coachgw/coachgw/internal/safety"
@@ -48,6 +49,9 @@ const longTTL = storetest.LongTTL
 func TestClusterStore(t *testing.T) {
 	c := startCluster(t)
 	storetest.StoreContract(t, func(t *testing.T) *storetest.Fixture { return newFixture(t, c.url) })
+	t.Run("coach.Store conformance", func(t *testing.T) {
+		coachstoretest.Run(t, func(t *testing.T) coach.Store { return newFixture(t, c.url).Store })
+	})
 	storetest.LearnerContract(t, func(t *testing.T) *storetest.Fixture { return newFixture(t, c.url) })
 	t.Run("sessions spread over the masters, each in one slot", func(t *testing.T) {
 		f := newFixture(t, c.url)

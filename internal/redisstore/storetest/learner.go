@@ -15,9 +15,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/coachgw/coachgw/internal/coach"
-	"github.com/coachgw/coachgw/internal/httpapi"
 	"github.com/coachgw/coachgw/internal/redisstore"
 	"github.com/coachgw/coachgw/internal/safety"
+	"github.com/coachgw/coachgw/internal/turns"
 )
 
 // LearnerContract runs the learner index, export reads, erasure and retention (wire contract
@@ -128,10 +128,10 @@ func learnerTurn(t *testing.T, f *Fixture, tenant, id, text string) {
 	turn := coach.NewID()[:16]
 	ctx := context.Background()
 	line := []byte(fmt.Sprintf(`{"type":"delta","text":%q}`+"\n", text))
-	if err := log.Append(ctx, id, turn, 0, line, httpapi.TurnRunning, time.Hour); err != nil {
+	if err := log.Append(ctx, id, turn, 0, line, turns.Running, time.Hour); err != nil {
 		t.Fatalf("turn log Append: %v", err)
 	}
-	if err := log.Append(ctx, id, turn, 1, nil, httpapi.TurnEnded, time.Hour); err != nil {
+	if err := log.Append(ctx, id, turn, 1, nil, turns.Ended, time.Hour); err != nil {
 		t.Fatalf("turn log Append: %v", err)
 	}
 }

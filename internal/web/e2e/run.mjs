@@ -667,7 +667,7 @@ async function browserScenarios() {
     await page.getByTestId('new-session').click();
     await page.getByTestId('session-list').waitFor();
     assertEq(await page.getByTestId('session-item').count(), 1, 'one session listed');
-    assert((await page.getByTestId('session-item').first().textContent()).includes('Session one'), 'named by its first message');
+    assert(/^Toulmin argument · /.test((await page.locator('.session-title').first().textContent()).trim()), 'named by its contract and time');
 
     await start(page, 'toulmin');
     await say(page, 'Session two: parks should have more trees.');
@@ -1116,8 +1116,7 @@ async function issue22Scenarios() {
     assert(announced[2].includes(value) && /Confirm/.test(announced[2]), 'the proposal is announced with its text and how to act on it');
     assertEq(await focused(page), 'proposal-card', 'the focus moves to the proposal card');
     await page.keyboard.press('Tab');
-    await page.keyboard.press('Tab');
-    assertEq(await focused(page), 'proposal-confirm', 'Confirm follows the proposal text in the Tab order');
+    assertEq(await focused(page), 'proposal-confirm', 'Confirm is the first stop of the Tab key in the card');
     await page.getByTestId('draft-edit-claim').click();
     await page.getByTestId('draft-input-claim').fill('Cities should make buses free.');
     await page.getByTestId('draft-input-claim').press('Control+Enter');
@@ -1434,6 +1433,18 @@ async function midAnswer(page, selector = TOULMIN_STREAMING, lines = 1) {
   }, [selector, lines]);
 }
 
+/**
+ * stoppedNeutrally checks how a stopped answer is told: a plain note in words, no error box, no
+ * code, no Retry.
+ */
+async function stoppedNeutrally(page) {
+  const note = (await page.getByTestId('turn-stopped').textContent()).trim();
+  assert(/stopped/i.test(note) && !/turn_cancelled|HTTP/.test(note), `the learner is told in words (${note})`);
+  assertEq(await page.getByTestId('turn-error').count(), 0, 'no error box for a Stop the learner asked for');
+  assertEq(await page.getByTestId('retry-button').count(), 0, 'no Retry');
+  assertEq(await page.getByTestId('turn-stopped').evaluate((el) => el.closest('[role="alert"]') === null), true, 'not an alert');
+}
+
 /** storedMessages reads the transcript the gateway stored for the session the page shows. */
 async function storedMessages(page) {
   const sess = await sessionOf(page);
@@ -1514,14 +1525,14 @@ const RESUMABLE = {
     },
     async stopped(page) {
       assertEq(await page.getByTestId('msg-auto').count(), 1, 'the opening message stays, to send again');
-      assertEq(await page.getByTestId('retry-button').count(), 1, 'with Retry');
+      assertEq(await page.getByTestId('stopped-again').count(), 1, 'with Send again');
       assertEq(await focused(page), 'composer-input', 'focus in the message box');
       // A message of the learner's own, stopped, goes back into the box.
       const message = 'Can you tell me more about this?';
       await say(page, message);
       await midAnswer(page, this.streaming, this.lines);
       await page.getByTestId('composer-stop').click();
-      await page.waitForFunction(() => document.querySelector('[data-testid="turn-error"]')?.dataset.errorCode === 'turn_cancelled' && document.querySelector('[data-testid="module-panel"]')?.dataset.busy === 'false');
+      await page.waitForFunction(() => document.querySelector('[data-testid="turn-stopped"]') && document.querySelector('[data-testid="module-panel"]')?.dataset.busy === 'false');
       assertEq(await page.getByTestId('msg-user').count(), 0, 'the stopped message is not shown as sent');
       assertEq(await page.getByTestId('composer-input').inputValue(), message, 'the message is back in the box');
       assertEq(await focused(page), 'composer-input', 'focus in the message box');
@@ -1613,9 +1624,8 @@ async function resumeScenarios() {
     await axeClean(page, 'while an answer streams, with Stop');
     await stop.focus();
     await page.keyboard.press('Enter');
-    await page.waitForFunction(() => document.querySelector('[data-testid="turn-error"]')?.dataset.errorCode === 'turn_cancelled');
-    const friendly = await page.getByTestId('error-text').textContent();
-    assert(/stopped/i.test(friendly) && !/turn_cancelled/.test(friendly), `the learner is told in words (${friendly})`);
+    await page.getByTestId('turn-stopped').waitFor();
+    await stoppedNeutrally(page);
     assertEq(await page.getByTestId('msg-assistant').count(), 0, 'the stopped answer is gone');
     assertEq(await page.getByTestId('composer-input').inputValue(), message, 'the message is back in the box');
     assert(!(await stop.isVisible()), 'Stop goes when the answer has ended');
@@ -1866,9 +1876,9 @@ async function safetyScenarios() {
     crisisStream(lines, NOTICE_FALLBACK, 'cards, the crisis turn');
     await safetyShown(page, NOTICE_FALLBACK, 'cards, live');
     assert((await liveText(page)).includes(NOTICE_FALLBACK.message), 'announced');
-    const answer = page.locator('[data-testid="card"][data-active="true"]').last();
-    assertEq(await answer.getAttribute('data-card-type'), 'insight', 'the supportive answer is an insight card');
-    assert((await answer.textContent()).includes('findahelpline.com'), 'the supportive card names the resources');
+    const answer = page.getByTestId('support-answer').last();
+    assert((await answer.textContent()).includes('findahelpline.com'), 'the supportive answer names the resources');
+    assertEq(await page.locator('[data-testid="card"][data-card-type="insight"]').count(), 0, 'the supportive answer is no insight card');
     await phones(page, 'safety-cards');
     await heldOnGateway(page, NOTICE_FALLBACK, 'cards');
     await page.reload();
@@ -1961,7 +1971,7 @@ async function resumePanelScenarios() {
       await axeClean(page, `${contract}: after a resumed answer`);
     }));
 
-    await scenario(`resume ${contract}: Stop ends the answer with turn_cancelled, stores nothing; by keyboard; axe clean`, () => withPage(`resume-${contract}-stop`, async (page) => {
+    await scenario(`resume ${contract}: Stop ends the answer with a neutral note, stores nothing; by keyboard; axe clean`, () => withPage(`resume-${contract}-stop`, async (page) => {
       await start(page, contract, 'en', SLOW_BASE);
       await p.ready(page);
       const stored = await storedMessages(page);
@@ -1973,8 +1983,8 @@ async function resumePanelScenarios() {
       await axeClean(page, `${contract}: while an answer streams, with Stop`);
       await stop.focus();
       await page.keyboard.press('Enter');
-      await page.waitForFunction(() => document.querySelector('[data-testid="turn-error"]')?.dataset.errorCode === 'turn_cancelled');
-      assert(/stopped/i.test(await page.getByTestId('error-text').textContent()), 'the learner is told in words');
+      await page.getByTestId('turn-stopped').waitFor();
+      await stoppedNeutrally(page);
       assertEq(await page.locator(p.answers).count(), p.before, 'the stopped answer is gone');
       assertEq(await page.locator(p.streaming).count(), 0, 'nothing streams');
       assert(!(await stop.isVisible()), 'Stop goes when the answer has ended');
@@ -1991,6 +2001,342 @@ async function resumePanelScenarios() {
       assertEq(await page.locator(p.answers).count(), p.before, 'no stopped answer after a reload');
     }));
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// What a learner writes stays out of the browser's storage and the session list (a school's
+// computer is shared), and crisis care a learner on a phone can act on at once after a reload.
+
+/**
+ * storedText returns every key and value of the page's localStorage and sessionStorage, and the
+ * names of its IndexedDB databases, as one string to search.
+ */
+async function storedText(page) {
+  return page.evaluate(async () => {
+    const all = [];
+    for (const store of [localStorage, sessionStorage]) {
+      for (let i = 0; i < store.length; i++) all.push(store.key(i), store.getItem(store.key(i)));
+    }
+    const dbs = indexedDB.databases ? await indexedDB.databases() : [];
+    return JSON.stringify({ all, dbs: dbs.map((d) => d.name) });
+  });
+}
+
+/** titlesText returns the page's title, the listed sessions' titles and every title and aria-label attribute. */
+async function titlesText(page) {
+  return page.evaluate(() => [document.title,
+    ...[...document.querySelectorAll('.session-title')].map((el) => el.textContent),
+    ...[...document.querySelectorAll('[title], [aria-label]')].map((el) => `${el.getAttribute('title') || ''} ${el.getAttribute('aria-label') || ''}`)].join('\n'));
+}
+
+/**
+ * helpAboveComposer checks, at the current scroll position (the panel's, the test does not scroll),
+ * that the crisis region begins on screen, below the sticky bars at the top and above the sticky
+ * message box, and that its first link to call (or visit) is whole in that band and on top.
+ */
+async function helpAboveComposer(page, what) {
+  const first = (await page.getByTestId('safety-call').count()) ? 'safety-call' : 'safety-url';
+  await onTop(page, first, what);
+  const g = await page.evaluate((id) => {
+    let top = 0;
+    for (const bar of document.querySelectorAll('[data-sticky="top"], .topbar')) {
+      const st = getComputedStyle(bar);
+      if (st.position === 'sticky' || st.position === 'fixed') top = Math.max(top, bar.getBoundingClientRect().bottom);
+    }
+    const box = document.querySelector('[data-testid="composer"]');
+    const bottom = box ? box.getBoundingClientRect().top : window.innerHeight;
+    const region = document.querySelector('[data-testid="safety-notice"]').getBoundingClientRect();
+    const link = document.querySelector(`[data-testid="${id}"]`).getBoundingClientRect();
+    return { top, bottom, regionTop: region.top, linkTop: link.top, linkBottom: link.bottom };
+  }, first);
+  assert(g.regionTop >= g.top - 1 && g.regionTop < g.bottom, `${what}: the help region begins on screen above the message box (its top at ${Math.round(g.regionTop)}, the free band ${Math.round(g.top)}–${Math.round(g.bottom)})`);
+  assert(g.linkTop >= g.top - 1 && g.linkBottom <= g.bottom + 1, `${what}: the first ${first} is whole above the message box (${Math.round(g.linkTop)}–${Math.round(g.linkBottom)} in ${Math.round(g.top)}–${Math.round(g.bottom)})`);
+}
+
+/**
+ * lessonPaused checks that every control of the lesson (selector) that is on the page is disabled
+ * during the hold and described by the region's note that the lesson is paused.
+ */
+async function lessonPaused(page, selector, what) {
+  const controls = await page.evaluate((sel) => [...document.querySelectorAll(sel)].map((el) => ({
+    name: el.dataset.testid || el.tagName,
+    disabled: el.disabled === true || el.closest('[inert]') !== null,
+    described: (el.getAttribute('aria-describedby') || '').split(' ').map((id) => document.getElementById(id)?.textContent || '').join(' '),
+  })), selector);
+  for (const c of controls) {
+    assert(c.disabled, `${what}: ${c.name} is live during the hold`);
+    assert(/paused/.test(c.described), `${what}: ${c.name} is not described as paused (${JSON.stringify(c.described)})`);
+  }
+  return controls.length;
+}
+
+/** CRISIS_CONTRACTS say how each contract reaches a crisis turn and what its lesson controls are. */
+const CRISIS_CONTRACTS = {
+  toulmin: {
+    controls: '[data-testid^="draft-edit-"], [data-testid="proposal-confirm"], [data-testid="proposal-reject"], [data-testid="rejected-edit"]',
+    async crisis(page) {
+      await say(page, "I don't want to be alive anymore");
+      await waitTurns(page, 'toulmin', 1);
+    },
+  },
+  cards: {
+    controls: '[data-testid="card-continue"], [data-testid="card-option"], [data-testid="card-input"], [data-testid="card-submit"], [data-testid="card-continue-training"]',
+    async crisis(page) {
+      await waitTurns(page, 'cards', 1);
+      await page.locator('[data-testid="card"][data-active="true"]').last().getByTestId('card-continue').click();
+      await waitTurns(page, 'cards', 2);
+      const card = page.locator('[data-testid="card"][data-active="true"]').last();
+      await card.getByTestId('card-input').fill("I don't want to be alive anymore");
+      await card.getByTestId('card-submit').click();
+      await waitTurns(page, 'cards', 3);
+    },
+  },
+  module: {
+    controls: '[data-testid="suggestion"], [data-testid="module-form"] :is(button, input, textarea, select)',
+    async crisis(page) {
+      await waitTurns(page, 'module', 1);
+      await say(page, "I don't want to be alive anymore");
+      await waitTurns(page, 'module', 2);
+    },
+  },
+};
+
+async function secretsAndCrisisScenarios() {
+  await scenario('secrets: no learner text in the browser\'s storage or the session titles; removing a session clears what was kept', () => withPage('secrets', async (page) => {
+    await page.goto(`${BASE}/`);
+    await page.evaluate(() => localStorage.clear());
+    const sent = 'Private words 4711: I am scared of my exam tomorrow.';
+    const unsent = 'Unsent words 4712 about my family.';
+    for (const contract of ['toulmin', 'module']) {
+      await start(page, contract);
+      if (contract === 'module') await waitTurns(page, 'module', 1);
+      await say(page, sent);
+      await waitTurns(page, contract, contract === 'module' ? 2 : 1);
+      assert(!(await storedText(page)).includes('4711'), `${contract}: the sent message is not in the browser's storage`);
+      assert(!(await titlesText(page)).includes('4711'), `${contract}: the sent message is in no title`);
+      await page.getByTestId('new-session').click();
+      await page.getByTestId('session-list').waitFor();
+      assert(!(await titlesText(page)).includes('4711'), `${contract}: the session list names no session by the learner's words`);
+      assert(!(await page.getByTestId('session-list').textContent()).includes('4711'), `${contract}: nothing the learner wrote in the session list`);
+    }
+    const titles = await page.locator('.session-title').allTextContents();
+    assert(titles.some((x) => /^Toulmin argument · /.test(x)) && titles.some((x) => x.includes(' · ')), `neutral titles: ${JSON.stringify(titles)}`);
+
+    // Unsent text is kept while the tab lives, for a reload; never in localStorage. Removing the
+    // session from the list leaves nothing of it behind.
+    await page.getByTestId('session-open').first().click();
+    await page.locator('.panel[data-restored="true"]').waitFor();
+    const id = (await sessionOf(page)).id;
+    await page.getByTestId('composer-input').fill(unsent);
+    await page.reload();
+    await page.locator('.panel[data-restored="true"]').waitFor();
+    assertEq(await page.getByTestId('composer-input').inputValue(), unsent, 'unsent text survives a reload of the tab');
+    assert(!(await page.evaluate(() => JSON.stringify(Object.entries(localStorage)))).includes('4712'), 'unsent text is not in localStorage');
+    await page.getByTestId('new-session').click();
+    await page.locator(`[data-session-id="${id}"]`).getByTestId('session-remove').click();
+    const left = await storedText(page);
+    assert(!left.includes(id) && !left.includes('4712'), `removing the session leaves nothing of it in storage: ${left.slice(0, 300)}`);
+    await axeClean(page, 'the session list');
+  }));
+
+  for (const [contract, c] of Object.entries(CRISIS_CONTRACTS)) {
+    await scenario(`crisis ${contract} on a phone: the help above the message box after a reload, the lesson paused, axe clean`, () => withPage(`crisis-${contract}`, async (page) => {
+      await start(page, contract);
+      await c.crisis(page);
+      await safetyShown(page, NOTICE_US, `${contract}, live`);
+      const live = await lessonPaused(page, c.controls, `${contract}, live`);
+      if (contract === 'toulmin') assert(live >= 7, `toulmin: every step's Edit is paused (${live} controls)`);
+      if (contract === 'cards') {
+        assertEq(await page.getByTestId('support-answer').count(), 1, 'cards: the crisis answer is a supportive view');
+        assertEq(await page.locator('[data-testid="card"][data-card-type="insight"]').count(), 0, 'cards: the crisis answer is no insight card');
+        assertEq(await page.locator('[data-testid="card-continue"]:not([disabled])').count(), 0, 'cards: no Continue to press');
+      }
+      await page.reload();
+      await restored(page, contract);
+      await safetyShown(page, NOTICE_US, `${contract}, after a reload`);
+      await helpAboveComposer(page, `${contract} at 390px after a reload`);
+      await lessonPaused(page, c.controls, `${contract}, after a reload`);
+      if (contract === 'cards') {
+        assertEq(await page.getByTestId('support-answer').count(), 1, 'cards after a reload: the crisis answer is a supportive view');
+        assertEq(await page.locator('[data-testid="card"][data-card-type="insight"]').count(), 0, 'cards after a reload: no insight card');
+        assert(await page.getByTestId('support-input').isEnabled(), 'cards after a reload: the learner can write to the coach');
+      }
+      await shot(page, `crisis-${contract}-390-reloaded`, false);
+      await axeClean(page, `${contract} held, after a reload at 390px`);
+      await page.emulateMedia({ colorScheme: 'dark' });
+      await shot(page, `crisis-${contract}-390-reloaded-dark`, false);
+      await axeClean(page, `${contract} held, after a reload at 390px, dark`);
+      await page.emulateMedia({ colorScheme: 'light' });
+    }, { viewport: { width: 390, height: 780 }, locale: 'en-US' }));
+  }
+}
+
+// Two tabs of one session, the keys and the smaller things of the panel: a tab follows the turn
+// another tab streams (read-only, Send off until it ends, never a 409), Escape works everywhere,
+// a stopped answer is a neutral note, and nothing covers or crowds what the learner reads.
+
+/** boxesOverlap says whether two bounding boxes share any area. */
+function boxesOverlap(a, b) {
+  return a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+}
+
+async function tabsAndKeysScenarios() {
+  await scenario('tabs: tab B follows the turn tab A streams, read-only; its Send is off, then on; no 409', () => withPage('tabs-follow', async (a) => {
+    if (!SLOW_BASE) throw new Error('needs COACHGW_SLOW_URL');
+    await start(a, 'toulmin', 'en', SLOW_BASE);
+    const b = await context.newPage();
+    const refused = [];
+    b.on('response', (res) => { if (res.status() === 409) refused.push(`${res.request().method()} ${res.url()}`); });
+    try {
+      await b.setViewportSize({ width: 390, height: 844 });
+      await b.goto(a.url());
+      await restored(b, 'toulmin');
+      await b.getByTestId('composer-input').fill('A message typed in tab B meanwhile.');
+      assert(await b.getByTestId('composer-send').isEnabled(), 'B can send while nothing runs');
+      const message = ARGUMENT.claim[0];
+      await say(a, message);
+      await midAnswer(a);
+      // B shows A's turn as it streams, read-only.
+      await b.waitForFunction((sel) => document.querySelector('[data-testid="toulmin-panel"]')?.dataset.following === 'true'
+        && document.querySelector(sel)?.textContent.trim().length > 0, TOULMIN_STREAMING, { timeout: WAIT });
+      assertEq((await b.getByTestId('msg-user').last().textContent()).includes(message), true, "B shows A's message");
+      assert(await b.getByTestId('composer-send').isVisible(), 'B shows its Send');
+      assert(await b.getByTestId('composer-send').isDisabled(), "B's Send is off while A's turn runs");
+      assert(!(await b.getByTestId('composer-stop').isVisible()), 'B offers no Stop for the turn it follows');
+      assert(/another tab/i.test(await b.getByTestId('turn-following').textContent()), 'B says why Send is off');
+      await b.getByTestId('composer-input').press('Enter');
+      assertEq(await b.getByTestId('composer-input').inputValue(), 'A message typed in tab B meanwhile.', "B's text stays in its box");
+      await axeClean(b, 'tab B following a turn');
+      await waitTurns(a, 'toulmin', 1, 60_000);
+      // At its end B has the answer and the new state, and can send again.
+      await b.waitForFunction(() => {
+        const p = document.querySelector('[data-testid="toulmin-panel"]');
+        return p?.dataset.busy === 'false' && p.dataset.following === 'false' && document.querySelectorAll('[data-testid="msg-assistant"]').length === 1;
+      }, null, { timeout: WAIT });
+      assertEq(plain(await b.getByTestId('msg-assistant').textContent()), plain(await a.getByTestId('msg-assistant').textContent()), 'B shows the answer A got');
+      assertEq(await b.getByTestId('turn-following').count(), 0, 'the note has gone');
+      assert(await b.getByTestId('composer-send').isEnabled(), "B's Send is on again");
+      assertEq(await b.getByTestId('turn-error').count(), 0, 'no error in B');
+      await b.getByTestId('composer-send').click();
+      await waitTurns(b, 'toulmin', 2, 60_000);
+      assertEq(await b.getByTestId('turn-error').count(), 0, "B's own turn went through");
+      assertEq(refused.join(', '), '', 'no 409 in B');
+    } finally {
+      await b.close();
+    }
+  }));
+
+  await scenario('tabs: a Send that meets a turn running elsewhere follows it instead of a red session_busy', () => withPage('tabs-busy', async (a) => {
+    if (!SLOW_BASE) throw new Error('needs COACHGW_SLOW_URL');
+    await start(a, 'toulmin', 'en', SLOW_BASE);
+    // A browser of its own: no channel to the first one, as on another device.
+    const other = await launch('en-US');
+    try {
+      const b = await other.context.newPage();
+      await b.goto(a.url());
+      await restored(b, 'toulmin');
+      await say(a, ARGUMENT.claim[0]);
+      await midAnswer(a);
+      const text = 'Sent from another device meanwhile.';
+      await say(b, text);
+      await b.waitForFunction(() => document.querySelector('[data-testid="toulmin-panel"]')?.dataset.following === 'true', null, { timeout: WAIT });
+      assertEq(await b.getByTestId('turn-error').count(), 0, 'no error box');
+      assertEq(await b.getByTestId('composer-input').inputValue(), text, 'the text waits in the box');
+      assert(await b.getByTestId('composer-send').isDisabled(), 'Send is off while the other turn runs');
+      await b.waitForFunction(() => document.querySelector('[data-testid="toulmin-panel"]')?.dataset.busy === 'false', null, { timeout: 60_000 });
+      assertEq(await b.getByTestId('msg-assistant').count(), 1, 'the other turn\'s answer is shown');
+      assertEq(await b.getByTestId('turn-error').count(), 0, 'still no error box');
+      assert(await b.getByTestId('composer-send').isEnabled(), 'Send is on again');
+    } finally {
+      await other.close();
+    }
+  }));
+
+  await scenario('keys: Escape cancels a draft edit', () => withPage('keys-draft', async (page) => {
+    await start(page, 'toulmin');
+    await page.getByTestId('draft-edit-claim').click();
+    await page.getByTestId('draft-input-claim').fill('A claim I will not keep.');
+    await page.getByTestId('draft-input-claim').press('Escape');
+    assertEq(await page.getByTestId('draft-input-claim').count(), 0, 'the draft box has gone');
+    assertEq((await page.getByTestId('draft-claim').textContent()).includes('A claim I will not keep'), false, 'nothing saved');
+    assertEq(await focused(page), 'draft-edit-claim', 'the focus is back on Edit');
+    assertEq((await sessionOf(page)).state.draft?.claim || '', '', 'nothing saved on the gateway');
+  }));
+
+  await scenario('keys: Escape dismisses a toast; the milestone toast leaves the progress bar in view at 1280 and 390 px', () => withPage('keys-toast', async (page) => {
+    let pct = 20;
+    await rewriteTurns(page, (r) => {
+      pct += 5;
+      r.meta = { ...(r.meta || {}), progress: { ...((r.meta && r.meta.progress) || {}), percentage: pct, milestone: pct } };
+    });
+    await start(page, 'module');
+    for (const [i, width] of [1280, 390].entries()) {
+      if (i > 0) {
+        await page.setViewportSize({ width, height: 844 });
+        await say(page, 'Please continue with the next topic.');
+      }
+      const toast = page.getByTestId('toast').last();
+      await toast.waitFor();
+      for (const id of ['module-progress', 'module-progress-text']) {
+        const bar = await page.getByTestId(id).boundingBox();
+        const over = await toast.boundingBox();
+        assert(bar && over && !boxesOverlap(bar, over), `${width}px: the toast (${JSON.stringify(over)}) does not cover ${id} (${JSON.stringify(bar)})`);
+      }
+      await waitTurns(page, 'module', i + 1);
+      await page.getByTestId('composer-input').focus();
+      await page.keyboard.press('Escape');
+      await toast.waitFor({ state: 'detached', timeout: 2000 });
+    }
+  }));
+
+  await scenario('keys: Escape stops a running turn, told as a neutral note', () => withPage('keys-stop', async (page) => {
+    if (!SLOW_BASE) throw new Error('needs COACHGW_SLOW_URL');
+    await start(page, 'toulmin', 'en', SLOW_BASE);
+    const message = ARGUMENT.claim[0];
+    await say(page, message);
+    await midAnswer(page);
+    await page.keyboard.press('Escape');
+    await page.getByTestId('turn-stopped').waitFor({ timeout: 5000 });
+    await stoppedNeutrally(page);
+    assertEq(await page.getByTestId('msg-assistant').count(), 0, 'the stopped answer is gone (nothing of it is stored)');
+    assertEq(await page.getByTestId('composer-input').inputValue(), message, 'the message is back in the box');
+    assertEq((await storedMessages(page)).length, 0, 'nothing stored');
+    await axeClean(page, 'after Escape stopped a turn');
+  }));
+
+  await scenario('cards: the character counter stays on one line at 390 px', () => withPage('cards-counter', async (page) => {
+    await start(page, 'cards');
+    await waitTurns(page, 'cards', 1);
+    await page.locator('[data-testid="card"][data-active="true"]').last().getByTestId('card-continue').click();
+    await waitTurns(page, 'cards', 2);
+    const counter = page.locator('[data-testid="card"][data-active="true"]').last().getByTestId('card-counter');
+    for (const text of ['', 'A short answer typed into the card.']) {
+      await page.locator('[data-testid="card"][data-active="true"]').last().getByTestId('card-input').fill(text);
+      const m = await counter.evaluate((el) => ({ height: el.getBoundingClientRect().height, line: parseFloat(getComputedStyle(el).lineHeight) || parseFloat(getComputedStyle(el).fontSize) * 1.5, text: el.textContent }));
+      assert(m.height > 0 && m.height < 1.5 * m.line, `the counter "${m.text}" is ${m.height}px high for a ${m.line}px line`);
+    }
+  }, { viewport: { width: 390, height: 844 } }));
+
+  await scenario('header: no session hash or locale shown to the learner', () => withPage('header', async (page) => {
+    await start(page, 'toulmin');
+    const sess = await sessionOf(page);
+    const header = await page.locator('header.topbar').innerText();
+    assert(!header.includes(sess.id.slice(0, 8)), `no session hash in the header (${header})`);
+    assert(!new RegExp(`(^|\\s)${sess.locale}(\\s|$)`, 'i').test(header), `no locale ${sess.locale} in the header (${header})`);
+  }));
+
+  await scenario('toulmin: Confirm comes before the proposal text in the Tab order', () => withPage('proposal-tab', async (page) => {
+    await start(page, 'toulmin');
+    await toProposal(page);
+    await page.getByTestId('proposal-card').focus();
+    const order = [];
+    for (let i = 0; i < 3; i++) {
+      await page.keyboard.press('Tab');
+      order.push(await focused(page));
+    }
+    assertEq(order[0], 'proposal-confirm', `the first stop in the card (${order.join(', ')})`);
+    await axeClean(page, 'a proposal');
+  }));
 }
 
 async function main() {
@@ -2012,6 +2358,8 @@ async function main() {
     await resumeScenarios();
     await safetyScenarios();
     await resumePanelScenarios();
+    await secretsAndCrisisScenarios();
+    await tabsAndKeysScenarios();
   } catch (err) {
     console.log(`FAIL browser: ${err.message}`);
     results.push({ name: 'browser', ok: false });

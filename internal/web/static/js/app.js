@@ -6,8 +6,8 @@
 import { apiKey, asCoachError, client, setApiKey } from './coach.js';
 import { append, clear, h } from './dom.js';
 import { LOCALES, sessionLocale, translator } from './i18n.js';
-import { errorBox, forgetDrafts, loadDraft, storeDraft } from './turn.js';
-import { forgetSession, listSessions, rememberSession, touchSession } from './sessions.js';
+import { errorBox, forgetDrafts, forgetStoredDrafts, forgetTurn, loadDraft, storeDraft } from './turn.js';
+import { forgetSession, listSessions, rememberSession, sessionTitle, touchSession } from './sessions.js';
 import { SessionSync } from './sync.js';
 
 /** @typedef {import('./coach.js').CoachErrorType} CoachErrorType */
@@ -39,26 +39,45 @@ function preferredLocale() {
 
 /**
  * toast shows a short message at the top of the page, away from the message box and its Send
- * button; it goes away by itself after a few seconds or when dismissed.
+ * button, and under the bars stuck to the top (the progress a milestone toast announces stays in
+ * view); it goes away by itself after a few seconds, when dismissed, or on Escape.
  * @param {string} text
  * @param {{kind?: string}} [options]
  */
 function toast(text, { kind = 'info' } = {}) {
-  const close = h('button', { type: 'button', class: 'toast-close', testid: 'toast-close', 'aria-label': translator(document.documentElement.lang)('dismiss') }, '×');
+  const close = h('button', { type: 'button', class: 'toast-close', testid: 'toast-close', 'aria-label': translator(document.documentElement.lang)('dismiss'), 'aria-keyshortcuts': 'Escape' }, '×');
   const el = h('div', { class: `toast toast-${kind}`, testid: 'toast', role: 'status' }, h('span', null, text), close);
   const leave = () => {
     el.classList.add('toast-leave');
     setTimeout(() => el.remove(), 400);
   };
   close.addEventListener('click', leave);
+  let below = 0;
+  for (const bar of document.querySelectorAll('[data-sticky="top"]')) {
+    const r = bar.getBoundingClientRect();
+    if (r.height > 0 && r.bottom > 0 && r.top < window.innerHeight / 2) below = Math.max(below, r.bottom);
+  }
+  // Through the CSSOM: the Content-Security-Policy refuses style attributes.
+  toasts.style.top = below ? `${Math.round(below + 8)}px` : '';
   toasts.append(el);
   setTimeout(leave, 3500);
 }
+
+// Escape dismisses the newest toast; with none on screen it is left to the panel (a draft being
+// edited, a turn running).
+document.addEventListener('keydown', (e) => {
+  if (e.key !== 'Escape' || e.defaultPrevented) return;
+  const last = [...toasts.querySelectorAll('[data-testid="toast"]:not(.toast-leave)')].pop();
+  if (!last) return;
+  e.preventDefault();
+  /** @type {HTMLElement | null} */ (last.querySelector('[data-testid="toast-close"]'))?.click();
+}, { capture: true });
 
 async function boot() {
   // The panels scroll to what matters after a reload (the pending proposal, the active card);
   // the browser's own restoring of the old offset would fight them.
   history.scrollRestoration = 'manual';
+  forgetStoredDrafts();
   newButton.addEventListener('click', () => {
     history.replaceState(null, '', location.pathname + location.search);
     showStart();
@@ -104,13 +123,12 @@ async function openById(id) {
 function showGone(id) {
   unmount();
   const entry = listSessions().find((e) => e.id === id);
-  forgetSession(id);
   const t = translator(entry?.locale || choice.locale);
   history.replaceState(null, '', location.pathname + location.search);
   info.hidden = true;
   newButton.hidden = true;
-  const again = entry ? { contract: entry.contract, locale: entry.locale, draft: loadDraft(id) } : null;
-  forgetDrafts(id);
+  const again = entry ? { contract: entry.contract, locale: entry.locale, module: entry.module, draft: loadDraft(id) } : null;
+  forgetEverything(id);
   clear(main).append(h('section', { class: 'start', testid: 'session-gone', 'aria-labelledby': 'gone-title' },
     h('h2', { id: 'gone-title' }, t('goneTitle')),
     h('p', { class: 'lead' }, t('goneLead')),
@@ -142,6 +160,18 @@ async function startNew({ contract, locale, module = '', draft = '' }) {
   } catch (err) {
     showStart(asCoachError(err));
   }
+}
+
+/**
+ * forgetEverything drops all this browser keeps of session id: its entry in the list, the text
+ * not sent yet and the turn kept for a reload. A session removed from the list, or gone from the
+ * gateway, leaves nothing behind on what may be a shared computer.
+ * @param {string} id
+ */
+function forgetEverything(id) {
+  forgetSession(id);
+  forgetDrafts(id);
+  forgetTurn(id);
 }
 
 function unmount() {
@@ -263,8 +293,10 @@ function sessionList(t) {
   const items = h('ul', { class: 'session-list' });
   const section = h('section', { class: 'start sessions', testid: 'session-list', 'aria-labelledby': 'sessions-title' },
     h('h2', { id: 'sessions-title' }, t('yourSessions')), items);
+  /** @param {string} id */
+  const moduleTitle = (id) => modules?.find((m) => m.id === id)?.title;
   for (const e of list) {
-    const title = e.title || t(e.contract);
+    const title = sessionTitle(t, e, moduleTitle);
     const item = h('li', { class: 'session-item', testid: 'session-item', dataset: { sessionId: e.id } },
       h('a', { class: 'session-open', href: `#/s/${e.id}`, testid: 'session-open' },
         h('span', { class: 'session-title', dir: 'auto' }, title),
@@ -273,8 +305,7 @@ function sessionList(t) {
       h('button', {
         type: 'button', class: 'btn btn-small btn-ghost', testid: 'session-remove', 'aria-label': t('removeSession', title),
         onclick: () => {
-          forgetSession(e.id);
-          forgetDrafts(e.id);
+          forgetEverything(e.id);
           item.remove();
           if (!items.children.length) section.remove();
         },
@@ -315,11 +346,10 @@ function open(session, resumed) {
   const t = translator(session.locale);
   document.documentElement.lang = t.locale;
   history.replaceState(null, '', `#/s/${session.id}`);
-  rememberSession(session, session.contract === 'module' ? session.state?.module : '');
-  clear(info).append(
-    h('span', { class: 'pill' }, t(session.contract)),
-    h('span', { class: 'pill pill-muted' }, session.locale || 'en'),
-    h('code', { class: 'session-id', title: session.id }, session.id.slice(0, 8)));
+  rememberSession(session);
+  // What kind of session this is; its id and locale are for whoever runs the gateway, not for
+  // the learner, and are not shown.
+  clear(info).append(h('span', { class: 'pill' }, t(session.contract)));
   info.hidden = false;
   newButton.textContent = t('newSession');
   newButton.hidden = false;
@@ -336,8 +366,8 @@ function open(session, resumed) {
   });
   panel = mount({
     root: main, session, t, resumed, toast, sync,
-    // The panel tells what the learner did, to name the session in the list and date it.
-    touched: (title) => touchSession(session.id, title),
+    // The panel tells when the learner did something, to date the session in the list.
+    touched: () => touchSession(session.id),
     newSession: (draft = '') => startNew({ contract: session.contract, locale: session.locale, module: session.state?.module, draft }),
   });
   // The panel puts the focus where the learner acts first (the message box, the first card);

@@ -5,6 +5,9 @@
 // model's card of the same turn; the next card stays hidden until "Continue Training".
 // A resumed session is drawn from its transcript: every card with the learner's answer under it,
 // and the last card ready for an answer, with any text the learner had typed into it.
+// The answer to a crisis (a turn with a safety line) is no card of the drill: it is drawn as the
+// coach's supportive words with a box to write back (supportView), never as an insight to
+// continue from.
 
 import { clear, frame, h, reveal } from './dom.js';
 import { limitCounter, messageLimit } from './limits.js';
@@ -85,7 +88,9 @@ export function mountCards({ root, session, t, resumed, touched = () => {}, newS
   root.append(panel);
   const turns = new Turns({
     sessionId: () => sess.id, t, root: panel, status, sync, session, newSession: newSession && (() => newSession()),
-    onBusy: (busy) => { stop.hidden = !busy; },
+    follow: (meta) => resume(meta),
+    // A turn another tab sent is only shown here: it has no Stop.
+    onBusy: (busy, following) => { stop.hidden = !busy || following; },
   });
   // The text typed into the active card survives a reload under this key.
   const draftKey = `${sess.id}.card`;
@@ -115,9 +120,10 @@ export function mountCards({ root, session, t, resumed, touched = () => {}, newS
   // resume goes on with the turn a reload left running: the answer to the active card (the
   // last one drawn from the transcript, or none for the opening turn), the card streamed so
   // far, then the rest.
-  async function resume() {
+  /** @param {any} [followed] what the tab that sent the turn kept with it, when this tab follows it */
+  async function resume(followed = null) {
     await resumeTurn(turns, (meta) => turnView(active, meta && typeof meta.summary === 'string' ? meta.summary : null),
-      { known: Number(session.version) || 0 });
+      { known: Number(sess.version) || 0, meta: followed });
   }
 
   // turnView shows the turn that answers prev: the card being generated, with its content as it
@@ -136,6 +142,7 @@ export function mountCards({ root, session, t, resumed, touched = () => {}, newS
     /** @type {CardView | null} */
     let levelCard = null;
     let acknowledged = true; // false while a level_up card waits for "Continue Training"
+    let crisis = false; // the turn carries a safety line: its answer is supportive, not a card
     /** @type {CardView | null} */
     let next = null;
     const render = frame(() => {
@@ -167,6 +174,7 @@ export function mountCards({ root, session, t, resumed, touched = () => {}, newS
       begin() {
         prev?.lock(true);
         text = '';
+        crisis = false;
         live = true;
         pending?.remove();
         levelCard?.el.remove();
@@ -185,6 +193,9 @@ export function mountCards({ root, session, t, resumed, touched = () => {}, newS
         text = '';
         render();
       },
+      safety() {
+        crisis = true;
+      },
       card(line) {
         if (!line.card || line.card.type !== 'level_up') return;
         acknowledged = false;
@@ -201,7 +212,7 @@ export function mountCards({ root, session, t, resumed, touched = () => {}, newS
         sess = line.session;
         pending.remove();
         prev?.answered(summary);
-        next = show(line.result, !acknowledged);
+        next = show(line.result, !acknowledged, true, crisis);
         showLevel(sess.state.level);
         turns.announce([levelCard ? levelCard.el.textContent : '', next.el.querySelector('.card-content')?.textContent || ''].filter(Boolean).join(' '));
         if (acknowledged) revealNext();
@@ -212,14 +223,26 @@ export function mountCards({ root, session, t, resumed, touched = () => {}, newS
   }
 
   // show renders card as the active card; withDraft gives it the text kept for the active card
-  // (a restored card that was answered already must not take it).
+  // (a restored card that was answered already must not take it); support draws it as the
+  // answer to a crisis.
   /**
    * @param {Card} card
    * @param {boolean} hidden
    * @param {boolean} [withDraft]
+   * @param {boolean} [support]
    * @returns {CardView}
    */
-  function show(card, hidden, withDraft = true) {
+  function show(card, hidden, withDraft = true, support = false) {
+    if (support) {
+      const view = supportView(card, t, (text) => {
+        touched();
+        return act({ message: text }, view, text);
+      }, { draftKey: withDraft ? draftKey : '', limit: messageLimit(sess) });
+      view.el.hidden = Boolean(hidden);
+      feed.append(view.el);
+      active = view;
+      return view;
+    }
     let c = card;
     if (!validateCard(c)) {
       // The seed's fallback handling: log, and keep the session alive with an insight card.
@@ -230,7 +253,7 @@ export function mountCards({ root, session, t, resumed, touched = () => {}, newS
     const view = renderCard(c, t, {
       continue: () => act({ message: CONTINUE }, view, t('youContinued')),
       submit: (text) => {
-        touched(text);
+        touched();
         return act({ message: text }, view, text);
       },
       select: (option) => act({ selected: option.id }, view, t('youSelected', option.label)),
@@ -255,7 +278,7 @@ export function mountCards({ root, session, t, resumed, touched = () => {}, newS
         view.answered(null);
         feed.append(view.el);
       } else if (e.role === 'coach' && e.result) {
-        prev = show(e.result, false, i === lastResult);
+        prev = show(e.result, false, i === lastResult, Boolean(e.safety));
       } else if (e.role === 'learner' && prev) {
         prev.answered(answerSummary(prev.card, input));
         prev = null;
@@ -267,6 +290,7 @@ export function mountCards({ root, session, t, resumed, touched = () => {}, newS
       reveal(active.el, { align: 'top' });
       active.focus();
     }
+    turns.safety.place();
     panel.dataset.restored = 'true';
     await resume();
     // A session without any card yet (its first turn failed, or there is none to go on with)
@@ -324,6 +348,70 @@ function cardFrame(type, t, body, { testid = 'card', phase = '', badge = null } 
       badge,
       phase ? h('span', { class: 'card-phase' }, phase) : null),
     body);
+}
+
+/**
+ * supportView renders the coach's answer to a crisis: its words, and a box to write back with
+ * (reply(text)); no card type, no Continue, nothing that scores. draftKey and limit as for a
+ * prompt card.
+ * @param {Card} card
+ * @param {import('./i18n.js').Translator} t
+ * @param {(text: string) => void} reply
+ * @param {{draftKey?: string, limit?: number}} [options]
+ * @returns {CardView}
+ */
+function supportView(card, t, reply, { draftKey = '', limit = Infinity } = {}) {
+  const titleId = uid('support-title');
+  const id = uid('support-input');
+  const send = h('button', { type: 'submit', class: 'btn btn-primary', testid: 'support-send', disabled: true }, t('send'));
+  const input = h('textarea', {
+    id, class: 'card-input', testid: 'support-input', dir: 'auto', rows: 3,
+    oninput: () => storeDraft(draftKey, input.value),
+    onkeydown: (/** @type {KeyboardEvent} */ e) => {
+      if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+        e.preventDefault();
+        if (!send.disabled) reply(input.value.trim());
+      }
+    },
+  });
+  const count = limitCounter(t, input, limit, { onChange: (over) => { send.disabled = over || input.value.trim() === ''; } });
+  count.note.id = uid('support-note');
+  input.setAttribute('aria-describedby', count.note.id);
+  const saved = loadDraft(draftKey);
+  if (saved) {
+    input.value = saved;
+    count.update();
+  }
+  const form = h('form', { class: 'card-form support-form', onsubmit: (/** @type {Event} */ e) => { e.preventDefault(); if (!send.disabled) reply(input.value.trim()); } },
+    h('label', { for: id }, t('supportReply')),
+    input,
+    count.note,
+    h('div', { class: 'card-form-row' }, h('span', { class: 'card-form-end' }, count.counter, send)),
+    count.live);
+  const content = typeof card.content === 'string' && card.content ? card.content : '';
+  const el = h('section', { class: 'support', testid: 'support-answer', 'aria-labelledby': titleId, dataset: { active: 'true' } },
+    h('h2', { class: 'support-title', id: titleId }, t('supportTitle')),
+    h('div', { class: 'card-content support-content', dir: 'auto' }, content ? renderMarkdown(content) : null),
+    form);
+  return {
+    el,
+    card,
+    /** @param {boolean} on */
+    lock(on) {
+      input.readOnly = on;
+      send.disabled = on || count.over() || input.value.trim() === '';
+    },
+    /** @param {string | null} summary */
+    answered(summary) {
+      storeDraft(draftKey, '');
+      form.remove();
+      el.dataset.active = 'false';
+      if (summary) el.append(h('p', { class: 'card-answer', testid: 'card-answer', dir: 'auto' }, summary));
+    },
+    focus() {
+      if (!el.hidden) input.focus({ preventScroll: true });
+    },
+  };
 }
 
 /**

@@ -61,10 +61,10 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
   // Stop, while the coach answers: the turn ends with nothing stored, wherever it runs.
   const showStop = composerStop(t, box, () => turns.stop());
   const turns = new Turns({
-    sessionId: () => sess.id, t, root: panel, status, sync, session,
+    sessionId: () => sess.id, t, root: panel, status, sync, session, follow: (meta) => resume(meta),
     newSession: newSession && (() => newSession(box.input.value)),
-    onBusy: (busy) => {
-      showStop(busy);
+    onBusy: (busy, following) => {
+      showStop(busy, following);
       box.setLocked(busy);
       transcript.querySelectorAll('.suggestions button').forEach((b) => { /** @type {HTMLButtonElement} */ (b).disabled = busy; });
     },
@@ -116,7 +116,7 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
   async function send(body, shown, fromBox = false) {
     if (turns.busy) return false;
     const auto = Boolean(body.auto);
-    if (!auto && typeof body.message === 'string') touched(body.message);
+    if (!auto && typeof body.message === 'string') touched();
     delete body.auto;
     // What a reload needs to draw the turn again: the learner's bubble, the message (back in the
     // box should the turn fail then), the form answered.
@@ -128,8 +128,9 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
 
   // resume goes on with the turn a reload left running: the learner's bubble (and the form as it
   // was answered), the blocks streamed so far in their places, then the rest.
-  async function resume() {
-    await resumeTurn(turns, (meta) => turnView(meta || {}, { resumed: true }), { known: Number(session.version) || 0, box, transcript });
+  /** @param {any} [followed] what the tab that sent the turn kept with it, when this tab follows it */
+  async function resume(followed = null) {
+    await resumeTurn(turns, (meta) => turnView(meta || {}, { resumed: true }), { known: Number(sess.version) || 0, box, transcript, meta: followed });
   }
 
   // turnView shows one turn: the learner's bubble (meta.shown; none for a resumed turn whose meta
@@ -495,6 +496,7 @@ export function mountModule({ root, session, t, resumed, toast, touched = () => 
     showProgress(lastProgress);
     transcript.append(h('p', { class: 'msg-note', testid: 'msg-resumed' }, progressText.textContent));
     reveal(transcript.lastElementChild);
+    turns.safety.place();
     box.setLocked(false);
     box.focus();
     panel.dataset.restored = 'true';

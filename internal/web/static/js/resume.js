@@ -19,24 +19,25 @@ import { h } from './dom.js';
  * @returns {HTMLButtonElement}
  */
 export function stopButton(t, { testid, class: cls, onStop }) {
-  return h('button', { type: 'button', class: `btn btn-ghost ${cls}`, testid, hidden: true, onclick: () => onStop() }, t('stop'));
+  return h('button', { type: 'button', class: `btn btn-ghost ${cls}`, testid, hidden: true, 'aria-keyshortcuts': 'Escape', onclick: () => onStop() }, t('stop'));
 }
 
 /**
  * composerStop puts a Stop button in box, in the place of Send while a turn streams (Send could
- * not send then anyway). It returns what the panel calls when its turn starts or ends.
+ * not send then anyway). It returns what the panel calls when its turn starts or ends; a turn
+ * another tab sent (following) is only shown here: no Stop, and Send stays in place, off.
  * @param {import('./i18n.js').Translator} t
  * @param {Composer} box
  * @param {() => void} stopTurn stops the turn (the panel's Turns.stop)
- * @returns {(busy: boolean) => void}
+ * @returns {(busy: boolean, following?: boolean) => void}
  */
 export function composerStop(t, box, stopTurn) {
   const stop = stopButton(t, { testid: 'composer-stop', class: 'composer-stop', onStop: () => { box.focus(); stopTurn(); } });
   box.el.insertBefore(stop, box.el.querySelector('.composer-meta'));
   const send = box.el.querySelector('[data-testid="composer-send"]');
-  return (busy) => {
-    stop.hidden = !busy;
-    if (send instanceof HTMLElement) send.hidden = busy;
+  return (busy, following = false) => {
+    stop.hidden = !busy || following;
+    if (send instanceof HTMLElement) send.hidden = busy && !following;
   };
 }
 
@@ -50,14 +51,17 @@ export function composerStop(t, box, stopTurn) {
  * the message leaves the box as its turn goes on (it was sent), comes back when the turn fails (to
  * edit or send again), and a kept copy of a message that the transcript shows as the last one
  * sent (a turn the gateway took just before the page went, before its id arrived) leaves it.
- * It resolves true when an answer was shown to its end.
+ * It resolves true when an answer was shown to its end. A turn this tab follows (another tab sent
+ * it) is drawn from meta, as that tab described it, and never touches the box.
  * @param {Turns} turns
  * @param {(meta: any) => TurnView} make
- * @param {{known: number, box?: Composer, transcript?: HTMLElement}} options known: the session
- *   version the transcript was drawn at; transcript: where the learner's messages are drawn
+ * @param {{known: number, box?: Composer, transcript?: HTMLElement, meta?: any}} options known:
+ *   the session version the transcript was drawn at; transcript: where the learner's messages
+ *   are drawn
  * @returns {Promise<boolean>}
  */
-export async function resumeTurn(turns, make, { known, box, transcript }) {
+export async function resumeTurn(turns, make, { known, box: own, transcript, meta: followed = null }) {
+  const box = turns.following ? undefined : own;
   /** @type {TurnView | null} */
   let v = null;
   /** @type {string | null} */
@@ -79,7 +83,7 @@ export async function resumeTurn(turns, make, { known, box, transcript }) {
       if (box && message && box.input.value.trim() === '') box.setText(message);
     },
     discard: () => v?.discard?.(),
-  }, { known });
+  }, { known, meta: followed });
   if (box && transcript) {
     const sent = [...transcript.querySelectorAll('[data-testid="msg-user"] .msg-body')].pop();
     const kept = box.input.value.trim();

@@ -7,8 +7,12 @@
 // this page that starts the hold; drawing it again (a later held turn, a reload, a resumed turn,
 // a redraw from another tab) is silent.
 // The focus is never moved: the learner may be typing, and the region is scrolled into view.
+// While the session holds, every lesson control of the panel (a proposal's buttons, the draft's
+// Edit, a card's Continue or options, a form, a suggestion) is disabled and described by the
+// region's note that the lesson is paused; the message box, Stop, the error box and the supportive
+// answer's reply stay: writing to the coach is what the learner can still do.
 
-import { clear, h, reveal } from './dom.js';
+import { clear, h, reveal, stickyEdges } from './dom.js';
 
 /** @typedef {import('./i18n.js').Translator} Translator */
 
@@ -18,6 +22,21 @@ import { clear, h, reveal } from './dom.js';
  */
 
 let count = 0;
+
+// PLACE_GAP is the room left between a placed region and the sticky bars, in px.
+const PLACE_GAP = 12;
+
+// HOLD_KEEPS are the parts of a panel whose controls work during a hold.
+const HOLD_KEEPS = '.safety, .composer, .turn-status, .support, [data-testid$="-stop"]';
+
+/**
+ * isControl tells whether el is a form control a hold can disable.
+ * @param {Element} el
+ * @returns {el is HTMLButtonElement | HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement}
+ */
+function isControl(el) {
+  return el instanceof HTMLButtonElement || el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement || el instanceof HTMLSelectElement;
+}
 
 export class SafetyRegion {
   /**
@@ -31,6 +50,8 @@ export class SafetyRegion {
     this.onClear = onClear;
     count += 1;
     const titleId = `safety-title-${count}`;
+    // The note that the lesson is paused describes every control the hold disables.
+    this.holdId = `safety-hold-${count}`;
     this.body = h('div', { class: 'safety-body' });
     this.el = h('section', { class: 'safety', testid: 'safety-notice', 'aria-labelledby': titleId, hidden: true },
       h('h2', { class: 'safety-title', id: titleId }, t('safetyTitle')),
@@ -44,6 +65,55 @@ export class SafetyRegion {
     // A notice that arrived in this page's turn is scrolled into view once the turn's answer,
     // which streams in just above it, is complete (see reveal).
     this.revealPending = false;
+    /** @type {HTMLElement | null} the panel whose lesson controls a hold pauses */
+    this.root = null;
+    // Controls drawn while the session holds (a redraw of the draft, a restored card) are paused
+    // as they arrive, and so is one that its panel turns on again (a card unlocked after a turn).
+    this.watcher = new MutationObserver(() => { if (this.held) this.pause(); });
+  }
+
+  /**
+   * place scrolls a held session's region into view, clear of the sticky bars: after a reload the
+   * panel has scrolled to where its lesson was (the last message, the active card), but on a
+   * phone the resources are what the learner must find first. The region ends just above the
+   * message box when it fits between the bars, else it begins just under the top ones. The
+   * scroll is immediate and to a place computed from the page as it is now, so that it ends
+   * any smooth scroll the panel began and lands where it should.
+   */
+  place() {
+    if (!this.held || this.el.hidden) return;
+    const { top, bottom } = stickyEdges();
+    const r = this.el.getBoundingClientRect();
+    const dy = r.height <= bottom - top - 2 * PLACE_GAP ? r.bottom - (bottom - PLACE_GAP) : r.top - (top + PLACE_GAP);
+    window.scrollTo({ top: window.scrollY + dy, behavior: 'instant' });
+  }
+
+  /** pause disables the panel's lesson controls during a hold (see HOLD_KEEPS). */
+  pause() {
+    if (!this.root) return;
+    for (const el of this.root.querySelectorAll('button, input, textarea, select')) {
+      if (!isControl(el) || el.closest(HOLD_KEEPS)) continue;
+      if (el.dataset.holdPaused !== 'true') {
+        el.dataset.holdPaused = 'true';
+        el.dataset.holdWas = String(el.disabled);
+        el.setAttribute('aria-describedby', [el.getAttribute('aria-describedby'), this.holdId].filter(Boolean).join(' '));
+      }
+      if (!el.disabled) el.disabled = true;
+    }
+  }
+
+  /** resume gives the controls a hold paused back, as they were. */
+  resume() {
+    if (!this.root) return;
+    for (const el of this.root.querySelectorAll('[data-hold-paused="true"]')) {
+      if (!isControl(el)) continue;
+      el.disabled = el.dataset.holdWas === 'true';
+      delete el.dataset.holdPaused;
+      delete el.dataset.holdWas;
+      const rest = (el.getAttribute('aria-describedby') || '').split(' ').filter((id) => id && id !== this.holdId);
+      if (rest.length) el.setAttribute('aria-describedby', rest.join(' '));
+      else el.removeAttribute('aria-describedby');
+    }
   }
 
   /** reveal scrolls a notice that has just arrived into view, once. */
@@ -72,8 +142,8 @@ export class SafetyRegion {
 
   /**
    * hold sets whether the session is on a safety hold: the region stays (with a note that the
-   * lesson is paused), and the panel root gets data-safety-hold, which hides the lesson's own
-   * controls (app.css). A hold without a notice to show (the transcript no longer has it) still
+   * lesson is paused), the panel root gets data-safety-hold, which hides the lesson's own
+   * controls (app.css), and the lesson controls still shown are paused. A hold without a notice to show (the transcript no longer has it) still
    * says where to turn.
    * @param {HTMLElement} root the panel
    * @param {boolean} held
@@ -81,6 +151,13 @@ export class SafetyRegion {
   hold(root, held) {
     this.held = held;
     root.dataset.safetyHold = String(held);
+    if (this.root !== root) {
+      this.watcher.disconnect();
+      this.root = root;
+      this.watcher.observe(root, { childList: true, subtree: true, attributes: true, attributeFilter: ['disabled'] });
+    }
+    if (held) this.pause();
+    else this.resume();
     if (!held) {
       // The hold was cleared: the notice of an earlier turn goes with it.
       this.notice = null;
@@ -103,7 +180,7 @@ export class SafetyRegion {
     if (notice && notice.resources.length) {
       this.body.append(h('ul', { class: 'safety-resources', testid: 'safety-resources' }, notice.resources.map((r) => resourceItem(t, r))));
     }
-    if (this.held) this.body.append(h('p', { class: 'safety-hold', testid: 'safety-hold' }, t('safetyHold')));
+    if (this.held) this.body.append(h('p', { class: 'safety-hold', testid: 'safety-hold', id: this.holdId }, t('safetyHold')));
     if (this.held && this.onClear) this.body.append(this.clearControl());
   }
 

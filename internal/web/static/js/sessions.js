@@ -1,6 +1,8 @@
 // @ts-check
 // The sessions this browser has opened, to return to: kept in localStorage (the gateway knows
-// sessions only by id, and an id is all it takes to read one back), newest first.
+// sessions only by id, and an id is all it takes to read one back), newest first. Nothing the
+// learner wrote is kept here: the browser may be a shared one (a school's), and the list is named
+// by the contract, the module and the time the session began (see sessionTitle).
 
 const STORAGE = 'coachgw.sessions';
 const MAX = 30;
@@ -10,7 +12,8 @@ const MAX = 30;
  * @property {string} id
  * @property {string} contract
  * @property {string} locale
- * @property {string} title what the learner will recognise: the first message, or the module
+ * @property {string} [module] the module's id (module sessions)
+ * @property {string} [created] ISO time the session began (or was first seen here)
  * @property {string} updated ISO time of the last change seen here
  * @property {Progress} [progress] how far the session was when last seen here
  */
@@ -52,8 +55,15 @@ export function listSessions() {
   try {
     const list = JSON.parse(localStorage.getItem(STORAGE) || '[]');
     if (!Array.isArray(list)) return [];
-    return list.filter((e) => e && typeof e.id === 'string' && typeof e.contract === 'string')
+    const entries = list.filter((e) => e && typeof e.id === 'string' && typeof e.contract === 'string')
       .sort((a, b) => String(b.updated).localeCompare(String(a.updated)));
+    // A list kept before titles were neutral may name a session by the learner's first message:
+    // that goes at the first read.
+    if (entries.some((e) => 'title' in e)) {
+      for (const e of entries) delete e.title;
+      save(entries);
+    }
+    return entries;
   } catch {
     return [];
   }
@@ -69,20 +79,20 @@ function save(list) {
 }
 
 /**
- * rememberSession records session (or refreshes its entry). title, when given, replaces an empty
- * title only: the first message names the session for good.
- * @param {{id: string, contract: string, locale?: string, updatedAt?: string, state?: any}} session
- * @param {string} [title]
+ * rememberSession records session (or refreshes its entry).
+ * @param {{id: string, contract: string, locale?: string, createdAt?: string, updatedAt?: string, state?: any}} session
  */
-export function rememberSession(session, title = '') {
+export function rememberSession(session) {
   const list = listSessions();
   const old = list.find((e) => e.id === session.id);
+  const module = session.contract === 'module' && typeof session.state?.module === 'string' ? session.state.module : undefined;
   /** @type {SessionEntry} */
   const entry = {
     id: session.id,
     contract: session.contract,
     locale: session.locale || 'en',
-    title: (old && old.title) || oneLine(title),
+    module: module || (old && old.module) || undefined,
+    created: (old && old.created) || session.createdAt || new Date().toISOString(),
     updated: session.updatedAt || new Date().toISOString(),
     progress: progressOf(session) || (old && old.progress) || undefined,
   };
@@ -90,16 +100,14 @@ export function rememberSession(session, title = '') {
 }
 
 /**
- * touchSession marks session id as changed now, and names it by title if it has no name yet.
+ * touchSession marks session id as changed now.
  * @param {string} id
- * @param {string} [title]
  */
-export function touchSession(id, title = '') {
+export function touchSession(id) {
   const list = listSessions();
   const entry = list.find((e) => e.id === id);
   if (!entry) return;
   entry.updated = new Date().toISOString();
-  if (!entry.title && title) entry.title = oneLine(title);
   save([entry, ...list.filter((e) => e.id !== id)]);
 }
 
@@ -111,8 +119,18 @@ export function forgetSession(id) {
   save(listSessions().filter((e) => e.id !== id));
 }
 
-/** @param {string} text */
-function oneLine(text) {
-  const line = String(text || '').replace(/\s+/g, ' ').trim();
-  return line.length > 80 ? `${line.slice(0, 79)}…` : line;
+/**
+ * sessionTitle names a listed session as the learner will recognise it without anything they
+ * wrote: the contract (or the module's title, when moduleTitle knows it) and when it began, such
+ * as "Toulmin argument · Nov 29, 10:42 AM", in the translator's language.
+ * @param {import('./i18n.js').Translator} t
+ * @param {SessionEntry} e
+ * @param {(id: string) => string | undefined} [moduleTitle]
+ */
+export function sessionTitle(t, e, moduleTitle = () => undefined) {
+  const kind = (e.module && moduleTitle(e.module)) || t(e.contract);
+  const began = new Date(e.created || e.updated);
+  if (Number.isNaN(began.getTime())) return kind;
+  const when = new Intl.DateTimeFormat(t.locale, { day: 'numeric', month: 'short', hour: 'numeric', minute: '2-digit' });
+  return t('sessionTitle', kind, when.format(began));
 }

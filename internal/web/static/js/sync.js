@@ -4,7 +4,9 @@
 // version, read again when the tab gets the focus back and before anything is sent. When the
 // version has moved, the panel is drawn again from the gateway (the conversation, the step, the
 // draft), and what the learner was about to send stays in the box: it is never sent under a step
-// or a card the learner has not seen.
+// or a card the learner has not seen. A turn one tab starts is followed by the others as it
+// streams (they hear of it at once, or look for one when they come back to the front), so that
+// none of them offers a Send the gateway would refuse.
 
 import { client } from './coach.js';
 
@@ -25,17 +27,28 @@ export class SessionSync {
     this.reload = reload;
     this.busy = busy;
     this.closed = false;
+    /**
+     * onTurn, set by the panel's Turns, shows the session's running turn begun elsewhere; meta
+     * is what the sending tab kept with it, null when this tab only looks whether one runs.
+     * @type {((meta: any) => void) | null}
+     */
+    this.onTurn = null;
     /** @type {BroadcastChannel | null} */
     this.channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel(`coachgw.session.${this.id}`) : null;
     if (this.channel) {
       this.channel.onmessage = (e) => {
+        if (e.data && e.data.turn) {
+          // Turns decides, busy or not: a turn of its own ends first.
+          if (!this.closed) this.onTurn?.(e.data.meta ?? null);
+          return;
+        }
         const v = Number(e.data && e.data.version);
         if (v > this.version) this.check();
       };
     }
-    this.onFocus = () => this.check();
+    this.onFocus = () => this.check(true);
     window.addEventListener('focus', this.onFocus);
-    this.onVisible = () => { if (document.visibilityState === 'visible') this.check(); };
+    this.onVisible = () => { if (document.visibilityState === 'visible') this.check(true); };
     document.addEventListener('visibilitychange', this.onVisible);
   }
 
@@ -49,6 +62,15 @@ export class SessionSync {
     this.version = v;
     this.onChanged?.(session);
     this.channel?.postMessage({ version: v });
+  }
+
+  /**
+   * turnStarted tells the other tabs that this tab's turn is under way (the gateway took it);
+   * meta is what they draw it from.
+   * @param {any} meta
+   */
+  turnStarted(meta) {
+    this.channel?.postMessage({ turn: true, meta });
   }
 
   /**
@@ -71,10 +93,15 @@ export class SessionSync {
     return false;
   }
 
-  /** check draws the panel again if the session moved elsewhere, unless a turn of this tab runs. */
-  async check() {
+  /**
+   * check draws the panel again if the session moved elsewhere, unless a turn of this tab runs;
+   * look: when it has not moved, a turn running elsewhere (a message this tab missed while in
+   * the background) is followed.
+   * @param {boolean} [look]
+   */
+  async check(look = false) {
     if (this.closed || this.busy()) return;
-    await this.fresh();
+    if ((await this.fresh()) && look && !this.closed && !this.busy()) this.onTurn?.(null);
   }
 
   close() {

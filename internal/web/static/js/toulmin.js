@@ -70,10 +70,10 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
   // Stop, while the coach answers: the turn ends with nothing stored, wherever it runs.
   const showStop = composerStop(t, box, () => turns.stop());
   const turns = new Turns({
-    sessionId: () => sess.id, t, root: panel, status, sync, session,
+    sessionId: () => sess.id, t, root: panel, status, sync, session, follow: (meta) => resume(meta),
     newSession: newSession && (() => newSession(box.input.value)),
-    onBusy: (busy) => {
-      showStop(busy);
+    onBusy: (busy, following) => {
+      showStop(busy, following);
       box.setLocked(busy || state().isComplete);
       draftFields.disabled = busy;
       proposalSlot.querySelectorAll('button').forEach((b) => { b.disabled = busy; });
@@ -136,6 +136,13 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
         const edit = editing;
         const hintId = uid('draft-hint');
         const save = h('button', { type: 'button', class: 'btn btn-small btn-primary', testid: `draft-save-${step}`, onclick: () => saveDraft(step, edit.text) }, t('save'));
+        // Cancel (or Escape in the box) leaves the step as saved, and the focus goes back to its
+        // Edit button.
+        const cancel = () => {
+          editing = null;
+          renderDraft();
+          /** @type {HTMLElement | null} */ (draftFields.querySelector(`[data-testid="draft-edit-${step}"]`))?.focus();
+        };
         // As in the cards: Enter breaks the line, Ctrl+Enter (Cmd+Enter) saves.
         const area = h('textarea', {
           class: 'draft-input', testid: `draft-input-${step}`, dir: 'auto', rows: 3, value: edit.text, 'aria-label': stepName(step), 'aria-describedby': hintId,
@@ -144,6 +151,9 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
             if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
               e.preventDefault();
               if (!save.disabled) saveDraft(step, edit.text);
+            } else if (e.key === 'Escape') {
+              e.preventDefault();
+              cancel();
             }
           },
         });
@@ -151,7 +161,7 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
         count.note.id = uid('draft-note');
         area.setAttribute('aria-describedby', `${hintId} ${count.note.id}`);
         item.append(area, count.note, h('div', { class: 'draft-actions' }, save,
-          h('button', { type: 'button', class: 'btn btn-small btn-ghost', onclick: () => { editing = null; renderDraft(); } }, t('cancel')),
+          h('button', { type: 'button', class: 'btn btn-small btn-ghost', testid: `draft-cancel-${step}`, 'aria-keyshortcuts': 'Escape', onclick: cancel }, t('cancel')),
           h('span', { class: 'input-hint', id: hintId, testid: 'draft-hint' }, t('draftHint')), count.counter), count.live);
       } else {
         item.append(h('p', { class: value ? 'draft-value' : 'draft-value draft-empty', testid: `draft-${step}`, dir: value ? 'auto' : null }, value || t('draftEmpty')));
@@ -204,17 +214,18 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
     clear(proposalSlot);
     if (!proposal) return;
     const titleId = uid('proposal-title');
-    // A long text scrolls within the card (and can be scrolled by keyboard: it is focusable), and
-    // the actions come right after it: Confirm and Reject are in view with the card on any screen.
+    // Confirm and Reject come first, under the card's title: they are the first stops of the Tab
+    // key and in view with the card on any screen. A long text scrolls within the card after
+    // them (and can be scrolled by keyboard: it is focusable).
     const value = h('blockquote', { class: 'proposal-value', testid: 'proposal-value', dir: 'auto', tabindex: '0', role: 'region', 'aria-label': t('proposalText') }, proposal.value);
     const card = h('section', { class: 'proposal', testid: 'proposal-card', dataset: { field: proposal.field }, 'aria-labelledby': titleId, tabindex: '-1' },
       h('header', { class: 'proposal-head' },
         h('h3', { id: titleId }, h('span', { 'aria-hidden': 'true' }, '✨ '), t('proposalTitle')),
         h('span', { class: 'pill' }, t('proposalFor', stepName(proposal.field)))),
-      value,
       h('div', { class: 'proposal-actions', role: 'group', 'aria-label': t('proposalTitle') },
         h('button', { type: 'button', class: 'btn btn-primary', testid: 'proposal-confirm', onclick: () => decide('accept') }, t('confirm')),
         h('button', { type: 'button', class: 'btn btn-ghost', testid: 'proposal-reject', onclick: () => decide('reject') }, t('reject'))),
+      value,
       proposal.rationale ? h('p', { class: 'proposal-rationale', testid: 'proposal-rationale', dir: 'auto' }, proposal.rationale) : null);
     proposalSlot.append(card);
     reveal(card);
@@ -293,11 +304,13 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
       { retry: message === null ? null : () => box.submit(), meta: message === null ? { continue: true } : { message } });
   }
 
-  // resume goes on with the turn a reload left running: the learner's message as it was sent,
-  // the answer so far, then the rest as the gateway writes it.
-  async function resume() {
+  // resume goes on with the turn a reload left running, or shows the one another tab sent
+  // (followed, described by its meta): the learner's message as it was sent, the answer so far,
+  // then the rest as the gateway writes it.
+  /** @param {any} [followed] */
+  async function resume(followed = null) {
     await resumeTurn(turns, (meta) => turnView(meta && typeof meta.message === 'string' ? meta.message : null, true),
-      { known: Number(session.version) || 0, box, transcript });
+      { known: Number(sess.version) || 0, box, transcript, meta: followed });
   }
 
   // turnView shows one turn of the coach: the learner's message (none for a continue turn), the
@@ -311,7 +324,7 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
     if (userMsg) {
       transcript.append(userMsg);
       reveal(userMsg);
-      if (!resumed) touched(/** @type {string} */ (message));
+      if (!resumed) touched();
     }
     // The proposal on screen, put back if a resumed turn turns out to be in the transcript
     // already (discard).
@@ -434,6 +447,7 @@ export function mountToulmin({ root, session, t, resumed, touched = () => {}, ne
       `${t('progressOf', Number(progress.dataset.completed), STEPS.length)} · ${state().isComplete ? t('complete') : stepName(state().step)}`));
     showProposal(state().pendingProposal);
     if (!proposal) reveal(transcript.lastElementChild);
+    turns.safety.place();
     box.setLocked(turns.busy || Boolean(state().isComplete));
     panel.dataset.restored = 'true';
     if (!state().isComplete) await resume();

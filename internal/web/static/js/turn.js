@@ -18,7 +18,7 @@ import { SafetyRegion } from './safety.js';
  * @property {Translator} t
  * @property {boolean} resumed whether the session existed before this page (restore it)
  * @property {(text: string, options?: {kind?: string}) => void} toast
- * @property {(title: string, session?: any) => void} [touched] the learner did something: date the session, name it by title, note its progress
+ * @property {() => void} [touched] the learner did something: date the session in the list
  * @property {(draft?: string) => void} [newSession] start a session like this one, with draft in its box
  * @property {import('./sync.js').SessionSync} [sync] keeps the session in step with other tabs and devices
  */
@@ -49,13 +49,35 @@ export class Turns {
    * @param {Translator} o.t
    * @param {HTMLElement} o.root the panel
    * @param {HTMLElement} o.status where the retry note and errors show
-   * @param {(busy: boolean) => void} [o.onBusy]
+   * @param {(busy: boolean, following: boolean) => void} [o.onBusy] following: the turn is another
+   *   tab's, shown read-only (no Stop, Send off)
    * @param {(() => void) | null} [o.newSession] offered when the session is gone
    * @param {import('./sync.js').SessionSync} [o.sync]
    * @param {any} [o.session] the session the panel was drawn from: its safety hold shows at once
+   * @param {(meta: any) => Promise<unknown>} [o.follow] shows the session's running turn, begun
+   *   elsewhere, with meta as the tab that sent it described it (the panel's resume)
    */
-  constructor({ sessionId, t, root, status, onBusy, newSession, sync, session }) {
+  constructor({ sessionId, t, root, status, onBusy, newSession, sync, session, follow }) {
     this.sync = sync;
+    this.follow = follow;
+    /** whether the turn shown is another tab's, followed read-only */
+    this.following = false;
+    /** whether the turn shown was found by a resume with nothing kept in this tab */
+    this.unkept = false;
+    /** @type {{meta: any} | null} a turn begun elsewhere while this tab was busy: followed next */
+    this.pendingFollow = null;
+    // Another tab of this session started a turn, or this tab came back to the front: the turn
+    // running, if any, is shown here as it streams, and nothing is sent meanwhile.
+    if (sync && follow) sync.onTurn = (meta) => this.followTurn(meta);
+    // Escape stops this tab's running turn, wherever the focus is (a field that uses Escape
+    // itself, such as a draft being edited, takes it first).
+    this.onKey = (/** @type {KeyboardEvent} */ e) => {
+      if (e.key === 'Escape' && !e.defaultPrevented && this.busy && !this.following) {
+        e.preventDefault();
+        this.stop();
+      }
+    };
+    document.addEventListener('keydown', this.onKey);
     // One polite live region per panel: a finished answer is announced once, never delta by
     // delta (the transcript itself is not live), and so is a proposal or a card that follows.
     this.announcer = h('p', { class: 'sr-only', role: 'status', testid: 'announcer' });
@@ -99,9 +121,46 @@ export class Turns {
   /** @param {boolean} busy */
   setBusy(busy) {
     this.busy = busy;
+    if (!busy) this.following = this.unkept = false;
     this.root.dataset.busy = String(busy);
+    this.root.dataset.following = String(this.following);
     this.root.setAttribute('aria-busy', String(busy));
-    this.onBusy?.(busy);
+    this.onBusy?.(busy, this.following);
+  }
+
+  /**
+   * followTurn shows the session's running turn, begun in another tab (or on another device),
+   * read-only as it streams: Stop is not offered and Send stays off, with a note saying why,
+   * until the turn ends and its new state is drawn. meta is what the sending tab kept with the
+   * turn (its learner's message, say); null when this tab only looks whether a turn runs.
+   * @param {any} meta
+   */
+  async followTurn(meta) {
+    if (!this.follow) return;
+    if (this.busy) {
+      if (this.following) return;
+      if (this.unkept) {
+        // The turn a resume found with nothing kept here is the one another tab just began.
+        this.following = true;
+        storeTurn(this.sessionId(), null); // the other tab's to keep
+        this.setBusy(true);
+        this.showFollowing();
+      } else {
+        this.pendingFollow = { meta };
+      }
+      return;
+    }
+    // A turn kept in this tab is its own, sent before a reload: resumed with its Stop.
+    this.following = !loadTurn(this.sessionId());
+    await this.follow(meta);
+    if (!this.busy) this.following = false;
+  }
+
+  /** followPending follows a turn begun elsewhere while this tab's own turn was running. */
+  followPending() {
+    const p = this.pendingFollow;
+    this.pendingFollow = null;
+    if (p && !this.busy) this.followTurn(p.meta);
   }
 
   /**
@@ -128,10 +187,15 @@ export class Turns {
     }
     view.begin?.();
     const req = typeof body === 'function' ? body() : body;
-    return this.run((o) => client.streamTurn(this.sessionId(), /** @type {any} */ (req), o), view, {
+    const again = () => this.send(body, view, { retry, meta });
+    const done = await this.run((o) => client.streamTurn(this.sessionId(), /** @type {any} */ (req), o), view, {
       meta,
-      retry: () => (retry ? retry() : this.send(body, view, { retry, meta })),
+      retry: retry || again,
+      // Without a retry of the panel's own, the input is not back in the box to send again.
+      again: retry ? undefined : again,
     });
+    this.followPending();
+    return done;
   }
 
   /**
@@ -142,30 +206,35 @@ export class Turns {
    * is not newer than known), or one that ended in an error this tab never saw, is not shown.
    * view.begin gets the meta kept with the turn (null when none was). It resolves true when an
    * answer was shown to its end.
+   * A turn this tab follows (followTurn) is drawn from meta, what the tab that sent it described.
    * @param {TurnView} view
-   * @param {{known: number}} options
+   * @param {{known: number, meta?: any}} options
    * @returns {Promise<boolean>}
    */
-  async resume(view, { known }) {
+  async resume(view, { known, meta = null }) {
     if (this.busy) return false;
     const kept = loadTurn(this.sessionId());
+    this.unkept = !kept;
     this.setBusy(true);
     let begun = false;
     const begin = () => {
       if (begun) return;
       begun = true;
-      view.begin?.(kept ? kept.meta : null);
+      if (this.following) this.showFollowing();
+      view.begin?.(kept ? kept.meta : meta);
     };
     if (kept) {
       begin();
       for (const ev of kept.events) this.dispatch(ev, view);
     }
-    return this.run((o) => client.resumeTurn(this.sessionId(), { after: kept ? kept.after : 0, turn: kept ? kept.turn : undefined }, o), view, {
-      meta: kept ? kept.meta : null,
+    const done = await this.run((o) => client.resumeTurn(this.sessionId(), { after: kept ? kept.after : 0, turn: kept ? kept.turn : undefined }, o), view, {
+      meta: kept ? kept.meta : meta,
       kept,
       begin,
       known,
     });
+    this.followPending();
+    return done;
   }
 
   /**
@@ -174,10 +243,11 @@ export class Turns {
    * the events shown), for a reload to resume the turn where it was.
    * @param {(o: {signal: AbortSignal, onTurn: (turn: string) => void, onLine: (n: number) => void}) => AsyncIterable<any>} open
    * @param {TurnView} view
-   * @param {{meta?: any, retry?: (() => unknown), kept?: KeptTurn | null, begin?: () => void, known?: number}} options
+   * again, for a turn stopped, is offered as "Send again" (the input is not in the box).
+   * @param {{meta?: any, retry?: (() => unknown), again?: (() => unknown), kept?: KeptTurn | null, begin?: () => void, known?: number}} options
    * @returns {Promise<boolean>}
    */
-  async run(open, view, { meta = null, retry, kept, begin, known }) {
+  async run(open, view, { meta = null, retry, again, kept, begin, known }) {
     const resuming = kept !== undefined;
     const controller = new AbortController();
     this.controller = controller;
@@ -196,8 +266,12 @@ export class Turns {
           opened = true;
           this.turnId = turn;
           view.accepted?.();
+          // A turn another tab sent is that tab's to keep and to resume.
+          if (this.following) return;
           if (!record || record.turn !== turn) record = { turn, after: 0, events: [], meta };
           storeTurn(id, record);
+          // The other tabs of this session follow the turn as it streams.
+          if (!resuming) this.sync?.turnStarted(meta);
           if (this.stopWanted) this.stop();
         },
         onLine: (n) => { lines = n; },
@@ -211,7 +285,7 @@ export class Turns {
           break;
         }
         this.dispatch(ev, view, !resuming);
-        if (record && (ev.type === 'delta' || ev.type === 'card' || ev.type === 'reset' || ev.type === 'safety')) {
+        if (record && !this.following && (ev.type === 'delta' || ev.type === 'card' || ev.type === 'reset' || ev.type === 'safety')) {
           record.events.push(ev);
           record.after = lines;
           storeTurn(id, record);
@@ -219,8 +293,9 @@ export class Turns {
       }
       if (!end && resuming && !opened) {
         // 204: the session has no turn to resume (any more).
+        if (this.following) this.hideFollowing();
+        else storeTurn(id, null);
         this.setBusy(false);
-        storeTurn(id, null);
         if (kept) view.discard?.();
         return false;
       }
@@ -228,25 +303,37 @@ export class Turns {
     } catch (thrown) {
       if (controller.signal.aborted) return false;
       const err = asCoachError(thrown);
+      const followed = this.following;
       this.setBusy(false);
       this.hideNote(true);
       // A stream cut off (the page unloading, the network gone) leaves the turn running on the
       // gateway: it stays kept for the next resume. An error line or an HTTP error ends it.
-      if (err.kind !== 'network' && err.kind !== 'read') storeTurn(id, null);
+      if (!followed && err.kind !== 'network' && err.kind !== 'read') storeTurn(id, null);
       // A kept turn the gateway no longer has, or an old failure this tab never showed: nothing
       // to say.
       if (resuming && (!kept || err.code === 'turn_not_found')) {
         view.discard?.();
+        if (followed) this.hideFollowing();
         return false;
       }
       view.fail?.(err);
-      this.showError(err, retry && canRetry(err) ? retry : null);
+      if (err.code === 'session_busy' && !resuming) {
+        // Another tab (or device) has a turn of this session under way: it is shown here as it
+        // streams, and what the learner wrote waits in the box until it has ended.
+        this.clearStatus();
+        this.followTurn(null);
+        return false;
+      }
+      // Stop is what the learner asked for: a neutral note, not an error to retry.
+      if (err.code === 'turn_cancelled') this.showStopped(again || null);
+      else this.showError(err, retry && canRetry(err) ? retry : null);
       return false;
     } finally {
       if (this.controller === controller) this.controller = null;
       this.turnId = '';
     }
-    storeTurn(id, null);
+    if (this.following) this.hideFollowing();
+    else storeTurn(id, null);
     this.hideNote();
     this.setBusy(false);
     if (resuming && known !== undefined && !(Number(end.session && end.session.version) > known)) {
@@ -335,11 +422,13 @@ export class Turns {
   }
 
   /**
-   * abort stops reading the turn in flight, if any (the panel goes away). The gateway goes on
-   * with it, and it is kept for resume when the session is opened again.
+   * abort stops reading the turn in flight, if any, and listening for Escape (the panel goes
+   * away). The gateway goes on with the turn, and it is kept for resume when the session is
+   * opened again.
    */
   abort() {
     this.controller?.abort();
+    document.removeEventListener('keydown', this.onKey);
   }
 
   clearStatus() {
@@ -371,6 +460,32 @@ export class Turns {
     clearTimeout(this.noteTimer);
     if (now || left <= 0) remove();
     else this.noteTimer = setTimeout(remove, left);
+  }
+
+  /**
+   * showStopped says, without alarm, that the answer was stopped as the learner asked; again,
+   * when given, is offered as "Send again" (a form or an opening message is not in the box).
+   * @param {(() => unknown) | null} again
+   */
+  showStopped(again) {
+    this.clearStatus();
+    this.status.append(h('div', { class: 'turn-note', testid: 'turn-stopped' },
+      h('p', { role: 'status' }, this.t('stopped')),
+      again ? h('button', { type: 'button', class: 'btn btn-small btn-ghost', testid: 'stopped-again', onclick: () => again() }, this.t('sendAgain')) : null));
+  }
+
+  /**
+   * showFollowing says why Send is off while another tab's turn streams here; what the status
+   * says already (this tab's last Stop, say) stays.
+   */
+  showFollowing() {
+    if (this.status.querySelector('[data-testid="turn-following"]')) return;
+    this.status.append(h('p', { class: 'turn-note', testid: 'turn-following', role: 'status' }, this.t('followingTurn')));
+  }
+
+  /** hideFollowing takes the note of showFollowing away: the followed turn has ended. */
+  hideFollowing() {
+    this.status.querySelector('[data-testid="turn-following"]')?.remove();
   }
 
   /**
@@ -408,6 +523,14 @@ export function loadTurn(id) {
   } catch {
     return null;
   }
+}
+
+/**
+ * forgetTurn drops the turn kept for session id.
+ * @param {string} id
+ */
+export function forgetTurn(id) {
+  storeTurn(id, null);
 }
 
 /**
@@ -499,8 +622,8 @@ export function uid(prefix) {
  * returns a promise of whether it was sent; when it was not, the text goes back into the box
  * (unless the learner has typed something new meanwhile). limit is the
  * gateway's message limit: a counter shows near it, and Send is off while the text is longer
- * (nothing is cut). draftKey, when given, keeps the unsent text in localStorage so that a reload
- * or a return to the session finds it again.
+ * (nothing is cut). draftKey, when given, keeps the unsent text in this tab's sessionStorage so
+ * that a reload or a return to the session finds it again (see storeDraft).
  * @param {Translator} t
  * @param {(text: string) => Promise<boolean>} onSend
  * @param {{placeholder?: string, limit?: number, draftKey?: string}} [options]
@@ -583,6 +706,8 @@ export function composer(t, onSend, { placeholder = '', limit = 8000, draftKey =
   };
 }
 
+// Text not sent yet is kept in sessionStorage, which lives as long as the tab: never in
+// localStorage, where it would outlast the tab on what may be a shared computer. It goes once sent.
 const DRAFT_STORAGE = 'coachgw.draft.';
 
 /**
@@ -592,7 +717,7 @@ const DRAFT_STORAGE = 'coachgw.draft.';
 export function loadDraft(key) {
   if (!key) return '';
   try {
-    return localStorage.getItem(DRAFT_STORAGE + key) || '';
+    return sessionStorage.getItem(DRAFT_STORAGE + key) || '';
   } catch {
     return '';
   }
@@ -606,8 +731,8 @@ export function loadDraft(key) {
 export function storeDraft(key, text) {
   if (!key) return;
   try {
-    if (text.trim()) localStorage.setItem(DRAFT_STORAGE + key, text);
-    else localStorage.removeItem(DRAFT_STORAGE + key);
+    if (text.trim()) sessionStorage.setItem(DRAFT_STORAGE + key, text);
+    else sessionStorage.removeItem(DRAFT_STORAGE + key);
   } catch {
     // Storage is off or full: the text stays in the box, it just does not survive a reload.
   }
@@ -619,9 +744,24 @@ export function storeDraft(key, text) {
  */
 export function forgetDrafts(id) {
   try {
+    for (let i = sessionStorage.length - 1; i >= 0; i--) {
+      const k = sessionStorage.key(i);
+      if (k && k.startsWith(`${DRAFT_STORAGE}${id}`)) sessionStorage.removeItem(k);
+    }
+  } catch {
+    // Nothing kept.
+  }
+}
+
+/**
+ * forgetStoredDrafts drops the unsent texts an earlier version of the panel kept in localStorage,
+ * where they outlast the tab.
+ */
+export function forgetStoredDrafts() {
+  try {
     for (let i = localStorage.length - 1; i >= 0; i--) {
       const k = localStorage.key(i);
-      if (k && k.startsWith(`${DRAFT_STORAGE}${id}`)) localStorage.removeItem(k);
+      if (k && k.startsWith(DRAFT_STORAGE)) localStorage.removeItem(k);
     }
   } catch {
     // Nothing kept.

@@ -1,0 +1,256 @@
+// Package turns runs the engine's turns as units of their own, beside the engine's other
+// ports: a turn outlives the client that asked for it, its lines are teed into a Log that every
+// instance reads (resume), and the turns running on this instance are registered so that a stop,
+// asked here or delivered from another instance, finds the turn to cancel.
+//
+// It sits next to package coach and imports it, rather than living inside it: coach runs one
+// turn against its store and model and knows nothing of instances, logs or clients that come
+// and go, while this package gives a coach.TurnRun its context and its Sink. Adapters
+// (internal/httpapi) and stores (internal/redisstore) depend on it and on coach, never on each
+// other.
+package turns
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/ndjson"
+)
+
+// Config is what Turns needs.
+type Config struct {
+	// Log keeps turns' lines for resume and carries stops between instances; ResumeTTL is how
+	// long after its end a turn can be resumed (0 keeps no lines: no resume, and a stop
+	// reaches only the turns of this instance).
+	Log       Log
+	ResumeTTL time.Duration
+	// CancelOnDisconnect (COACH_TURN_ON_DISCONNECT=cancel) ends a turn when its client goes
+	// away; otherwise the turn runs to its end.
+	CancelOnDisconnect bool
+}
+
+// Turns are the turns of one instance.
+type Turns struct {
+	cfg     Config
+	running registry
+}
+
+// New returns the Turns of cfg.
+func New(cfg Config) *Turns { return &Turns{cfg: cfg} }
+
+// Log returns the log that keeps turns' lines, or nil when turns are not resumable.
+func (t *Turns) Log() Log {
+	if t.cfg.Log == nil || t.cfg.ResumeTTL <= 0 {
+		return nil
+	}
+	return t.cfg.Log
+}
+
+// StopLocal stops turn of session if it runs on this instance: what a stop published by any
+// instance (Log.Stop) is delivered to.
+func (t *Turns) StopLocal(session, turn string) { t.running.stop(session, turn) }
+
+// Stop stops the session's running turn wherever it runs: here at once, elsewhere through the
+// log's stop. It reports whether the session had a running turn.
+func (t *Turns) Stop(ctx context.Context, session string) (bool, error) {
+	if turn := t.running.running(session); turn != "" {
+		t.running.stop(session, turn)
+		return true, nil
+	}
+	log := t.Log()
+	if log == nil {
+		return false, nil
+	}
+	turn, running, err := log.Current(ctx, session)
+	if err != nil || !running {
+		return false, err
+	}
+	if err := log.Stop(ctx, session, turn); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// Turn is one turn running on this instance, from Start to End.
+type Turn struct {
+	turns         *Turns
+	session, id   string
+	ctx           context.Context
+	cancel        context.CancelCauseFunc
+	drained, left func() bool
+	log           *lineLog
+}
+
+// Start registers turn of session as running here. The turn is not the request's: a client
+// that goes away leaves it running to its end, on a context of its own that only its deadline
+// (see coach.TurnRun.Run), drain, a stop, or, with CancelOnDisconnect, req's end cancel. A
+// drain ends it with coach.ErrShuttingDown, a stop with coach.ErrTurnCancelled and the client's
+// leaving with context.Canceled. End must be called once the turn is over.
+func (t *Turns) Start(req, drain context.Context, session, turn string) *Turn {
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(req))
+	r := &Turn{turns: t, session: session, id: turn, ctx: ctx, cancel: cancel}
+	r.drained = context.AfterFunc(drain, func() { cancel(coach.ErrShuttingDown) })
+	if t.cfg.CancelOnDisconnect {
+		r.left = context.AfterFunc(req, func() { cancel(context.Canceled) })
+	}
+	t.running.add(session, turn, cancel)
+	return r
+}
+
+// Context returns the context the turn runs on.
+func (r *Turn) Context() context.Context { return r.ctx }
+
+// Sink returns the Sink the turn runs with: it tees every line into the turn's log, when turns
+// are resumable, and writes to client while the client is there. A client that is gone stops
+// receiving lines, never the turn, unless turns are cancelled on disconnect (then its write
+// error ends the turn). life is how long the turn may still run and write; its log is kept for
+// that and ResumeTTL after its end. log hears of a log that cannot be written.
+func (r *Turn) Sink(client coach.Sink, life time.Duration, log *zerolog.Logger) coach.Sink {
+	s := &sink{client: client, cancelOnError: r.turns.cfg.CancelOnDisconnect}
+	s.raw, _ = client.(LineWriter)
+	if store := r.turns.Log(); store != nil {
+		ttl := r.turns.cfg.ResumeTTL
+		r.log = newLineLog(store, r.session, r.id, life+ttl, ttl, log)
+		s.log = r.log
+	}
+	return s
+}
+
+// End unregisters the turn, releases its context and writes the rest of its log. The returned
+// channel is closed once the log is written out (at once when the turn keeps none).
+func (r *Turn) End() <-chan struct{} {
+	r.turns.running.remove(r.session, r.id)
+	if r.left != nil {
+		r.left()
+	}
+	r.drained()
+	r.cancel(nil)
+	if r.log == nil {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	r.log.close()
+	return r.log.done
+}
+
+// LineWriter is a client Sink that writes encoded NDJSON lines as they are: the turn's sink
+// gives it the very bytes it keeps in the log, so a line is encoded once however many places it
+// goes.
+type LineWriter interface {
+	coach.Sink
+	// WriteLine writes line, one encoded NDJSON line ending in '\n'.
+	WriteLine(line []byte) error
+}
+
+// sink is the Sink of one turn (see Turn.Sink).
+type sink struct {
+	client coach.Sink
+	raw    LineWriter
+	log    *lineLog
+	// line is the last line encoded for the log.
+	line []byte
+	// cancelOnError passes the client's write errors on to the engine.
+	cancelOnError bool
+	gone          bool
+}
+
+// Emit tees e.
+func (t *sink) Emit(e coach.Event) error {
+	if t.log == nil {
+		if t.gone {
+			return nil
+		}
+		return t.clientErr(t.client.Emit(e))
+	}
+	line, err := ndjson.Append(t.line[:0], e)
+	if err != nil {
+		return err
+	}
+	t.line = line
+	// The line goes to the client first; the log takes a copy, for its writer to find when
+	// Flush wakes it.
+	if !t.gone {
+		if t.raw != nil {
+			err = t.clientErr(t.raw.WriteLine(line))
+		} else {
+			err = t.clientErr(t.client.Emit(e))
+		}
+	}
+	t.log.add(line)
+	return err
+}
+
+// Flush sends the client what is held, and only then wakes the log's writer: waking a goroutine
+// can wake an idle CPU, and the client's lines must not wait for that, let alone for Redis.
+func (t *sink) Flush() error {
+	var err error
+	if !t.gone {
+		err = t.clientErr(t.client.Flush())
+	}
+	if t.log != nil {
+		t.log.kick()
+	}
+	return err
+}
+
+func (t *sink) clientErr(err error) error {
+	if err == nil || t.cancelOnError {
+		return err
+	}
+	t.gone = true
+	return nil
+}
+
+// registry are the turns running on this instance, by session (a session runs one turn at a
+// time), so that a stop from any instance finds the one to cancel.
+type registry struct {
+	mu sync.Mutex
+	m  map[string]runningTurn
+}
+
+type runningTurn struct {
+	turn   string
+	cancel context.CancelCauseFunc
+}
+
+func (r *registry) add(session, turn string, cancel context.CancelCauseFunc) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]runningTurn{}
+	}
+	r.m[session] = runningTurn{turn: turn, cancel: cancel}
+}
+
+func (r *registry) remove(session, turn string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t, ok := r.m[session]; ok && t.turn == turn {
+		delete(r.m, session)
+	}
+}
+
+// stop cancels turn of session if it runs here (turn "": whichever runs), and reports whether
+// it did.
+func (r *registry) stop(session, turn string) bool {
+	r.mu.Lock()
+	t, ok := r.m[session]
+	r.mu.Unlock()
+	if !ok || (turn != "" && t.turn != turn) {
+		return false
+	}
+	t.cancel(coach.ErrTurnCancelled)
+	return true
+}
+
+// running returns the id of the turn of session running here, or "".
+func (r *registry) running(session string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m[session].turn
+}
