@@ -107,7 +107,8 @@ func stall(r fakellm.Reply) fakellm.Reply {
 // GET …/chat/messages and resume: true), in each contract: after an answer, and while the next
 // answer is still streaming. An answer's message id is its turn's id in both routes, so the
 // SDK's resume replaces a restored answer with its replay instead of showing it twice, and adds
-// a running answer once, after the restored conversation.
+// a running answer once, after the restored conversation, which ends with that turn's learner
+// message, pending until the turn is stored and then there once.
 func TestChatRestoreThenResume(t *testing.T) {
 	moduleTwo := structured([]json.RawMessage{
 		block("type", "heading", "content", "Stress"),
@@ -153,30 +154,36 @@ func TestChatRestoreThenResume(t *testing.T) {
 				t.Errorf("after the resume %+v, want the same two messages: the replay replaces the restored answer", msgs)
 			}
 
-			// A reload mid-answer: the earlier messages are restored, the running answer comes
-			// once, after them, from the resume.
+			// A reload mid-answer: the earlier messages are restored with the running turn's
+			// learner message, marked pending, and the running answer comes once, after them,
+			// from the resume.
 			g.LLM.Enqueue(stall(tt.second))
 			running := leaveMidAnswer(t, g, s.ID, tt.bodies[1])
-			restored = restoreChat(t, g, s.ID)
-			if len(restored) != 2 || restored[1].ID != turn {
-				t.Fatalf("restored mid-answer %+v, want the first turn only (the running one is not stored yet)", restored)
+			// The learner message is kept beside the turn's first line, not before it.
+			apptest.Eventually(t, "chat/messages shows the running turn's learner message", func() bool {
+				restored = restoreChat(t, g, s.ID)
+				return len(restored) == 3
+			})
+			if len(restored) != 3 || restored[1].ID != turn || restored[2].ID != "pending-"+running || restored[2].Role != "user" {
+				t.Fatalf("restored mid-answer %+v, want the first turn and the running turn's learner message (pending-%s)", restored, running)
 			}
 			replay := chatStream(t, g, s.ID)
 			if got := replay.Header.Get("X-Coach-Turn"); got != running || replay.Events[0].MessageID != running {
 				t.Fatalf("resume: X-Coach-Turn %q, start %s; want the running turn %s", got, replay.Events[0].Raw, running)
 			}
 			msgs = followStream(t, restored, replay)
-			if len(msgs) != 3 || msgs[1].ID != turn || msgs[2].ID != running || len(msgs[2].Texts) == 0 {
-				t.Fatalf("after the resume %+v, want the two restored messages and the running answer", msgs)
+			if len(msgs) != 4 || msgs[1].ID != turn || msgs[3].ID != running || len(msgs[3].Texts) == 0 {
+				t.Fatalf("after the resume %+v, want the three restored messages and the running answer", msgs)
 			}
 			if v := replay.result(t).Session.Version; v != 3 {
 				t.Errorf("the resumed turn stored version %d, want 3", v)
 			}
 
-			// Reloaded again once it ended: four messages, the last one replayed in place.
+			// Reloaded again once it ended: four messages, the learner's once and stored, the
+			// last one replayed in place.
 			restored = restoreChat(t, g, s.ID)
-			if len(restored) != 4 || restored[3].ID != running || strings.Join(restored[3].Texts, "|") != strings.Join(msgs[2].Texts, "|") {
-				t.Fatalf("restored after the end %+v, want both turns, the second with id %s and text %q", restored, running, msgs[2].Texts)
+			if len(restored) != 4 || !strings.HasPrefix(restored[2].ID, "msg-") || restored[3].ID != running || strings.Join(restored[3].Texts, "|") != strings.Join(msgs[3].Texts, "|") {
+				t.Fatalf("restored after the end %+v, want both turns, the second's learner message stored and its answer with id %s and text %q", restored, running, msgs[3].Texts)
 			}
 			if again := followStream(t, restored, chatStream(t, g, s.ID)); len(again) != 4 || again[3].ID != running {
 				t.Errorf("after the resume %+v, want the same four messages", again)

@@ -111,13 +111,21 @@ type chatMessagesResponse struct {
 
 // getChatMessages is GET /v1/sessions/{id}/chat/messages (v1.2): the same page as getMessages,
 // shaped as the UI messages the chat route streamed (see uistream.Messages), for
-// useChat({messages}).
+// useChat({messages}). The newest page ends with the learner message of a turn that runs and is
+// not stored yet (see pendingMessage), so that a page restored mid-answer shows what the
+// learner asked before the resumed answer.
 func (s *Server) getChatMessages(c echo.Context) error {
 	page, err := s.transcriptPage(c)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, chatMessagesResponse{Messages: uistream.Messages(page.Entries), Next: nextSeq(page)})
+	msgs := uistream.Messages(page.Entries)
+	if before, _ := queryInt(c, "before"); before == 0 {
+		if m := s.pendingMessage(c, page.Entries); m != nil {
+			msgs = append(msgs, *m)
+		}
+	}
+	return c.JSON(http.StatusOK, chatMessagesResponse{Messages: msgs, Next: nextSeq(page)})
 }
 
 // transcriptPage reads the page of the session's transcript that ?limit and ?before ask for.

@@ -10,7 +10,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/coachgw/coachgw/internal/coach"
-	"github.com/coachgw/coachgw/internal/ndjson"
 )
 
 // Codes of the resume and stop routes' errors.
@@ -71,7 +70,8 @@ func (s *Server) getCurrentTurn(c echo.Context) error {
 
 // getChatStream is GET /v1/sessions/{id}/chat/stream: the session's running or last turn as a
 // UI message stream from its start (useChat's resume), whose message id is the turn's id (see
-// openUIStream).
+// openUIStream). A turn that ended without being stored is 204, as no turn is, and the replay
+// leaves out what resets already discarded (see chatReplay).
 func (s *Server) getChatStream(c echo.Context) error {
 	turn, err := s.currentTurn(c, "")
 	if err != nil {
@@ -80,15 +80,19 @@ func (s *Server) getChatStream(c echo.Context) error {
 	if turn == "" {
 		return c.NoContent(http.StatusNoContent)
 	}
+	plan, err := s.planChatReplay(c.Request().Context(), c.Param("id"), turn)
+	if err != nil {
+		return err
+	}
+	if plan.unstored {
+		return c.NoContent(http.StatusNoContent)
+	}
 	c.Response().Header().Set(HeaderTurn, turn)
 	w, err := openUIStream(c, turn)
 	if err != nil {
 		return err
 	}
-	return s.follow(c, turn, 0, w, func(line []byte) (coach.Event, bool) {
-		e, err := ndjson.Parse(line)
-		return e, err == nil
-	})
+	return s.follow(c, turn, 0, w, plan.decoder())
 }
 
 // follow writes the lines of turn's log after the first after to out until the turn's last

@@ -93,6 +93,7 @@ func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open ope
 		return err
 	}
 	sink := tr.Sink(w, s.deps.Service.Options().TurnTimeout+writeGrace, logger(c))
+	s.keepInput(c, id, turnID, in)
 	rep := run.Run(tr.Context(), limitsSink{Sink: sink, limits: s.limits(run.Session().Contract)})
 	timingTrailer(c.Response().Header(), rep)
 

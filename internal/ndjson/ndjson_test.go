@@ -25,6 +25,9 @@ func TestAppend(t *testing.T) {
 		{"result with upstream", coach.Event{Type: coach.EventResult, Result: json.RawMessage(`{"a":1}`), Upstream: "local"}, `{"type":"result","result":{"a":1},"upstream":"local"}`},
 		{"safety", coach.Event{Type: coach.EventSafety, Safety: &coach.SafetyNotice{Kind: "crisis", Locale: "en-US", Message: "m", Resources: []safety.Resource{{Name: "988", Phone: "988"}}}},
 			`{"type":"safety","kind":"crisis","locale":"en-US","message":"m","resources":[{"name":"988","phone":"988"}]}`},
+		{"error with turn", coach.Event{Type: coach.EventError, Code: "turn_cancelled", Message: "stopped", Turn: "t1"}, `{"type":"error","error":"turn_cancelled","message":"stopped","turn":"t1"}`},
+		{"result with session and turn", coach.Event{Type: coach.EventResult, Result: json.RawMessage(`{"a":1}`), Session: &coach.Session{ID: "s1", Contract: "toulmin", Version: 2}, Turn: "t1"},
+			`{"type":"result","result":{"a":1},"session":` + sessionJSON(t, &coach.Session{ID: "s1", Contract: "toulmin", Version: 2}) + `,"turn":"t1"}`},
 		{"result with usage", coach.Event{Type: coach.EventResult, Result: json.RawMessage(`{"a":1}`), Upstream: "p", Usage: &coach.Usage{PromptTokens: 812, CompletionTokens: 64}},
 			`{"type":"result","result":{"a":1},"upstream":"p","usage":{"promptTokens":812,"completionTokens":64}}`},
 	}
@@ -40,8 +43,28 @@ func TestAppend(t *testing.T) {
 			if !json.Valid(got) {
 				t.Errorf("line %s is not valid JSON", got)
 			}
+			// A replay decodes the kept line and encodes it again: every line type must come
+			// back as it was.
+			e, err := Parse(got[:len(got)-1])
+			if err != nil {
+				t.Fatalf("Parse(%s): %v", got, err)
+			}
+			again, err := Append(nil, e)
+			if err != nil || string(again) != string(got) {
+				t.Errorf("Append(Parse(%s)) = %s, %v; want the line again", got, again, err)
+			}
 		})
 	}
+}
+
+// sessionJSON is s as a result line carries it.
+func sessionJSON(t *testing.T, s *coach.Session) string {
+	t.Helper()
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func TestAppendStringMatchesEncodingJSON(t *testing.T) {

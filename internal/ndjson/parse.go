@@ -7,8 +7,10 @@ import (
 	"github.com/coachgw/coachgw/internal/coach"
 )
 
-// Parse decodes one line that Append wrote (without its newline) back into its event. It reads
-// the gateway's own lines, kept for resume, to encode them in another format.
+// Parse decodes one line that Append wrote (without its newline) back into its event, whatever
+// its type: Append(Parse(line)) is line again. It reads the gateway's own lines, kept for
+// resume, to encode them in another format, so a line type it did not decode would be missing
+// from every replay in that format.
 func Parse(line []byte) (coach.Event, error) {
 	var w struct {
 		Type      string          `json:"type"`
@@ -39,6 +41,14 @@ func Parse(line []byte) (coach.Event, error) {
 	}
 	if w.Block != nil {
 		e.Block = *w.Block
+	}
+	if e.Type == coach.EventSafety {
+		// A safety line is its notice's members beside its type.
+		var n coach.SafetyNotice
+		if err := json.Unmarshal(line, &n); err != nil {
+			return coach.Event{}, err
+		}
+		e.Safety, e.Message = &n, ""
 	}
 	return e, nil
 }

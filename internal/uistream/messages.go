@@ -10,9 +10,11 @@ import (
 // UIMessage is one message of a conversation as the AI SDK keeps it (its UIMessage), which
 // useChat({messages}) and new Chat({messages}) take to restore a conversation.
 type UIMessage struct {
-	ID    string   `json:"id"`
-	Role  string   `json:"role"`
-	Parts []UIPart `json:"parts"`
+	ID   string `json:"id"`
+	Role string `json:"role"`
+	// Metadata is the message's metadata, set only on a pending message (see PendingMessage).
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+	Parts    []UIPart        `json:"parts"`
 }
 
 // UIPart is one part of a UIMessage: a text part (Type "text", Text, State) or a data part
@@ -103,6 +105,20 @@ func Messages(entries []coach.TranscriptEntry) []UIMessage {
 		out = append(out, *pending)
 	}
 	return out
+}
+
+// PendingMessage is the learner message of a turn that runs and is not stored yet, from its
+// input (the JSON a learner entry's input has): the user message the stored entry will be, with
+// the same parts, whose id is "pending-" and the turn's id and whose metadata is
+// {"coachgw":{"pending":true,"turn":…}}. It comes after the stored messages, and before the
+// turn's answer, which a resume of the turn adds; once the turn is stored its learner entry
+// replaces it under its own id ("msg-" and its seq), and a turn that stores nothing takes it
+// away.
+func PendingMessage(turn string, input json.RawMessage) UIMessage {
+	return UIMessage{
+		ID: "pending-" + turn, Role: coach.RoleUser, Parts: learnerParts(input),
+		Metadata: mustJSON(map[string]any{"coachgw": map[string]any{"pending": true, "turn": turn}}),
+	}
 }
 
 func messageID(seq int64) string { return "msg-" + strconv.FormatInt(seq, 10) }

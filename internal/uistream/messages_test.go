@@ -120,3 +120,37 @@ func compact(t *testing.T, b []byte) string {
 	out, _ := json.Marshal(v)
 	return string(out)
 }
+
+// TestPendingMessage shapes a running turn's input as the user message its stored learner entry
+// will be: the same parts, under the pending id and metadata that name the turn.
+func TestPendingMessage(t *testing.T) {
+	tests := []struct {
+		name, input string
+	}{
+		{"message", `{"message":"Cities should ban cars."}`},
+		{"select", `{"selected":"a"}`},
+		{"continue", `{"continue":true,"step":"grounds"}`},
+		{"form", `{"form":{"id":"check","values":{"intensity":3}}}`},
+		{"unreadable", `not json`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := PendingMessage("t1", json.RawMessage(tt.input))
+			stored := Messages([]coach.TranscriptEntry{{Seq: 7, Turn: "t1", Role: coach.TranscriptLearner, Input: json.RawMessage(tt.input)}})
+			if len(stored) != 1 {
+				t.Fatalf("Messages of one learner entry = %+v", stored)
+			}
+			gotParts, _ := json.Marshal(got.Parts)
+			wantParts, _ := json.Marshal(stored[0].Parts)
+			if string(gotParts) != string(wantParts) {
+				t.Errorf("parts = %s, want the stored entry's %s", gotParts, wantParts)
+			}
+			if got.ID != "pending-t1" || got.Role != coach.RoleUser {
+				t.Errorf("id %q role %q, want pending-t1 and user", got.ID, got.Role)
+			}
+			if want := `{"coachgw":{"pending":true,"turn":"t1"}}`; string(got.Metadata) != want {
+				t.Errorf("metadata = %s, want %s", got.Metadata, want)
+			}
+		})
+	}
+}

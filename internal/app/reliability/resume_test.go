@@ -242,8 +242,9 @@ func resumeChatOn(t *testing.T, g *apptest.Gateway, id string, msgs []chatMessag
 
 // TestRestoreAndResumeOnAnotherInstance reloads a page on gateway B while its turn runs on A,
 // the way useChat restores (GET …/chat/messages) and resumes (GET …/chat/stream): the earlier
-// messages come once, the running answer once after them, and after its end the restored
-// answer and its replay are one message (both carry the turn's id).
+// messages come once with the running turn's learner message (pending), the running answer once
+// after them, and after its end the restored answer and its replay are one message (both carry
+// the turn's id).
 func TestRestoreAndResumeOnAnotherInstance(t *testing.T) {
 	text := "Cars in city centres make the air worse for everyone who lives there and walks there every day."
 	a, b := twoGateways(t, 30*time.Millisecond, slowAnswer("A first answer."), slowAnswer(text))
@@ -261,13 +262,14 @@ func TestRestoreAndResumeOnAnotherInstance(t *testing.T) {
 	st.Close()
 
 	restored := restoreOn(t, b, s.ID)
-	if len(restored) != 2 || restored[0].Role != "user" || restored[1].ID != firstTurn {
-		t.Fatalf("restored on B mid-answer: %+v; want the first turn, its answer's id %s", restored, firstTurn)
+	if len(restored) != 3 || restored[0].Role != "user" || restored[1].ID != firstTurn ||
+		restored[2] != (chatMessage{ID: "pending-" + turn, Role: "user", Text: "Cars make the air worse."}) {
+		t.Fatalf("restored on B mid-answer: %+v; want the first turn, its answer's id %s, and the running turn's learner message, pending", restored, firstTurn)
 	}
 	msgs := resumeChatOn(t, b, s.ID, restored)
 	want := text + "\n\nWhich cities?"
-	if len(msgs) != 3 || msgs[1] != restored[1] || msgs[2].ID != turn || msgs[2].Text != want {
-		t.Fatalf("after the resume on B: %+v; want the restored two and the running answer %q once, id %s", msgs, want, turn)
+	if len(msgs) != 4 || msgs[1] != restored[1] || msgs[3].ID != turn || msgs[3].Text != want {
+		t.Fatalf("after the resume on B: %+v; want the restored three and the running answer %q once, id %s", msgs, want, turn)
 	}
 
 	restored = restoreOn(t, b, s.ID)

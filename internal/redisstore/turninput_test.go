@@ -1,0 +1,43 @@
+package redisstore
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestTurnInput keeps a running turn's input and reads it back, on the real Redis and the
+// embedded one: per turn, absent before it is kept and for another turn or session.
+func TestTurnInput(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			ctx := context.Background()
+			log := NewTurnLog(f.client, f.prefix)
+			const session, other = "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"
+			input := `{"message":"Cities should ban cars."}`
+			if got, err := log.Input(ctx, session, "t1"); err != nil || got != nil {
+				t.Fatalf("Input before KeepInput = %q, %v; want nil, nil", got, err)
+			}
+			if err := log.KeepInput(ctx, session, "t1", []byte(input), time.Minute); err != nil {
+				t.Fatalf("KeepInput: %v", err)
+			}
+			tests := []struct {
+				session, turn, want string
+			}{
+				{session, "t1", input},
+				{session, "t2", ""},
+				{other, "t1", ""},
+			}
+			for _, tt := range tests {
+				got, err := log.Input(ctx, tt.session, tt.turn)
+				if err != nil || string(got) != tt.want {
+					t.Errorf("Input(%s, %s) = %q, %v; want %q", tt.session, tt.turn, got, err, tt.want)
+				}
+			}
+			if ttl := f.client.PTTL(ctx, log.inputKey(session, "t1")).Val(); ttl <= 0 || ttl > time.Minute {
+				t.Errorf("the input's TTL = %v, want at most the minute it was kept for", ttl)
+			}
+		})
+	}
+}
