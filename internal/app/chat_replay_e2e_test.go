@@ -66,7 +66,14 @@ func TestChatStreamReplaysACrisis(t *testing.T) {
 				if len(live.texts(t)) == 0 {
 					t.Fatalf("turn %d: events %q, want the supportive text", i, live.kinds())
 				}
-				replay := chatStream(t, g, s.ID)
+				// The turn log is written beside the turn, not before its answer ends: a reload
+				// at once may come before the log names this turn.
+				var replay chatResponse
+				apptest.Eventually(t, "the log names the turn", func() bool {
+					replay = chatStream(t, g, s.ID)
+					return replay.Status == http.StatusOK && len(replay.Events) > 0 &&
+						replay.Events[0].MessageID == live.Header.Get("X-Coach-Turn")
+				})
 				if got, want := strings.Join(replay.rawEvents(), "\n"), strings.Join(live.rawEvents(), "\n"); got != want {
 					t.Errorf("turn %d replayed:\n%s\nwant the live stream:\n%s", i, got, want)
 				}
