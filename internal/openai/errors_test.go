@@ -246,7 +246,7 @@ func TestRetryAfter(t *testing.T) {
 	}{
 		{"none", http.Header{}, 0},
 		{"seconds", http.Header{"Retry-After": {"3"}}, 3 * time.Second},
-		{"fractional seconds, which RFC 9110 does not allow", http.Header{"Retry-After": {"0.25"}}, 0},
+		{"fractional seconds, which endpoints send", http.Header{"Retry-After": {"0.25"}}, 250 * time.Millisecond},
 		{"date", http.Header{"Retry-After": {fixedNow.Add(time.Minute).Format(http.TimeFormat)}}, time.Minute},
 		{"date in the past", http.Header{"Retry-After": {fixedNow.Add(-time.Minute).Format(http.TimeFormat)}}, 0},
 		{"milliseconds", http.Header{"Retry-After-Ms": {"120"}}, 120 * time.Millisecond},

@@ -7,6 +7,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -29,8 +30,10 @@ const MaxRetryAfter = 24 * time.Hour
 
 // RetryAfter reads a Retry-After field value as RFC 9110 (section 10.2.3) defines it: either
 // delta-seconds (one or more ASCII digits) or an HTTP-date (IMF-fixdate, or the obsolete
-// RFC 850 and asctime forms a recipient must still accept), relative to now. It returns 0 for
-// an empty, negative, fractional or otherwise unreadable value and for a date not after now,
+// RFC 850 and asctime forms a recipient must still accept), relative to now. Decimal seconds
+// ("0.4") are read too: model endpoints send them, and taking them for no advice would retry
+// such an endpoint sooner than it asked. It returns 0 for an empty, negative or otherwise
+// unreadable value (a sign, an exponent, a bare fraction) and for a date not after now,
 // so that garbage means "no advice" rather than "retry at once forever" or "never retry"; it
 // caps the rest at MaxRetryAfter.
 func RetryAfter(v string, now time.Time) time.Duration {
@@ -48,6 +51,13 @@ func RetryAfter(v string, now time.Time) time.Duration {
 		}
 		return time.Duration(secs) * time.Second
 	}
+	if whole, frac, ok := strings.Cut(v, "."); ok && isDigits(whole) && isDigits(frac) {
+		secs, err := strconv.ParseFloat(v, 64)
+		if err != nil || secs >= MaxRetryAfter.Seconds() {
+			return MaxRetryAfter
+		}
+		return time.Duration(secs * float64(time.Second))
+	}
 	t, err := http.ParseTime(v)
 	if err != nil || !t.After(now) {
 		return 0
@@ -55,8 +65,8 @@ func RetryAfter(v string, now time.Time) time.Duration {
 	return min(t.Sub(now), MaxRetryAfter)
 }
 
-// isDigits reports whether v is one or more ASCII digits: delta-seconds allows no sign, no
-// fraction and no exponent.
+// isDigits reports whether v is one or more ASCII digits: delta-seconds allows no sign and no
+// exponent.
 func isDigits(v string) bool {
 	for i := 0; i < len(v); i++ {
 		if v[i] < '0' || v[i] > '9' {
