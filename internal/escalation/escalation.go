@@ -527,27 +527,37 @@ func (w *Webhook) refill() {
 }
 
 // readmit takes ep, from the Overflow, into the queue when there is room, and extends its
-// lease there to the longest its attempts may take.
+// lease there to the longest its attempts may take. The lease is extended before ep is
+// admitted: its delivery may end, and keep it again due sooner, before a later extension could
+// overwrite that with the long lease.
 func (w *Webhook) readmit(ep safety.Episode) {
 	w.mu.Lock()
 	_, isPending := w.pending[ep.ID]
 	_, wasDelivered := w.delivered[ep.ID]
+	blocked := isPending || w.full(ep) != ""
+	w.mu.Unlock()
 	switch {
 	case wasDelivered:
-		w.mu.Unlock()
 		w.done(ep)
 		w.ended(OutcomeDuplicate)
 		return
-	case isPending || w.full(ep) != "":
-		w.mu.Unlock()
+	case blocked:
 		return
 	}
-	w.admit(ep)
-	w.mu.Unlock()
 	if _, _, err := w.put(ep, w.o.Now().Add(w.lease)); err != nil {
 		w.logEpisode(w.o.Log.Warn(), ep).Str("error", redact.Excerpt(err.Error(), 300)).
 			Msg("cannot extend an escalation's lease in the overflow; another instance may send it too, and receivers deduplicate on its episode id")
 	}
+	w.mu.Lock()
+	_, isPending = w.pending[ep.ID]
+	if isPending || w.full(ep) != "" {
+		w.mu.Unlock()
+		// The room went meanwhile: ep is due again soon, as any episode without room is.
+		_, _, _ = w.put(ep, w.o.Now().Add(w.o.Backoff))
+		return
+	}
+	w.admit(ep)
+	w.mu.Unlock()
 }
 
 // Close stops taking episodes and waits until every pending one is delivered or given up, or
