@@ -398,7 +398,7 @@ func commandList(m map[string]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-// baselineTargets checks, at each level of a run with -baseline-bin, issue 33's targets for the
+// baselineTargets checks, at each level of a run with -baseline-bin, the overhead targets for the
 // gateway (coachgw, with its settings of the run) in the same interleaved rounds: added TTFD over
 // the proxy, CPU per model chunk below the baseline gateway's, and Redis round trips per turn
 // within 2 + lines/10.

@@ -13,7 +13,7 @@ import (
 )
 
 // TurnLog keeps the lines of running and recent turns for resume, and carries stops between
-// instances: the turns.Log of the gateway (v1.2, resumable turns).
+// instances: the turns.Log of the gateway, for resumable turns.
 //
 // A session has, besides the keys of Store, a current-turn pointer and one log per recent turn:
 //
