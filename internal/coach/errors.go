@@ -90,6 +90,9 @@ const (
 	// CodeSessionDeleted ends a turn whose learner was erased while it ran: nothing of it is
 	// stored.
 	CodeSessionDeleted = "session_deleted"
+	// CodeTooManyTurns refuses a turn of a tenant that already runs as many turns at once as
+	// it may, turns whose clients left included.
+	CodeTooManyTurns = "too_many_turns"
 
 	CodeStreamFailed     = "coach_stream_failed"
 	CodeValidationFailed = "coach_validation_failed"

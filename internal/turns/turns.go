@@ -31,12 +31,18 @@ type Config struct {
 	// CancelOnDisconnect (COACH_TURN_ON_DISCONNECT=cancel) ends a turn when its client goes
 	// away; otherwise the turn runs to its end.
 	CancelOnDisconnect bool
+	// MaxPerTenant (COACH_MAX_TURNS_PER_TENANT) bounds the turns each tenant runs at once on
+	// this instance, detached ones included (see Admit); 0 sets no bound.
+	MaxPerTenant int
+	// Refused, when set, hears of every turn Admit refuses, with its tenant.
+	Refused func(tenant string)
 }
 
 // Turns are the turns of one instance.
 type Turns struct {
-	cfg     Config
-	running registry
+	cfg       Config
+	running   registry
+	perTenant tenantCounts
 }
 
 // New returns the Turns of cfg.
@@ -83,6 +89,8 @@ type Turn struct {
 	cancel        context.CancelCauseFunc
 	drained, left func() bool
 	log           *lineLog
+	// admission, when the turn was admitted (Admission.Start), is given back by End.
+	admission *Admission
 }
 
 // Start registers turn of session as running here. The turn is not the request's: a client
@@ -120,8 +128,9 @@ func (r *Turn) Sink(client coach.Sink, life time.Duration, log *zerolog.Logger) 
 	return s
 }
 
-// End unregisters the turn, releases its context and writes the rest of its log. The returned
-// channel is closed once the log is written out (at once when the turn keeps none).
+// End unregisters the turn, releases its context, gives back its tenant's place (see Admit)
+// and writes the rest of its log. The returned channel is closed once the log is written out
+// (at once when the turn keeps none).
 func (r *Turn) End() <-chan struct{} {
 	r.turns.running.remove(r.session, r.id)
 	if r.left != nil {
@@ -129,6 +138,9 @@ func (r *Turn) End() <-chan struct{} {
 	}
 	r.drained()
 	r.cancel(nil)
+	if r.admission != nil {
+		r.admission.Release()
+	}
 	if r.log == nil {
 		done := make(chan struct{})
 		close(done)

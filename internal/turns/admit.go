@@ -1,0 +1,115 @@
+package turns
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coachgw/coachgw/internal/coach"
+)
+
+// Turns per tenant
+//
+// A turn outlives its client by design, so the connections a client holds say nothing of the
+// model calls it has started: a tenant that opens turns and hangs up on each at once would
+// hold as many upstream connections as it cared to open, and every other tenant would wait
+// behind them. Admit bounds the turns each tenant runs at once, detached ones included: a place
+// is taken before the session is claimed, so a refused turn costs no Redis round trip and never
+// touches the session, and it is given back when the turn really ends (Turn.End), not when its
+// client leaves.
+//
+// The count is per instance, as COACH_MAX_CONNS is: it bounds what this instance spends on a
+// tenant's upstream calls, at the cost of a mutex and a map entry and no Redis round trip. A
+// tenant may run MaxPerTenant turns on each instance, so N instances behind one balancer let it
+// run up to N times that.
+
+// tooManyTurnsRetry is the Retry-After of a refusal. Any of the tenant's running turns frees a
+// place when it ends, and a refusal costs the gateway no Redis round trip, so a client may try
+// again soon; a turn itself lasts at most the turn timeout.
+const tooManyTurnsRetry = time.Second
+
+// Admission is one tenant's place among the turns running on this instance, taken by
+// Turns.Admit. It is given back once: by the End of the turn it started (Admission.Start), or
+// by Release on the way out of a turn that did not start.
+type Admission struct {
+	turns    *Turns
+	tenant   string
+	released atomic.Bool
+}
+
+// Admit takes a place for a turn of tenant, or refuses it with a 429 too_many_turns error
+// (coach.KindLimited with a RetryAfter) when the tenant already runs MaxPerTenant turns on this
+// instance. The caller must either Start the admitted turn or Release the admission.
+func (t *Turns) Admit(tenant string) (*Admission, error) {
+	if !t.perTenant.take(tenant, t.cfg.MaxPerTenant) {
+		if t.cfg.Refused != nil {
+			t.cfg.Refused(tenant)
+		}
+		return nil, &coach.Error{
+			Kind: coach.KindLimited,
+			Code: coach.CodeTooManyTurns,
+			Message: "this tenant already runs " + strconv.Itoa(t.cfg.MaxPerTenant) +
+				" turns at once on this gateway, turns whose clients left included; retry when one ends",
+			RetryAfter: tooManyTurnsRetry,
+		}
+	}
+	return &Admission{turns: t, tenant: tenant}, nil
+}
+
+// Running returns how many turns of tenant hold a place on this instance.
+func (t *Turns) Running(tenant string) int { return t.perTenant.count(tenant) }
+
+// Start starts the admitted turn as Turns.Start does; the turn's End gives the place back.
+func (a *Admission) Start(req, drain context.Context, session, turn string) *Turn {
+	r := a.turns.Start(req, drain, session, turn)
+	r.admission = a
+	return r
+}
+
+// Release gives the place back. Only the first call of an Admission does anything, so that a
+// caller may defer it on every way out and let the turn's End release first.
+func (a *Admission) Release() {
+	if a.released.CompareAndSwap(false, true) {
+		a.turns.perTenant.give(a.tenant)
+	}
+}
+
+// tenantCounts are the places taken per tenant. A tenant with none has no entry, so the map
+// holds only the tenants with turns running.
+type tenantCounts struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+// take takes a place of tenant unless it holds limit already (limit 0: no limit), and reports
+// whether it did.
+func (c *tenantCounts) take(tenant string, limit int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if limit > 0 && c.m[tenant] >= limit {
+		return false
+	}
+	if c.m == nil {
+		c.m = map[string]int{}
+	}
+	c.m[tenant]++
+	return true
+}
+
+func (c *tenantCounts) give(tenant string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m[tenant] <= 1 {
+		delete(c.m, tenant)
+		return
+	}
+	c.m[tenant]--
+}
+
+func (c *tenantCounts) count(tenant string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[tenant]
+}
