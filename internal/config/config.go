@@ -146,6 +146,10 @@ type Config struct {
 	// learner reference of a tenant across its sessions, whether the model answers them or the
 	// gateway does (a held session's); 0 turns it off.
 	TurnRateLimit int
+	// MaxTurnsPerTenant is COACH_MAX_TURNS_PER_TENANT: the turns each tenant may run at once on
+	// one instance, those whose clients left included; one more is 429 too_many_turns. 0 turns
+	// the bound off.
+	MaxTurnsPerTenant int
 	// MaxHeaderBytes (COACH_MAX_HEADER_BYTES) bounds a request's header; MaxConns
 	// (COACH_MAX_CONNS) the connections served at once (0: no cap); MaxConnsPerClient
 	// (COACH_MAX_CONNS_PER_CLIENT) those of one client address, an IPv6 /64 (0: no cap).
@@ -275,6 +279,7 @@ func Default() Config {
 		LogFormat:            "json",
 		SessionRateLimit:     120,
 		TurnRateLimit:        30,
+		MaxTurnsPerTenant:    256,
 		MaxHeaderBytes:       64 << 10,
 		MaxConns:             2048,
 		MaxConnsPerClient:    64,
@@ -412,6 +417,7 @@ func Load(getenv func(string) string) (Config, error) {
 	num("COACH_SESSION_RATE_LIMIT", &c.SessionRateLimit)
 	num("COACH_MAX_SESSIONS_PER_LEARNER", &c.MaxSessionsPerLearner)
 	num("COACH_TURN_RATE_LIMIT", &c.TurnRateLimit)
+	num("COACH_MAX_TURNS_PER_TENANT", &c.MaxTurnsPerTenant)
 	num("COACH_MAX_HEADER_BYTES", &c.MaxHeaderBytes)
 	num("COACH_MAX_CONNS", &c.MaxConns)
 	num("COACH_MAX_CONNS_PER_CLIENT", &c.MaxConnsPerClient)
@@ -558,6 +564,7 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 		Int("sessionRateLimit", c.SessionRateLimit).
 		Int("maxSessionsPerLearner", c.MaxSessionsPerLearner).
 		Int("turnRateLimit", c.TurnRateLimit).
+		Int("maxTurnsPerTenant", c.MaxTurnsPerTenant).
 		Int("maxHeaderBytes", c.MaxHeaderBytes).
 		Int("maxConns", c.MaxConns).
 		Int("maxConnsPerClient", c.MaxConnsPerClient).

@@ -47,6 +47,8 @@ func TestLoadErrors(t *testing.T) {
 		{"no save interval", "COACH_SAVE_INTERVAL", "0s"},
 		{"a transcript of no entries", "COACH_TRANSCRIPT_MAX_ENTRIES", "0"},
 		{"a transcript of no bytes", "COACH_TRANSCRIPT_MAX_BYTES", "0"},
+		{"negative turns per tenant", "COACH_MAX_TURNS_PER_TENANT", "-1"},
+		{"turns per tenant in words", "COACH_MAX_TURNS_PER_TENANT", "many"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,6 +57,29 @@ func TestLoadErrors(t *testing.T) {
 				t.Errorf("Load(%s=%q) error = %v, want one naming %s", tt.key, tt.val, err, tt.key)
 			}
 		})
+	}
+}
+
+// TestMaxTurnsPerTenant checks COACH_MAX_TURNS_PER_TENANT: 256 by default, a number as given,
+// 0 for no bound.
+func TestMaxTurnsPerTenant(t *testing.T) {
+	tests := []struct {
+		val  string
+		want int
+	}{
+		{"", 256},
+		{"4", 4},
+		{" 1000 ", 1000},
+		{"0", 0},
+	}
+	for _, tt := range tests {
+		got, err := Load(env(map[string]string{"COACH_MAX_TURNS_PER_TENANT": tt.val}))
+		if err != nil {
+			t.Fatalf("Load(COACH_MAX_TURNS_PER_TENANT=%q) error = %v", tt.val, err)
+		}
+		if got.MaxTurnsPerTenant != tt.want {
+			t.Errorf("Load(COACH_MAX_TURNS_PER_TENANT=%q).MaxTurnsPerTenant = %d, want %d", tt.val, got.MaxTurnsPerTenant, tt.want)
+		}
 	}
 }
 
