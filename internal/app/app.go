@@ -194,7 +194,10 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 		LearnerAudit: auditBatch,
 	})
 	turnLog := redisstore.NewTurnLog(client, cfg.RedisPrefix)
-	running := turns.New(turns.Config{Log: turnLog, ResumeTTL: cfg.ResumeTTL, CancelOnDisconnect: cfg.TurnOnDisconnect == "cancel"})
+	running := turns.New(turns.Config{
+		Log: turnLog, ResumeTTL: cfg.ResumeTTL, CancelOnDisconnect: cfg.TurnOnDisconnect == "cancel",
+		MaxPerTenant: cfg.MaxTurnsPerTenant, Refused: m.TurnOverTenantCap,
+	})
 	a.api = httpapi.New(httpapi.Deps{
 		Service:         svc,
 		Modules:         moduleCatalog{modules},

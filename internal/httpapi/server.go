@@ -68,8 +68,9 @@ type Deps struct {
 	// TurnRateLimit bounds the turns each session, and each learner reference of a tenant,
 	// takes a minute (see turnlimit.go); 0 turns that off.
 	TurnRateLimit int
-	// Turns runs the turns of this instance: their logs for resume, their stops and what a
-	// client's leaving does to them; nil runs turns without a log, to their end.
+	// Turns runs the turns of this instance: their admission per tenant, their logs for
+	// resume, their stops and what a client's leaving does to them; nil runs turns without a
+	// log or a bound per tenant, to their end.
 	Turns *turns.Turns
 	// SafetyEvents reads the tenants' safety audit for GET /v1/safety/events (v1.3, operator
 	// keys only); nil leaves the route out.

@@ -38,6 +38,16 @@ func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open ope
 	if err := s.cleanTurn(&in); err != nil {
 		return err
 	}
+	// The tenant's place among the turns running here is taken before the session is claimed,
+	// so a refused turn costs no Redis round trip and leaves the session as it was; it counts
+	// every turn, those the gateway answers without the model too. The turn's End gives it back
+	// once the turn is over, however long after its client left; Release covers every way out
+	// before the turn starts and does nothing after End.
+	adm, err := s.deps.Turns.Admit(tenant(c))
+	if err != nil {
+		return err
+	}
+	defer adm.Release()
 	req := c.Request()
 	run, err := s.deps.Service.StartTurn(req.Context(), tenant(c), id, in)
 	if err != nil {
@@ -70,7 +80,7 @@ func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open ope
 	defer func() { s.open.Add(-1); s.streams.Done() }()
 	// The turn is not the request's: it runs on a context of its own (see turns.Turns.Start),
 	// and what is left of its log is written after the response ends, which a drain waits for.
-	tr := s.deps.Turns.Start(req.Context(), s.drain, id, turnID)
+	tr := adm.Start(req.Context(), s.drain, id, turnID)
 	defer func() {
 		done := tr.End()
 		s.streams.Add(1)

@@ -62,6 +62,7 @@ type Metrics struct {
 	fallbacks                       *prometheus.CounterVec
 	deltas                          *prometheus.CounterVec
 	openStreams                     prometheus.Gauge
+	turnsOverTenantCap              *prometheus.CounterVec
 	downgrades                      *prometheus.CounterVec
 	escalations                     *prometheus.CounterVec
 	escalationAttempts              *prometheus.CounterVec
@@ -264,6 +265,10 @@ func New(opts ...Option) *Metrics {
 			Namespace: namespace, Name: "open_streams",
 			Help: "Turn streams in progress.",
 		}),
+		turnsOverTenantCap: counter("turns_over_tenant_cap_total",
+			"Turns refused with 429 too_many_turns because their tenant already ran COACH_MAX_TURNS_PER_TENANT "+
+				"turns at once on this instance (detached ones included), by tenant.",
+			"tenant"),
 		redisDuration: histogram("redis_command_duration_seconds",
 			"Redis round trips by command; a pipeline is one round trip labelled pipeline, "+
 				"a new connection's handshake pipeline handshake, learner safety's batched audit writes audit, "+
@@ -302,6 +307,12 @@ func (m *Metrics) Handler() http.Handler { return m.handler }
 
 // TurnStarted counts an open stream.
 func (m *Metrics) TurnStarted(string) { m.openStreams.Inc() }
+
+// TurnOverTenantCap counts a turn of tenant refused because the tenant ran as many turns at once
+// as it may (turns.Config.Refused).
+func (m *Metrics) TurnOverTenantCap(tenant string) {
+	m.turnsOverTenantCap.WithLabelValues(m.tenant(tenant)).Inc()
+}
 
 // TurnEnded records a finished turn: its outcome, timings, deltas, the guard rules that fired,
 // and whether its result was a fallback or its model output failed validation.

@@ -370,6 +370,7 @@ func TestNaming(t *testing.T) {
 	m.FellBack("toulmin", "default", "local", false)
 	m.BreakerTransition("default", "open")
 	m.ObserveHTTP(http.MethodGet, "/healthz", 200, time.Millisecond)
+	m.TurnOverTenantCap("acme")
 	h := m.RedisHook()
 	_ = h.ProcessHook(func(ctx context.Context, cmd redis.Cmder) error { return errors.New("down") })(
 		context.Background(), redis.NewCmd(context.Background(), "get", "k"))
@@ -393,7 +394,7 @@ func TestNaming(t *testing.T) {
 		"coachgw_retries_total", "coachgw_safety_audit_failures_total", "coachgw_safety_checks_total",
 		"coachgw_safety_unsupported_language_total",
 		"coachgw_time_to_first_delta_seconds", "coachgw_turn_duration_seconds",
-		"coachgw_turns_total", "coachgw_upstream_attempts_total", "coachgw_upstream_errors_total",
+		"coachgw_turns_total", "coachgw_turns_over_tenant_cap_total", "coachgw_upstream_attempts_total", "coachgw_upstream_errors_total",
 		"coachgw_upstream_failures_total", "coachgw_upstream_fallbacks_total", "coachgw_validation_failures_total",
 	}
 	slices.Sort(wantNames)
