@@ -1,7 +1,8 @@
 // Package turns runs the engine's turns as units of their own, beside the engine's other
 // ports: a turn outlives the client that asked for it, its lines are teed into a Log that every
 // instance reads (resume), and the turns running on this instance are registered so that a stop,
-// asked here or delivered from another instance, finds the turn to cancel.
+// asked here or delivered from another instance, finds the turn to cancel, and counted per
+// tenant so that no tenant runs more of them at once than its cap (see Admit).
 //
 // It sits next to package coach and imports it, rather than living inside it: coach runs one
 // turn against its store and model and knows nothing of instances, logs or clients that come
