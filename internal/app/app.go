@@ -196,7 +196,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 	turnLog := redisstore.NewTurnLog(client, cfg.RedisPrefix)
 	running := turns.New(turns.Config{
 		Log: turnLog, ResumeTTL: cfg.ResumeTTL, CancelOnDisconnect: cfg.TurnOnDisconnect == "cancel",
-		MaxPerTenant: cfg.MaxTurnsPerTenant, Refused: m.TurnOverTenantCap,
+		MaxPerTenant: cfg.MaxTurnsPerTenant, MaxPerLearner: cfg.MaxTurnsPerLearner, Refused: m.TurnOverTenantCap,
 	})
 	a.api = httpapi.New(httpapi.Deps{
 		Service:         svc,

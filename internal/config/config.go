@@ -150,6 +150,10 @@ type Config struct {
 	// one instance, those whose clients left included; one more is 429 too_many_turns. 0 turns
 	// the bound off.
 	MaxTurnsPerTenant int
+	// MaxTurnsPerLearner is COACH_MAX_TURNS_PER_LEARNER: the turns each learner reference of a
+	// tenant may run at once on one instance, within the tenant's; one more is 429
+	// too_many_turns. 0 turns the bound off.
+	MaxTurnsPerLearner int
 	// MaxHeaderBytes (COACH_MAX_HEADER_BYTES) bounds a request's header; MaxConns
 	// (COACH_MAX_CONNS) the connections served at once (0: no cap); MaxConnsPerClient
 	// (COACH_MAX_CONNS_PER_CLIENT) those of one client address, an IPv6 /64 (0: no cap).
@@ -280,6 +284,7 @@ func Default() Config {
 		SessionRateLimit:     120,
 		TurnRateLimit:        30,
 		MaxTurnsPerTenant:    256,
+		MaxTurnsPerLearner:   8,
 		MaxHeaderBytes:       64 << 10,
 		MaxConns:             2048,
 		MaxConnsPerClient:    64,
@@ -418,6 +423,7 @@ func Load(getenv func(string) string) (Config, error) {
 	num("COACH_MAX_SESSIONS_PER_LEARNER", &c.MaxSessionsPerLearner)
 	num("COACH_TURN_RATE_LIMIT", &c.TurnRateLimit)
 	num("COACH_MAX_TURNS_PER_TENANT", &c.MaxTurnsPerTenant)
+	num("COACH_MAX_TURNS_PER_LEARNER", &c.MaxTurnsPerLearner)
 	num("COACH_MAX_HEADER_BYTES", &c.MaxHeaderBytes)
 	num("COACH_MAX_CONNS", &c.MaxConns)
 	num("COACH_MAX_CONNS_PER_CLIENT", &c.MaxConnsPerClient)
@@ -565,6 +571,7 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 		Int("maxSessionsPerLearner", c.MaxSessionsPerLearner).
 		Int("turnRateLimit", c.TurnRateLimit).
 		Int("maxTurnsPerTenant", c.MaxTurnsPerTenant).
+		Int("maxTurnsPerLearner", c.MaxTurnsPerLearner).
 		Int("maxHeaderBytes", c.MaxHeaderBytes).
 		Int("maxConns", c.MaxConns).
 		Int("maxConnsPerClient", c.MaxConnsPerClient).

@@ -49,6 +49,7 @@ func TestLoadErrors(t *testing.T) {
 		{"a transcript of no bytes", "COACH_TRANSCRIPT_MAX_BYTES", "0"},
 		{"negative turns per tenant", "COACH_MAX_TURNS_PER_TENANT", "-1"},
 		{"turns per tenant in words", "COACH_MAX_TURNS_PER_TENANT", "many"},
+		{"negative turns per learner", "COACH_MAX_TURNS_PER_LEARNER", "-1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,25 +61,29 @@ func TestLoadErrors(t *testing.T) {
 	}
 }
 
-// TestMaxTurnsPerTenant checks COACH_MAX_TURNS_PER_TENANT: 256 by default, a number as given,
-// 0 for no bound.
-func TestMaxTurnsPerTenant(t *testing.T) {
+// TestMaxTurns checks COACH_MAX_TURNS_PER_TENANT and COACH_MAX_TURNS_PER_LEARNER: 256 and 8 by
+// default, a number as given, 0 for no bound.
+func TestMaxTurns(t *testing.T) {
 	tests := []struct {
-		val  string
-		want int
+		name, val string
+		want      int
+		got       func(*Config) int
 	}{
-		{"", 256},
-		{"4", 4},
-		{" 1000 ", 1000},
-		{"0", 0},
+		{"COACH_MAX_TURNS_PER_TENANT", "", 256, func(c *Config) int { return c.MaxTurnsPerTenant }},
+		{"COACH_MAX_TURNS_PER_TENANT", "4", 4, func(c *Config) int { return c.MaxTurnsPerTenant }},
+		{"COACH_MAX_TURNS_PER_TENANT", " 1000 ", 1000, func(c *Config) int { return c.MaxTurnsPerTenant }},
+		{"COACH_MAX_TURNS_PER_TENANT", "0", 0, func(c *Config) int { return c.MaxTurnsPerTenant }},
+		{"COACH_MAX_TURNS_PER_LEARNER", "", 8, func(c *Config) int { return c.MaxTurnsPerLearner }},
+		{"COACH_MAX_TURNS_PER_LEARNER", "2", 2, func(c *Config) int { return c.MaxTurnsPerLearner }},
+		{"COACH_MAX_TURNS_PER_LEARNER", "0", 0, func(c *Config) int { return c.MaxTurnsPerLearner }},
 	}
 	for _, tt := range tests {
-		got, err := Load(env(map[string]string{"COACH_MAX_TURNS_PER_TENANT": tt.val}))
+		cfg, err := Load(env(map[string]string{tt.name: tt.val}))
 		if err != nil {
-			t.Fatalf("Load(COACH_MAX_TURNS_PER_TENANT=%q) error = %v", tt.val, err)
+			t.Fatalf("Load(%s=%q) error = %v", tt.name, tt.val, err)
 		}
-		if got.MaxTurnsPerTenant != tt.want {
-			t.Errorf("Load(COACH_MAX_TURNS_PER_TENANT=%q).MaxTurnsPerTenant = %d, want %d", tt.val, got.MaxTurnsPerTenant, tt.want)
+		if got := tt.got(&cfg); got != tt.want {
+			t.Errorf("Load(%s=%q): got %d, want %d", tt.name, tt.val, got, tt.want)
 		}
 	}
 }

@@ -67,6 +67,12 @@ func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open ope
 		}
 		return err
 	}
+	// A learner's share of the tenant's places needs the learner reference, which only the
+	// claimed session names.
+	if err := adm.Learner(run.Session().Learner); err != nil {
+		run.Abort()
+		return err
+	}
 	if ok, err := s.limitTurn(c, run.Session()); !ok {
 		run.Abort()
 		return err

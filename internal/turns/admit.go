@@ -24,6 +24,12 @@ import (
 // tenant's upstream calls, at the cost of a mutex and a map entry and no Redis round trip. A
 // tenant may run MaxPerTenant turns on each instance, so N instances behind one balancer let it
 // run up to N times that.
+//
+// Within a tenant, one learner must not take every place: a learner who opens sessions, starts a
+// turn on each and hangs up would otherwise shut every other learner of the tenant out for as
+// long as a turn may last. A learner's share, MaxPerLearner, is counted on the session's learner
+// reference, which only the claimed session names, so it is taken right after the claim
+// (Admission.Learner); sessions without a reference share only the tenant's places.
 
 // tooManyTurnsRetry is the Retry-After of a refusal. Any of the tenant's running turns frees a
 // place when it ends, and a refusal costs the gateway no Redis round trip, so a client may try
@@ -34,8 +40,11 @@ const tooManyTurnsRetry = time.Second
 // Turns.Admit. It is given back once: by the End of the turn it started (Admission.Start), or
 // by Release on the way out of a turn that did not start.
 type Admission struct {
-	turns    *Turns
-	tenant   string
+	turns  *Turns
+	tenant string
+	// learner is the tenant's learner whose place the admission holds too (Learner), "" for
+	// none.
+	learner  string
 	released atomic.Bool
 }
 
@@ -58,6 +67,32 @@ func (t *Turns) Admit(tenant string) (*Admission, error) {
 	return &Admission{turns: t, tenant: tenant}, nil
 }
 
+// Learner takes, for the admitted turn, a place of learner, the claimed session's learner
+// reference (none when ""), or refuses it with a 429 too_many_turns error when that learner of
+// the tenant already runs MaxPerLearner turns on this instance. Release gives it back with the
+// tenant's place; Learner is called at most once per admission.
+func (a *Admission) Learner(learner string) error {
+	max := a.turns.cfg.MaxPerLearner
+	if learner == "" || max <= 0 {
+		return nil
+	}
+	key := a.tenant + "\x00" + learner
+	if !a.turns.perLearner.take(key, max) {
+		if a.turns.cfg.Refused != nil {
+			a.turns.cfg.Refused(a.tenant)
+		}
+		return &coach.Error{
+			Kind: coach.KindLimited,
+			Code: coach.CodeTooManyTurns,
+			Message: "this learner already runs " + strconv.Itoa(max) +
+				" turns at once on this gateway, turns whose clients left included; retry when one ends",
+			RetryAfter: tooManyTurnsRetry,
+		}
+	}
+	a.learner = key
+	return nil
+}
+
 // Running returns how many turns of tenant hold a place on this instance.
 func (t *Turns) Running(tenant string) int { return t.perTenant.count(tenant) }
 
@@ -73,11 +108,14 @@ func (a *Admission) Start(req, drain context.Context, session, turn string) *Tur
 func (a *Admission) Release() {
 	if a.released.CompareAndSwap(false, true) {
 		a.turns.perTenant.give(a.tenant)
+		if a.learner != "" {
+			a.turns.perLearner.give(a.learner)
+		}
 	}
 }
 
-// tenantCounts are the places taken per tenant. A tenant with none has no entry, so the map
-// holds only the tenants with turns running.
+// tenantCounts are the places taken per tenant (or per learner of a tenant). A key with none
+// has no entry, so the map holds only the keys with turns running.
 type tenantCounts struct {
 	mu sync.Mutex
 	m  map[string]int

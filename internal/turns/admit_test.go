@@ -224,3 +224,50 @@ func BenchmarkAdmit(b *testing.B) {
 		}
 	})
 }
+
+// TestLearnerShare attacks the tenant's places from one learner's side: a learner who fills
+// their share is refused (429 too_many_turns), its refused turn gives the tenant's place back,
+// another learner of the tenant and sessions without a learner reference go on, and a turn's
+// end gives both places back.
+func TestLearnerShare(t *testing.T) {
+	ts := New(Config{MaxPerTenant: 10, MaxPerLearner: 2})
+	var mallory []*Admission
+	for i := range 2 {
+		a := admitN(t, ts, "acme", 1)[0]
+		if err := a.Learner("mallory"); err != nil {
+			t.Fatalf("Learner(mallory) #%d: got %v, want a place", i+1, err)
+		}
+		mallory = append(mallory, a)
+	}
+	a := admitN(t, ts, "acme", 1)[0]
+	err := a.Learner("mallory")
+	var ce *coach.Error
+	if !errors.As(err, &ce) || ce.Kind != coach.KindLimited || ce.Code != coach.CodeTooManyTurns || ce.RetryAfter <= 0 {
+		t.Fatalf("Learner(mallory) over the share: got %v, want 429 %s with a Retry-After", err, coach.CodeTooManyTurns)
+	}
+	a.Release()
+	if got := ts.Running("acme"); got != 2 {
+		t.Errorf("Running(acme) after mallory's refused turn: got %d, want 2", got)
+	}
+	for _, who := range []string{"alice", ""} {
+		b := admitN(t, ts, "acme", 1)[0]
+		if err := b.Learner(who); err != nil {
+			t.Errorf("Learner(%q) beside mallory's full share: got %v, want a place", who, err)
+		}
+		defer b.Release()
+	}
+	if err := admitN(t, ts, "beta", 1)[0].Learner("mallory"); err != nil {
+		t.Errorf("Learner(mallory) of another tenant: got %v, want a place", err)
+	}
+	turn := mallory[0].Start(context.Background(), context.Background(), "s1", "t1")
+	<-turn.End()
+	c := admitN(t, ts, "acme", 1)[0]
+	if err := c.Learner("mallory"); err != nil {
+		t.Errorf("Learner(mallory) after one of her turns ended: got %v, want a place", err)
+	}
+	c.Release()
+	mallory[1].Release()
+	if got := ts.perLearner.count("acme\x00mallory"); got != 0 {
+		t.Errorf("mallory's places after every turn ended: got %d, want 0", got)
+	}
+}

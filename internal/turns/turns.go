@@ -35,7 +35,11 @@ type Config struct {
 	// MaxPerTenant (COACH_MAX_TURNS_PER_TENANT) bounds the turns each tenant runs at once on
 	// this instance, detached ones included (see Admit); 0 sets no bound.
 	MaxPerTenant int
-	// Refused, when set, hears of every turn Admit refuses, with its tenant.
+	// MaxPerLearner (COACH_MAX_TURNS_PER_LEARNER) bounds the turns each learner reference of a
+	// tenant runs at once on this instance, within the tenant's (see Admission.Learner); 0 sets
+	// no bound.
+	MaxPerLearner int
+	// Refused, when set, hears of every turn Admit or Admission.Learner refuses, with its tenant.
 	Refused func(tenant string)
 }
 
@@ -44,6 +48,8 @@ type Turns struct {
 	cfg       Config
 	running   registry
 	perTenant tenantCounts
+	// perLearner counts by tenant and learner reference.
+	perLearner tenantCounts
 }
 
 // New returns the Turns of cfg.

@@ -65,34 +65,7 @@ func hangUp(g *apptest.Gateway, key, id, message string) (hungUp, error) {
 // turns end acme can start a turn again.
 func TestTurnsPerTenantCapped(t *testing.T) {
 	const limit, attacks = 4, 20
-	gate := make(chan struct{})
-	var openGate sync.Once
-	release := func() { openGate.Do(func() { close(gate) }) }
-	var waiting atomic.Int32
-	r := replay.Responder()
-	g := apptest.StartWith(t, apptest.Options{
-		LLM: fakellm.Options{Responder: fakellm.ResponderFunc(func(req *fakellm.Request) fakellm.Reply {
-			if strings.Contains(lastUser(req), slowMarker) {
-				waiting.Add(1)
-				defer waiting.Add(-1)
-				select {
-				case <-gate:
-				case <-time.After(time.Minute):
-				}
-			}
-			return r.Respond(req)
-		})},
-		Config: func(c *config.Config) {
-			withKeys(c)
-			c.RateLimit, c.SessionRateLimit = 0, 0
-			c.MaxTurnsPerTenant = limit
-			// Deadlines far away: only the gate ends acme's turns.
-			c.FirstByteTimeout, c.IdleTimeout, c.TurnTimeout = time.Minute, time.Minute, 2*time.Minute
-		},
-	})
-	// Registered after the gateway's cleanup, so it runs first and the gateway's drain finds
-	// no turn waiting on the gate.
-	t.Cleanup(release)
+	g, waiting, release := startGated(t, func(c *config.Config) { c.MaxTurnsPerTenant = limit })
 
 	acme := make([]string, attacks+1)
 	for i := range acme {
@@ -162,6 +135,103 @@ func TestTurnsPerTenantCapped(t *testing.T) {
 	if !strings.Contains(g.Metrics(), "coachgw_turns_over_tenant_cap_total{tenant=") {
 		t.Errorf("/metrics lacks coachgw_turns_over_tenant_cap_total")
 	}
+}
+
+// startGated starts a gateway with the API keys of the security tests, no rate limits, far
+// deadlines and set's settings, whose model holds back every answer to a message with
+// slowMarker until release is called (or a minute passed). waiting counts the model calls held.
+func startGated(t *testing.T, set func(*config.Config)) (g *apptest.Gateway, waiting *atomic.Int32, release func()) {
+	gate := make(chan struct{})
+	var openGate sync.Once
+	release = func() { openGate.Do(func() { close(gate) }) }
+	waiting = new(atomic.Int32)
+	r := replay.Responder()
+	g = apptest.StartWith(t, apptest.Options{
+		LLM: fakellm.Options{Responder: fakellm.ResponderFunc(func(req *fakellm.Request) fakellm.Reply {
+			if strings.Contains(lastUser(req), slowMarker) {
+				waiting.Add(1)
+				defer waiting.Add(-1)
+				select {
+				case <-gate:
+				case <-time.After(time.Minute):
+				}
+			}
+			return r.Respond(req)
+		})},
+		Config: func(c *config.Config) {
+			withKeys(c)
+			c.RateLimit, c.SessionRateLimit = 0, 0
+			// Deadlines far away: only the gate ends the held turns.
+			c.FirstByteTimeout, c.IdleTimeout, c.TurnTimeout = time.Minute, time.Minute, 2*time.Minute
+			set(c)
+		},
+	})
+	// Registered after the gateway's cleanup, so it runs first and the gateway's drain finds
+	// no turn waiting on the gate.
+	t.Cleanup(release)
+	return g, waiting, release
+}
+
+// TestLearnerCannotTakeTheTenantsTurns attacks the tenant's places from one learner's side:
+// with COACH_MAX_TURNS_PER_TENANT=6 and COACH_MAX_TURNS_PER_LEARNER=2, mallory starts turns on
+// 10 sessions of her learner reference and hangs up on each. Two run on without her, the other
+// 8 are 429 too_many_turns; alice, another learner of the same tenant, and a session without a
+// learner reference still run their turns beside mallory's.
+func TestLearnerCannotTakeTheTenantsTurns(t *testing.T) {
+	const share, attacks = 2, 10
+	g, waiting, _ := startGated(t, func(c *config.Config) { c.MaxTurnsPerTenant, c.MaxTurnsPerLearner = 6, share })
+	mallory := make([]string, attacks)
+	for i := range mallory {
+		mallory[i] = createOf(t, g, keyAcme, "mallory")
+	}
+	got := make([]hungUp, attacks)
+	var wg sync.WaitGroup
+	for i := range attacks {
+		wg.Go(func() {
+			h, err := hangUp(g, keyAcme, mallory[i], "Cities should ban cars, "+slowMarker)
+			if err != nil {
+				t.Errorf("mallory's turn %d: %v", i, err)
+			}
+			got[i] = h
+		})
+	}
+	wg.Wait()
+	admitted, refused := 0, 0
+	for i, h := range got {
+		switch {
+		case h.status == http.StatusOK:
+			admitted++
+		case h.status == http.StatusTooManyRequests && h.code == coach.CodeTooManyTurns && h.retryAfter != "":
+			refused++
+		default:
+			t.Errorf("mallory's turn %d: got %d %q (Retry-After %q), want 200 or 429 %s with a Retry-After",
+				i, h.status, h.code, h.retryAfter, coach.CodeTooManyTurns)
+		}
+	}
+	if admitted != share || refused != attacks-share {
+		t.Fatalf("mallory's %d turns: got %d admitted and %d refused, want %d and %d", attacks, admitted, refused, share, attacks-share)
+	}
+	apptest.Eventually(t, "mallory's detached turns reach the model", func() bool { return waiting.Load() == share })
+
+	alice := createOf(t, g, keyAcme, "alice")
+	anonymous := create(t, g, keyAcme, "toulmin")
+	for name, id := range map[string]string{"alice": alice, "a session without a learner": anonymous} {
+		a := send(t, g, keyAcme, "POST", "/v1/sessions/"+id+"/turns", apptest.Msg("Schools should start later, because teenagers sleep late."))
+		if a.Status != http.StatusOK || a.last().Type != "result" {
+			t.Errorf("%s's turn beside mallory's: got %d ending %q %s, want 200 ending with a result", name, a.Status, a.last().Type, a.Body)
+		}
+	}
+}
+
+// createOf creates a toulmin session of learner reference learner with key and returns its id.
+func createOf(t *testing.T, g *apptest.Gateway, key, learner string) string {
+	t.Helper()
+	a := send(t, g, key, "POST", "/v1/sessions", map[string]string{"contract": "toulmin", "learner": learner})
+	var s apptest.Session
+	if err := json.Unmarshal([]byte(a.Body), &s); a.Status != http.StatusCreated || err != nil {
+		t.Fatalf("creating a session of %s: %d %s", learner, a.Status, a.Body)
+	}
+	return s.ID
 }
 
 // lastUser returns the content of req's last user message.
