@@ -1,9 +1,10 @@
-package coach
+package coach_test
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/coachgw/coachgw/internal/coach"
 	"io"
 	"strings"
 	"sync"
@@ -16,37 +17,37 @@ import (
 // counters these tests need.
 type memStore struct {
 	mu       sync.Mutex
-	sessions map[string]Session
+	sessions map[string]coach.Session
 	locks    map[string]string
 	// transcripts holds each session's transcript, whose entries are numbered from 1.
-	transcripts map[string][]TranscriptEntry
+	transcripts map[string][]coach.TranscriptEntry
 	commits     int
 	renews      int
 	// usage holds the tenant usage of every commit that carried one.
-	usage []TenantUsage
+	usage []coach.TenantUsage
 	down  bool
 }
 
 func newMemStore() *memStore {
-	return &memStore{sessions: map[string]Session{}, locks: map[string]string{}, transcripts: map[string][]TranscriptEntry{}}
+	return &memStore{sessions: map[string]coach.Session{}, locks: map[string]string{}, transcripts: map[string][]coach.TranscriptEntry{}}
 }
 
-func (m *memStore) Create(_ context.Context, s *Session) error {
+func (m *memStore) Create(_ context.Context, s *coach.Session) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.down {
-		return ErrUnavailable
+		return coach.ErrUnavailable
 	}
 	m.sessions[s.ID] = *s
 	return nil
 }
 
-func (m *memStore) Get(_ context.Context, tenant, id string) (*Session, error) {
+func (m *memStore) Get(_ context.Context, tenant, id string) (*coach.Session, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.sessions[id]
 	if !ok || s.Tenant != tenant {
-		return nil, ErrNotFound
+		return nil, coach.ErrNotFound
 	}
 	return &s, nil
 }
@@ -62,33 +63,33 @@ func (m *memStore) Delete(_ context.Context, tenant, id string) error {
 	return nil
 }
 
-func (m *memStore) Claim(_ context.Context, tenant, id string, _ time.Duration) (*Session, string, error) {
+func (m *memStore) Claim(_ context.Context, tenant, id string, _ time.Duration) (*coach.Session, string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.down {
-		return nil, "", ErrUnavailable
+		return nil, "", coach.ErrUnavailable
 	}
 	s, ok := m.sessions[id]
 	if !ok || s.Tenant != tenant {
-		return nil, "", ErrNotFound
+		return nil, "", coach.ErrNotFound
 	}
 	if m.locks[id] != "" {
-		return nil, "", ErrBusy
+		return nil, "", coach.ErrBusy
 	}
-	token := NewID()
+	token := coach.NewID()
 	m.locks[id] = token
 	return &s, token, nil
 }
 
-func (m *memStore) Commit(_ context.Context, s *Session, token string, extra CommitExtra) error {
+func (m *memStore) Commit(_ context.Context, s *coach.Session, token string, extra coach.CommitExtra) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.down {
-		return ErrUnavailable
+		return coach.ErrUnavailable
 	}
 	cur, ok := m.sessions[s.ID]
 	if m.locks[s.ID] != token || !ok || cur.Tenant != s.Tenant || cur.Version != s.Version-1 {
-		return ErrConflict
+		return coach.ErrConflict
 	}
 	m.sessions[s.ID] = *s
 	delete(m.locks, s.ID)
@@ -103,20 +104,20 @@ func (m *memStore) Commit(_ context.Context, s *Session, token string, extra Com
 	return nil
 }
 
-func (m *memStore) Transcript(_ context.Context, tenant, id string, before int64, limit int) (TranscriptPage, error) {
+func (m *memStore) Transcript(_ context.Context, tenant, id string, before int64, limit int) (coach.TranscriptPage, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if s, ok := m.sessions[id]; !ok || s.Tenant != tenant {
-		return TranscriptPage{}, ErrNotFound
+		return coach.TranscriptPage{}, coach.ErrNotFound
 	}
-	return PageOf(m.transcripts[id], before, limit), nil
+	return coach.PageOf(m.transcripts[id], before, limit), nil
 }
 
 func (m *memStore) Release(_ context.Context, id, token string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.down {
-		return ErrUnavailable
+		return coach.ErrUnavailable
 	}
 	if m.locks[id] == token {
 		delete(m.locks, id)
@@ -128,11 +129,11 @@ func (m *memStore) Renew(_ context.Context, id, token string, _ time.Duration) e
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.down {
-		return ErrUnavailable
+		return coach.ErrUnavailable
 	}
 	m.renews++
 	if m.locks[id] != token {
-		return ErrConflict
+		return coach.ErrConflict
 	}
 	return nil
 }
@@ -164,12 +165,12 @@ type script struct {
 	// pause is a wait before every fragment: a model that takes its time.
 	pause time.Duration
 	// usage, when set, is reported in a fragment of its own after frags.
-	usage *Usage
+	usage *coach.Usage
 	// finish, when set, is the finish reason, carried by the last fragment of frags.
 	finish string
 	// running, when set, is carried by every fragment of frags: an endpoint that reports its
 	// running totals on each chunk (vLLM's continuous usage stats).
-	running []Usage
+	running []coach.Usage
 	// before, when set, is called before fragment i is returned, and may wait for an event;
 	// it returns false when ctx ended meanwhile.
 	before func(ctx context.Context, i int) bool
@@ -179,15 +180,15 @@ type script struct {
 type fakeModel struct {
 	mu       sync.Mutex
 	scripts  []script
-	requests []ModelRequest
+	requests []coach.ModelRequest
 }
 
-func (f *fakeModel) Stream(ctx context.Context, req ModelRequest, hooks StreamHooks) (Stream, error) {
+func (f *fakeModel) Stream(ctx context.Context, req coach.ModelRequest, hooks coach.StreamHooks) (coach.Stream, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.requests = append(f.requests, req)
 	if len(f.scripts) == 0 {
-		return nil, &ModelError{Class: "client", Err: errors.New("no script left")}
+		return nil, &coach.ModelError{Class: "client", Err: errors.New("no script left")}
 	}
 	s := f.scripts[0]
 	f.scripts = f.scripts[1:]
@@ -211,9 +212,9 @@ type fakeStream struct {
 	usageSent bool
 }
 
-func (f *fakeStream) Next() (Fragment, error) {
+func (f *fakeStream) Next() (coach.Fragment, error) {
 	if err := f.ctx.Err(); err != nil {
-		return Fragment{}, err
+		return coach.Fragment{}, err
 	}
 	if f.s.batch > 0 && f.i%f.s.batch == 0 && f.wait != nil {
 		f.wait()
@@ -222,15 +223,15 @@ func (f *fakeStream) Next() (Fragment, error) {
 		if f.s.pause > 0 {
 			select {
 			case <-f.ctx.Done():
-				return Fragment{}, f.ctx.Err()
+				return coach.Fragment{}, f.ctx.Err()
 			case <-time.After(f.s.pause):
 			}
 		}
 		if f.s.before != nil && !f.s.before(f.ctx, f.i) {
-			return Fragment{}, f.ctx.Err()
+			return coach.Fragment{}, f.ctx.Err()
 		}
 		f.i++
-		fr := Fragment{Content: f.s.frags[f.i-1]}
+		fr := coach.Fragment{Content: f.s.frags[f.i-1]}
 		if f.i == len(f.s.frags) {
 			fr.FinishReason = f.s.finish
 		}
@@ -241,16 +242,16 @@ func (f *fakeStream) Next() (Fragment, error) {
 	}
 	if f.s.usage != nil && !f.usageSent {
 		f.usageSent = true
-		return Fragment{Usage: f.s.usage}, nil
+		return coach.Fragment{Usage: f.s.usage}, nil
 	}
 	if f.s.block {
 		<-f.ctx.Done()
-		return Fragment{}, f.ctx.Err()
+		return coach.Fragment{}, f.ctx.Err()
 	}
 	if f.s.err != nil {
-		return Fragment{}, f.s.err
+		return coach.Fragment{}, f.s.err
 	}
-	return Fragment{}, io.EOF
+	return coach.Fragment{}, io.EOF
 }
 
 func (f *fakeStream) Close() error { return nil }
@@ -259,17 +260,17 @@ func (f *fakeStream) NotifiesWait() bool { return f.s.batch > 0 }
 
 // echoContract streams every fragment as a delta and accepts output that ends with "." as its
 // result; "EMPTY" finishes with coach_empty_response, anything else with coach_validation_failed.
-type echoContract struct{ prelude []Event }
+type echoContract struct{ prelude []coach.Event }
 
 func (echoContract) Name() string { return "echo" }
 
-func (echoContract) NewState(NewSession) (json.RawMessage, error) {
+func (echoContract) NewState(coach.NewSession) (json.RawMessage, error) {
 	return json.RawMessage(`{"turns":0}`), nil
 }
 
-func (c echoContract) Begin(s *Session, in TurnInput) (Turn, error) {
+func (c echoContract) Begin(s *coach.Session, in coach.TurnInput) (coach.Turn, error) {
 	if in.Message == nil {
-		return nil, FieldError("message", "message is required")
+		return nil, coach.FieldError("message", "message is required")
 	}
 	var st struct{ Turns int }
 	if err := json.Unmarshal(s.State, &st); err != nil {
@@ -282,40 +283,40 @@ type echoTurn struct {
 	msg     string
 	turns   int
 	out     strings.Builder
-	prelude []Event
+	prelude []coach.Event
 }
 
-func (t *echoTurn) Prelude() []Event { return t.prelude }
+func (t *echoTurn) Prelude() []coach.Event { return t.prelude }
 
-func (t *echoTurn) Request() ModelRequest {
-	return ModelRequest{Messages: []Message{{Role: RoleUser, Content: t.msg}}}
+func (t *echoTurn) Request() coach.ModelRequest {
+	return coach.ModelRequest{Messages: []coach.Message{{Role: coach.RoleUser, Content: t.msg}}}
 }
 
-func (t *echoTurn) Feed(f Fragment, emit func(Event)) error {
+func (t *echoTurn) Feed(f coach.Fragment, emit func(coach.Event)) error {
 	t.out.WriteString(f.Content)
-	emit(Delta(f.Content))
+	emit(coach.Delta(f.Content))
 	return nil
 }
 
 func (t *echoTurn) Reset() { t.out.Reset() }
 
-func (t *echoTurn) Finish() (*Outcome, error) {
+func (t *echoTurn) Finish() (*coach.Outcome, error) {
 	text := t.out.String()
 	switch {
 	case text == "EMPTY":
-		return nil, Errorf(KindStream, CodeEmptyResponse, "empty")
+		return nil, coach.Errorf(coach.KindStream, coach.CodeEmptyResponse, "empty")
 	case !strings.HasSuffix(text, "."):
-		return nil, Errorf(KindStream, CodeValidationFailed, "no final period")
+		return nil, coach.Errorf(coach.KindStream, coach.CodeValidationFailed, "no final period")
 	}
 	res, _ := json.Marshal(map[string]string{"text": text})
 	st, _ := json.Marshal(map[string]int{"turns": t.turns + 1})
-	return &Outcome{Result: res, State: st, History: []Message{{Role: RoleUser, Content: t.msg}, {Role: RoleAssistant, Content: text}}}, nil
+	return &coach.Outcome{Result: res, State: st, History: []coach.Message{{Role: coach.RoleUser, Content: t.msg}, {Role: coach.RoleAssistant, Content: text}}}, nil
 }
 
 // fallbackContract is echoContract whose turns fall back to a fixed answer.
 type fallbackContract struct{ echoContract }
 
-func (c fallbackContract) Begin(s *Session, in TurnInput) (Turn, error) {
+func (c fallbackContract) Begin(s *coach.Session, in coach.TurnInput) (coach.Turn, error) {
 	t, err := c.echoContract.Begin(s, in)
 	if err != nil {
 		return nil, err
@@ -325,13 +326,13 @@ func (c fallbackContract) Begin(s *Session, in TurnInput) (Turn, error) {
 
 type fallbackTurn struct{ *echoTurn }
 
-func (t *fallbackTurn) Fallback(cause error) (*Outcome, error) {
-	return &Outcome{Result: json.RawMessage(`{"text":"fallback"}`), State: json.RawMessage(`{"turns":1}`), Fallback: true, Diagnostic: cause.Error()}, nil
+func (t *fallbackTurn) Fallback(cause error) (*coach.Outcome, error) {
+	return &coach.Outcome{Result: json.RawMessage(`{"text":"fallback"}`), State: json.RawMessage(`{"turns":1}`), Fallback: true, Diagnostic: cause.Error()}, nil
 }
 
 // SafeReply answers with the gateway's text and the state unchanged.
-func (t *echoTurn) SafeReply(text string) (*Outcome, error) {
+func (t *echoTurn) SafeReply(text string) (*coach.Outcome, error) {
 	res, _ := json.Marshal(map[string]any{"text": text, "safe": true})
 	st, _ := json.Marshal(map[string]int{"turns": t.turns})
-	return &Outcome{Result: res, State: st, Tail: text}, nil
+	return &coach.Outcome{Result: res, State: st, Tail: text}, nil
 }

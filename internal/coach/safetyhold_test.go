@@ -1,8 +1,9 @@
-package coach
+package coach_test
 
 import (
 	"context"
 	"errors"
+	"github.com/coachgw/coachgw/internal/coach"
 	"testing"
 	"time"
 )
@@ -15,9 +16,9 @@ func hold(t *testing.T, st *memStore, tenant, id string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Safety = &SafetyHold{Hold: true, Since: time.Unix(1700000000, 0).UTC(), Episode: "ep"}
+	s.Safety = &coach.SafetyHold{Hold: true, Since: time.Unix(1700000000, 0).UTC(), Episode: "ep"}
 	s.Version++
-	if err := st.Commit(ctx, s, token, CommitExtra{}); err != nil {
+	if err := st.Commit(ctx, s, token, coach.CommitExtra{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -32,8 +33,8 @@ func TestClearSafetyHold(t *testing.T) {
 	}{
 		{name: "held", held: true, wantVersion: 3},
 		{name: "not held is unchanged", held: false, wantVersion: 1},
-		{name: "another tenant's session", held: true, tenant: "other", wantErr: ErrNotFound, wantVersion: 2},
-		{name: "malformed id", held: true, id: "nope", wantErr: ErrNotFound, wantVersion: 2},
+		{name: "another tenant's session", held: true, tenant: "other", wantErr: coach.ErrNotFound, wantVersion: 2},
+		{name: "malformed id", held: true, id: "nope", wantErr: coach.ErrNotFound, wantVersion: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,7 +86,7 @@ func TestClearSafetyHoldRacesATurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.ClearSafetyHold(ctx, "", sess.ID); !errors.Is(err, ErrBusy) {
+	if _, err := svc.ClearSafetyHold(ctx, "", sess.ID); !errors.Is(err, coach.ErrBusy) {
 		t.Fatalf("clear while the turn holds the session: error %v, want ErrBusy", err)
 	}
 	if stored := st.sessions[sess.ID]; !stored.Held() {
@@ -101,7 +102,7 @@ func TestClearSafetyHoldRacesATurn(t *testing.T) {
 		t.Fatalf("clear after the lock expired: %v", err)
 	}
 	turn.Version++
-	if err := st.Commit(ctx, turn, token, CommitExtra{}); !errors.Is(err, ErrConflict) {
+	if err := st.Commit(ctx, turn, token, coach.CommitExtra{}); !errors.Is(err, coach.ErrConflict) {
 		t.Fatalf("the stale turn's commit: error %v, want ErrConflict", err)
 	}
 	stored := st.sessions[sess.ID]

@@ -1,7 +1,8 @@
-package coach
+package coach_test
 
 import (
 	"context"
+	"github.com/coachgw/coachgw/internal/coach"
 	"strings"
 	"testing"
 	"time"
@@ -15,12 +16,12 @@ func TestSlowClientIsNotAModelStall(t *testing.T) {
 	opts := testOptions()
 	opts.FirstByteTimeout, opts.IdleTimeout = 100*time.Millisecond, 100*time.Millisecond
 	svc, st, sess := newTestService(t, m, opts, nil)
-	run, err := svc.StartTurn(context.Background(), "", sess.ID, TurnInput{Message: ptr("hi")})
+	run, err := svc.StartTurn(context.Background(), "", sess.ID, coach.TurnInput{Message: ptr("hi")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []Event
-	rep := run.Run(context.Background(), EmitFunc(func(e Event) error {
+	var got []coach.Event
+	rep := run.Run(context.Background(), coach.EmitFunc(func(e coach.Event) error {
 		time.Sleep(3 * opts.IdleTimeout)
 		got = append(got, e)
 		return nil
@@ -95,7 +96,7 @@ func TestLostLockEndsTheTurn(t *testing.T) {
 	opts.LockTTL = 60 * time.Millisecond
 	opts.FirstByteTimeout, opts.IdleTimeout = 10*time.Second, 10*time.Second
 	svc, st, sess := newTestService(t, m, opts, nil)
-	run, err := svc.StartTurn(context.Background(), "", sess.ID, TurnInput{Message: ptr("hi")})
+	run, err := svc.StartTurn(context.Background(), "", sess.ID, coach.TurnInput{Message: ptr("hi")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,16 +104,16 @@ func TestLostLockEndsTheTurn(t *testing.T) {
 	st.locks[sess.ID] = "another writer"
 	st.mu.Unlock()
 	start := time.Now()
-	var got []Event
-	rep := run.Run(context.Background(), EmitFunc(func(e Event) error { got = append(got, e); return nil }))
-	if g := lines(got); g != "delta:Hel error:"+CodeVersionConflict {
-		t.Errorf("lines = %q, want the error line %s", g, CodeVersionConflict)
+	var got []coach.Event
+	rep := run.Run(context.Background(), coach.EmitFunc(func(e coach.Event) error { got = append(got, e); return nil }))
+	if g := lines(got); g != "delta:Hel error:"+coach.CodeVersionConflict {
+		t.Errorf("lines = %q, want the error line %s", g, coach.CodeVersionConflict)
 	}
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("the turn took %v to notice its lost lock, want about a third of the lock TTL", took)
 	}
-	if stored, _ := st.Get(context.Background(), "", sess.ID); stored.Version != 1 || rep.Outcome != CodeVersionConflict {
-		t.Errorf("stored version %d, outcome %q; want 1 (nothing written), %s", stored.Version, rep.Outcome, CodeVersionConflict)
+	if stored, _ := st.Get(context.Background(), "", sess.ID); stored.Version != 1 || rep.Outcome != coach.CodeVersionConflict {
+		t.Errorf("stored version %d, outcome %q; want 1 (nothing written), %s", stored.Version, rep.Outcome, coach.CodeVersionConflict)
 	}
 	if st.locks[sess.ID] != "another writer" {
 		t.Errorf("the lock of the other writer was touched")
