@@ -2,11 +2,12 @@ package coach_test
 
 import (
 	"context"
-	"github.com/coachgw/coachgw/internal/coach"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/coachgw/coachgw/internal/coach"
 )
 
 // endlessModel streams fragments of size bytes without end, and counts the fragments read.
@@ -69,7 +70,7 @@ func TestOutputBound(t *testing.T) {
 			m := &endlessModel{size: piece, toolCalls: tt.toolCalls}
 			opts := testOptions()
 			tt.opts(&opts)
-			st := newMemStore()
+			st := newStoreFake()
 			svc := coach.NewService(st, m, []coach.Contract{tt.contract}, opts, nil)
 			sess, err := svc.CreateSession(context.Background(), "", "echo", coach.NewSession{})
 			if err != nil {

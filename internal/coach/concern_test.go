@@ -1,10 +1,10 @@
 package coach_test
 
 import (
-	"github.com/coachgw/coachgw/internal/coach"
 	"strings"
 	"testing"
 
+	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/safety"
 )
 

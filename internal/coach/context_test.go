@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/coachgw/coachgw/internal/coach"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/coachgw/coachgw/internal/coach"
 )
 
 // historyContract is echoContract whose requests carry the session's history before the
@@ -154,7 +155,7 @@ func TestContextWindowFit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := &fakeModel{}
-			svc := coach.New(coach.Deps{Store: newMemStore(), Upstreams: []coach.Upstream{{Name: "a", Model: m, ContextWindow: tt.window}},
+			svc := coach.New(coach.Deps{Store: newStoreFake(), Upstreams: []coach.Upstream{{Name: "a", Model: m, ContextWindow: tt.window}},
 				Contracts: []coach.Contract{historyContract{}}, Options: testOptions()})
 			sess, err := svc.CreateSession(context.Background(), "", "echo", coach.NewSession{})
 			if err != nil {

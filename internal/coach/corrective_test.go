@@ -3,10 +3,11 @@ package coach_test
 import (
 	"context"
 	"errors"
-	"github.com/coachgw/coachgw/internal/coach"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/coachgw/coachgw/internal/coach"
 )
 
 // TestCorrectiveRetryShowsFailedReply checks the corrective request: the model's failed reply
@@ -119,7 +120,7 @@ func TestAttemptLog(t *testing.T) {
 		{frags: []string{"still bad"}, usage: &coach.Usage{PromptTokens: 12, CompletionTokens: 4}},
 	}}
 	b := &fakeModel{scripts: []script{{openErr: server}, {frags: []string{"good."}, usage: &coach.Usage{PromptTokens: 9, CompletionTokens: 2}}}}
-	svc := coach.New(coach.Deps{Store: newMemStore(), Upstreams: []coach.Upstream{{Name: "a", Model: a}, {Name: "b", Model: b}},
+	svc := coach.New(coach.Deps{Store: newStoreFake(), Upstreams: []coach.Upstream{{Name: "a", Model: a}, {Name: "b", Model: b}},
 		Contracts: []coach.Contract{echoContract{}}, Options: testOptions()})
 	sess, err := svc.CreateSession(context.Background(), "", "echo", coach.NewSession{})
 	if err != nil {
@@ -220,7 +221,7 @@ func TestResetsCountResetLines(t *testing.T) {
 			if tt.fallback {
 				c = fallbackContract{}
 			}
-			svc := coach.New(coach.Deps{Store: newMemStore(), Upstreams: ups, Contracts: []coach.Contract{c}, Options: testOptions(), Observer: obs})
+			svc := coach.New(coach.Deps{Store: newStoreFake(), Upstreams: ups, Contracts: []coach.Contract{c}, Options: testOptions(), Observer: obs})
 			sess, err := svc.CreateSession(context.Background(), "", "echo", coach.NewSession{})
 			if err != nil {
 				t.Fatal(err)
@@ -267,7 +268,7 @@ func (t *decliningTurn) Fallback(cause error) (*coach.Outcome, error) { return n
 func TestDeclinedFallbackSendsNoReset(t *testing.T) {
 	m := &fakeModel{scripts: []script{{frags: []string{"bad"}}, {frags: []string{"worse"}}}}
 	obs := &resetCounter{}
-	svc := coach.New(coach.Deps{Store: newMemStore(), Upstreams: []coach.Upstream{{Name: "a", Model: m}},
+	svc := coach.New(coach.Deps{Store: newStoreFake(), Upstreams: []coach.Upstream{{Name: "a", Model: m}},
 		Contracts: []coach.Contract{decliningContract{}}, Options: testOptions(), Observer: obs})
 	sess, err := svc.CreateSession(context.Background(), "", "echo", coach.NewSession{})
 	if err != nil {

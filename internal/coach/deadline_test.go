@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/coachgw/coachgw/internal/coach"
 	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coachgw/coachgw/internal/coach"
 )
 
 // hushContract is echoContract whose turns show no text for fragments that start with "#", as
@@ -113,7 +114,7 @@ func TestDeadlinesCountBytesNotFragments(t *testing.T) {
 			// (on a loaded machine, both timers are late together) could fail the first case.
 			const deadline = 250 * time.Millisecond
 			opts.FirstByteTimeout, opts.IdleTimeout, opts.MaxAttempts, opts.Recoveries = deadline, deadline, 1, -1
-			st := newMemStore()
+			st := newStoreFake()
 			m := &trickleModel{report: tt.report, every: deadline / 50, total: 3 * deadline, text: "Slow."}
 			svc := coach.NewService(st, m, []coach.Contract{echoContract{}}, opts, nil)
 			sess, err := svc.CreateSession(context.Background(), "", "echo", coach.NewSession{})

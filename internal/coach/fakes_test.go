@@ -4,152 +4,184 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/coachgw/coachgw/internal/coach"
 	"io"
+	"slices"
 	"strings"
 	"sync"
+	"testing"
 	"time"
+
+	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/coach/coachtest"
 )
 
-// memStore is an in-memory Store with the same lock, version and tenant rules as the Redis one
-// (and coachtest.MemStore, which the conformance suite in package storetest holds to them; that
-// package imports coach, so the engine's own tests cannot use it), plus the failure switch and
-// counters these tests need.
-type memStore struct {
-	mu       sync.Mutex
-	sessions map[string]coach.Session
-	locks    map[string]string
-	// transcripts holds each session's transcript, whose entries are numbered from 1.
-	transcripts map[string][]coach.TranscriptEntry
-	commits     int
-	renews      int
+// storeFake is the engine tests' store: coachtest.MemStore, which the conformance suite holds to
+// the rules of the real stores, behind the coach.Store port alone (so a Service over it finds
+// no learner index, budget counters or learner holds), with what these tests need beyond those
+// rules: a switch that makes it unavailable, counts of commits and renewals, the tenant usage
+// the commits carried, and the lock of a session ended or taken over as by another instance.
+type storeFake struct {
+	mem *coachtest.MemStore
+
+	mu      sync.Mutex
+	down    bool
+	commits int
+	renews  int
 	// usage holds the tenant usage of every commit that carried one.
 	usage []coach.TenantUsage
-	down  bool
+	// tokens holds the token of each session's latest claim.
+	tokens map[string]string
 }
 
-func newMemStore() *memStore {
-	return &memStore{sessions: map[string]coach.Session{}, locks: map[string]string{}, transcripts: map[string][]coach.TranscriptEntry{}}
+var _ coach.Store = (*storeFake)(nil)
+
+func newStoreFake() *storeFake {
+	return &storeFake{mem: coachtest.NewMemStore(), tokens: map[string]string{}}
 }
 
-func (m *memStore) Create(_ context.Context, s *coach.Session) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.down {
+// unavailable reports whether the store is switched off.
+func (f *storeFake) unavailable() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.down
+}
+
+// setDown switches the store off (down) or back on: Create, Claim, Commit, Renew and Release
+// then fail with coach.ErrUnavailable.
+func (f *storeFake) setDown(down bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.down = down
+}
+
+func (f *storeFake) Create(ctx context.Context, s *coach.Session) error {
+	if f.unavailable() {
 		return coach.ErrUnavailable
 	}
-	m.sessions[s.ID] = *s
-	return nil
+	return f.mem.Create(ctx, s)
 }
 
-func (m *memStore) Get(_ context.Context, tenant, id string) (*coach.Session, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s, ok := m.sessions[id]
-	if !ok || s.Tenant != tenant {
-		return nil, coach.ErrNotFound
-	}
-	return &s, nil
+func (f *storeFake) Get(ctx context.Context, tenant, id string) (*coach.Session, error) {
+	return f.mem.Get(ctx, tenant, id)
 }
 
-func (m *memStore) Delete(_ context.Context, tenant, id string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if s, ok := m.sessions[id]; ok && s.Tenant == tenant {
-		delete(m.sessions, id)
-		delete(m.locks, id)
-		delete(m.transcripts, id)
-	}
-	return nil
+func (f *storeFake) Delete(ctx context.Context, tenant, id string) error {
+	return f.mem.Delete(ctx, tenant, id)
 }
 
-func (m *memStore) Claim(_ context.Context, tenant, id string, _ time.Duration) (*coach.Session, string, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.down {
+func (f *storeFake) Claim(ctx context.Context, tenant, id string, ttl time.Duration) (*coach.Session, string, error) {
+	if f.unavailable() {
 		return nil, "", coach.ErrUnavailable
 	}
-	s, ok := m.sessions[id]
-	if !ok || s.Tenant != tenant {
-		return nil, "", coach.ErrNotFound
+	s, token, err := f.mem.Claim(ctx, tenant, id, ttl)
+	if err == nil {
+		f.mu.Lock()
+		f.tokens[id] = token
+		f.mu.Unlock()
 	}
-	if m.locks[id] != "" {
-		return nil, "", coach.ErrBusy
-	}
-	token := coach.NewID()
-	m.locks[id] = token
-	return &s, token, nil
+	return s, token, err
 }
 
-func (m *memStore) Commit(_ context.Context, s *coach.Session, token string, extra coach.CommitExtra) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.down {
+func (f *storeFake) Commit(ctx context.Context, s *coach.Session, token string, extra coach.CommitExtra) error {
+	if f.unavailable() {
 		return coach.ErrUnavailable
 	}
-	cur, ok := m.sessions[s.ID]
-	if m.locks[s.ID] != token || !ok || cur.Tenant != s.Tenant || cur.Version != s.Version-1 {
-		return coach.ErrConflict
+	if err := f.mem.Commit(ctx, s, token, extra); err != nil {
+		return err
 	}
-	m.sessions[s.ID] = *s
-	delete(m.locks, s.ID)
-	m.commits++
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.commits++
 	if extra.Usage != nil {
-		m.usage = append(m.usage, *extra.Usage)
-	}
-	for _, e := range extra.Transcript {
-		e.Seq = int64(len(m.transcripts[s.ID]) + 1)
-		m.transcripts[s.ID] = append(m.transcripts[s.ID], e)
+		f.usage = append(f.usage, *extra.Usage)
 	}
 	return nil
 }
 
-func (m *memStore) Transcript(_ context.Context, tenant, id string, before int64, limit int) (coach.TranscriptPage, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if s, ok := m.sessions[id]; !ok || s.Tenant != tenant {
-		return coach.TranscriptPage{}, coach.ErrNotFound
-	}
-	return coach.PageOf(m.transcripts[id], before, limit), nil
+func (f *storeFake) Transcript(ctx context.Context, tenant, id string, before int64, limit int) (coach.TranscriptPage, error) {
+	return f.mem.Transcript(ctx, tenant, id, before, limit)
 }
 
-func (m *memStore) Release(_ context.Context, id, token string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.down {
+func (f *storeFake) Renew(ctx context.Context, id, token string, ttl time.Duration) error {
+	if f.unavailable() {
 		return coach.ErrUnavailable
 	}
-	if m.locks[id] == token {
-		delete(m.locks, id)
-	}
-	return nil
+	f.mu.Lock()
+	f.renews++
+	f.mu.Unlock()
+	return f.mem.Renew(ctx, id, token, ttl)
 }
 
-func (m *memStore) Renew(_ context.Context, id, token string, _ time.Duration) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.down {
+func (f *storeFake) Release(ctx context.Context, id, token string) error {
+	if f.unavailable() {
 		return coach.ErrUnavailable
 	}
-	m.renews++
-	if m.locks[id] != token {
-		return coach.ErrConflict
+	return f.mem.Release(ctx, id, token)
+}
+
+func (f *storeFake) Ping(ctx context.Context) error { return f.mem.Ping(ctx) }
+
+// commitCount returns how many commits succeeded.
+func (f *storeFake) commitCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.commits
+}
+
+// renewals returns how many renewals were asked for while the store was up.
+func (f *storeFake) renewals() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.renews
+}
+
+// usages returns the tenant usage the commits carried, in order.
+func (f *storeFake) usages() []coach.TenantUsage {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.usage)
+}
+
+// locked reports whether session id is locked.
+func (f *storeFake) locked(id string) bool { return f.mem.Locked(id) }
+
+// stored returns the stored session id, whatever its tenant, failing t when there is none.
+func (f *storeFake) stored(t *testing.T, id string) coach.Session {
+	t.Helper()
+	s, ok := f.mem.Session(id)
+	if !ok {
+		t.Fatalf("session %s is not stored", id)
 	}
-	return nil
+	return s
 }
 
-func (m *memStore) renewals() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.renews
+// expire ends the lock of session id's latest claim, as its TTL does when the holder stalls.
+func (f *storeFake) expire(t *testing.T, id string) {
+	t.Helper()
+	f.mu.Lock()
+	token := f.tokens[id]
+	f.mu.Unlock()
+	if err := f.mem.Release(context.Background(), id, token); err != nil {
+		t.Fatal(err)
+	}
 }
 
-func (m *memStore) Ping(context.Context) error { return nil }
+// takeOver ends the lock of session id's latest claim and claims the session as another
+// writer, returning that writer's token.
+func (f *storeFake) takeOver(t *testing.T, id string) string {
+	t.Helper()
+	f.expire(t, id)
+	s := f.stored(t, id)
+	_, token, err := f.mem.Claim(context.Background(), s.Tenant, id, time.Minute)
+	if err != nil {
+		t.Fatalf("the other writer's claim: %v", err)
+	}
+	return token
+}
 
-func (m *memStore) locked(id string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.locks[id] != ""
+// holds reports whether the lock of session id is still token's, without counting a renewal.
+func (f *storeFake) holds(id, token string) bool {
+	return f.mem.Renew(context.Background(), id, token, time.Minute) == nil
 }
 
 // script is one scripted model call: its fragments, then err (nil: a clean end). openErr fails

@@ -3,7 +3,6 @@ package coach_test
 import (
 	"context"
 	"errors"
-	"github.com/coachgw/coachgw/internal/coach"
 	"io"
 	"reflect"
 	"slices"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coachgw/coachgw/internal/coach"
 )
 
 // fakeBreaker allows every upstream but those in open, names panicTo for panic mode, and
@@ -239,7 +240,7 @@ func TestFallback(t *testing.T) {
 			if tt.fallback {
 				c = fallbackContract{}
 			}
-			st := newMemStore()
+			st := newStoreFake()
 			svc := coach.New(coach.Deps{Store: st, Upstreams: ups, Breaker: br, Contracts: []coach.Contract{c}, Options: opts, Observer: obs})
 			sess, err := svc.CreateSession(context.Background(), "", "echo", coach.NewSession{})
 			if err != nil {
@@ -291,7 +292,7 @@ func lastMessage(r coach.ModelRequest) string { return r.Messages[len(r.Messages
 func TestFallbackCancelled(t *testing.T) {
 	a := &fakeModel{scripts: []script{{frags: []string{"a"}, block: true}}}
 	br := &fakeBreaker{}
-	svc := coach.New(coach.Deps{Store: newMemStore(), Upstreams: []coach.Upstream{{Name: "a", Model: a}, {Name: "b", Model: &fakeModel{}}},
+	svc := coach.New(coach.Deps{Store: newStoreFake(), Upstreams: []coach.Upstream{{Name: "a", Model: a}, {Name: "b", Model: &fakeModel{}}},
 		Breaker: br, Contracts: []coach.Contract{echoContract{}}, Options: testOptions()})
 	sess, err := svc.CreateSession(context.Background(), "", "echo", coach.NewSession{})
 	if err != nil {
@@ -354,7 +355,7 @@ func TestUsageOfEveryAttempt(t *testing.T) {
 			if tt.fallback {
 				c = fallbackContract{}
 			}
-			st := newMemStore()
+			st := newStoreFake()
 			svc := coach.New(coach.Deps{Store: st, Upstreams: ups, Contracts: []coach.Contract{c}, Options: testOptions()})
 			sess, err := svc.CreateSession(context.Background(), "", "echo", coach.NewSession{})
 			if err != nil {
@@ -368,8 +369,8 @@ func TestUsageOfEveryAttempt(t *testing.T) {
 			if !reflect.DeepEqual(last.Usage, tt.result) {
 				t.Errorf("result usage = %+v, want %+v", last.Usage, tt.result)
 			}
-			if len(st.usage) != 1 || st.usage[0].Usage != *tt.committed {
-				t.Errorf("committed usage = %+v, want one commit with %+v", st.usage, *tt.committed)
+			if usage := st.usages(); len(usage) != 1 || usage[0].Usage != *tt.committed {
+				t.Errorf("committed usage = %+v, want one commit with %+v", usage, *tt.committed)
 			}
 			var spent []string
 			for _, s := range rep.Spent {
@@ -404,7 +405,7 @@ func TestCancelledDuringBackoff(t *testing.T) {
 	defer cancel()
 	opts := testOptions()
 	opts.BackoffBase, opts.BackoffMax = time.Minute, time.Minute
-	svc := coach.New(coach.Deps{Store: newMemStore(), Upstreams: []coach.Upstream{{Name: "a", Model: a}}, Breaker: br,
+	svc := coach.New(coach.Deps{Store: newStoreFake(), Upstreams: []coach.Upstream{{Name: "a", Model: a}}, Breaker: br,
 		Contracts: []coach.Contract{echoContract{}}, Options: opts, Observer: cancelOnRetry{cancel: cancel}})
 	sess, err := svc.CreateSession(context.Background(), "", "echo", coach.NewSession{})
 	if err != nil {

@@ -3,12 +3,12 @@ package coach_test
 import (
 	"context"
 	"errors"
-	"github.com/coachgw/coachgw/internal/coach"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/safety"
 )
 

@@ -5,42 +5,42 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/coachgw/coachgw/internal/coach"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/safety"
 )
 
-// learnerMemStore is a memStore with a learner index whose listing a test sets, so that it can
+// learnerFake is storeFake with a fake learner index whose listing a test sets, so that it can
 // hold what a real index may: ids of expired sessions and of sessions that are not the learner's.
 // It is the test's LearnerAudit too, and records the erasures in the order they reach it.
-type learnerMemStore struct {
-	*memStore
+type learnerFake struct {
+	*storeFake
 	listed map[string][]string // by tenant + "/" + learner
 	events []safety.Record
 	erased []string
 }
 
-func (l *learnerMemStore) EraseLearnerSafetyEvents(_ context.Context, tenant, learner string) error {
+func (l *learnerFake) EraseLearnerSafetyEvents(_ context.Context, tenant, learner string) error {
 	l.erased = append(l.erased, "events of "+tenant+"/"+learner)
 	return nil
 }
 
 // learnerService returns a Service over st, whose audit is st.
-func learnerService(st *learnerMemStore) *coach.Service {
+func learnerService(st *learnerFake) *coach.Service {
 	return coach.New(coach.Deps{
 		Store: st, Upstreams: []coach.Upstream{{Name: "default", Model: &fakeModel{}}},
 		Contracts: []coach.Contract{echoContract{}}, Options: testOptions(), LearnerAudit: st,
 	})
 }
 
-func (l *learnerMemStore) LearnerSessions(_ context.Context, tenant, learner string) ([]string, error) {
+func (l *learnerFake) LearnerSessions(_ context.Context, tenant, learner string) ([]string, error) {
 	return l.listed[tenant+"/"+learner], nil
 }
 
-func (l *learnerMemStore) LearnerSafetyEvents(_ context.Context, tenant, learner string, each func(safety.Record) error) error {
+func (l *learnerFake) LearnerSafetyEvents(_ context.Context, tenant, learner string, each func(safety.Record) error) error {
 	for _, r := range l.events {
 		if r.Tenant == tenant && r.Learner.Ref == learner {
 			if err := each(r); err != nil {
@@ -85,14 +85,14 @@ func exportOf(svc *coach.Service, tenant, learner string) (exported, error) {
 	return out, err
 }
 
-func (l *learnerMemStore) EraseLearner(_ context.Context, tenant, learner string) error {
+func (l *learnerFake) EraseLearner(_ context.Context, tenant, learner string) error {
 	l.erased = append(l.erased, tenant+"/"+learner)
 	return nil
 }
 
 func TestExportLearner(t *testing.T) {
 	ctx := context.Background()
-	st := &learnerMemStore{memStore: newMemStore(), listed: map[string][]string{}}
+	st := &learnerFake{storeFake: newStoreFake(), listed: map[string][]string{}}
 	svc := learnerService(st)
 	clock := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	svc.SetNow(func() time.Time { clock = clock.Add(time.Minute); return clock })
@@ -109,8 +109,17 @@ func TestExportLearner(t *testing.T) {
 	otherTenant := create("globex", "pupil-7")
 	// A transcript longer than a page is exported whole, in order.
 	const entries = 2*coach.MaxTranscriptPage + 7
-	for i := range entries {
-		st.transcripts[newer.ID] = append(st.transcripts[newer.ID], coach.TranscriptEntry{Seq: int64(i + 1), Role: coach.TranscriptLearner, Input: json.RawMessage(fmt.Sprintf(`{"message":"%d"}`, i))})
+	long := make([]coach.TranscriptEntry, entries)
+	for i := range long {
+		long[i] = coach.TranscriptEntry{Role: coach.TranscriptLearner, Input: json.RawMessage(fmt.Sprintf(`{"message":"%d"}`, i))}
+	}
+	claimed, token, err := st.Claim(ctx, "acme", newer.ID, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed.Version++
+	if err := st.Commit(ctx, claimed, token, coach.CommitExtra{Transcript: long}); err != nil {
+		t.Fatal(err)
 	}
 	// The index lists them newest first, an expired session and sessions that are not this
 	// learner's: the export holds only this learner's live sessions, oldest first.
@@ -151,7 +160,7 @@ func TestExportLearner(t *testing.T) {
 }
 
 func TestEraseLearner(t *testing.T) {
-	st := &learnerMemStore{memStore: newMemStore()}
+	st := &learnerFake{storeFake: newStoreFake()}
 	svc := learnerService(st)
 	if err := svc.EraseLearner(context.Background(), "acme", "pupil-7"); err != nil {
 		t.Fatalf("EraseLearner: %v", err)
@@ -165,8 +174,8 @@ func TestEraseLearner(t *testing.T) {
 
 func TestLearnerRoutesRefuse(t *testing.T) {
 	ctx := context.Background()
-	indexed := learnerService(&learnerMemStore{memStore: newMemStore()})
-	plain := coach.NewService(newMemStore(), &fakeModel{}, []coach.Contract{echoContract{}}, testOptions(), nil)
+	indexed := learnerService(&learnerFake{storeFake: newStoreFake()})
+	plain := coach.NewService(newStoreFake(), &fakeModel{}, []coach.Contract{echoContract{}}, testOptions(), nil)
 	tests := []struct {
 		name    string
 		svc     *coach.Service

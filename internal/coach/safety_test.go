@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/coachgw/coachgw/internal/coach"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/safety"
 )
 
@@ -90,7 +90,7 @@ func (f *fakeEscalator) count() int {
 type safetyRig struct {
 	svc   *coach.Service
 	guard *safety.Guard
-	store *memStore
+	store *storeFake
 	sess  *coach.Session
 	model *fakeModel
 	audit *fakeAudit
@@ -105,7 +105,7 @@ func newSafetyRig(t *testing.T, mode safety.Mode, scripts []script, extra ...saf
 	}
 	g := &safety.Guard{Mode: mode, Screen: screen, Classifiers: extra, Failure: safety.FailClosed,
 		Timeout: 200 * time.Millisecond, Holdback: safety.DefaultHoldback, Resources: safety.BuiltinResources()}
-	rig := &safetyRig{guard: g, store: newMemStore(), model: &fakeModel{scripts: scripts}, audit: &fakeAudit{}, esc: &fakeEscalator{}}
+	rig := &safetyRig{guard: g, store: newStoreFake(), model: &fakeModel{scripts: scripts}, audit: &fakeAudit{}, esc: &fakeEscalator{}}
 	rig.svc = coach.New(coach.Deps{
 		Store: rig.store, Upstreams: []coach.Upstream{{Name: "default", Model: rig.model}},
 		Contracts: []coach.Contract{echoContract{}}, Options: testOptions(),

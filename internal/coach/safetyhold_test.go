@@ -3,13 +3,14 @@ package coach_test
 import (
 	"context"
 	"errors"
-	"github.com/coachgw/coachgw/internal/coach"
 	"testing"
 	"time"
+
+	"github.com/coachgw/coachgw/internal/coach"
 )
 
 // hold puts session id on a safety hold through the store, as a crisis turn's commit does.
-func hold(t *testing.T, st *memStore, tenant, id string) {
+func hold(t *testing.T, st *storeFake, tenant, id string) {
 	t.Helper()
 	ctx := context.Background()
 	s, token, err := st.Claim(ctx, tenant, id, time.Minute)
@@ -50,7 +51,7 @@ func TestClearSafetyHold(t *testing.T) {
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("ClearSafetyHold: error %v, want %v", err, tt.wantErr)
 			}
-			stored := st.sessions[sess.ID]
+			stored := st.stored(t, sess.ID)
 			if stored.Version != tt.wantVersion {
 				t.Errorf("stored version %d, want %d", stored.Version, tt.wantVersion)
 			}
@@ -89,14 +90,12 @@ func TestClearSafetyHoldRacesATurn(t *testing.T) {
 	if _, err := svc.ClearSafetyHold(ctx, "", sess.ID); !errors.Is(err, coach.ErrBusy) {
 		t.Fatalf("clear while the turn holds the session: error %v, want ErrBusy", err)
 	}
-	if stored := st.sessions[sess.ID]; !stored.Held() {
+	if stored := st.stored(t, sess.ID); !stored.Held() {
 		t.Fatal("a busy clear ended the hold")
 	}
 
 	// The turn's lock expires (its instance stalled past the lock TTL).
-	st.mu.Lock()
-	delete(st.locks, sess.ID)
-	st.mu.Unlock()
+	st.expire(t, sess.ID)
 	cleared, err := svc.ClearSafetyHold(ctx, "", sess.ID)
 	if err != nil {
 		t.Fatalf("clear after the lock expired: %v", err)
@@ -105,7 +104,7 @@ func TestClearSafetyHoldRacesATurn(t *testing.T) {
 	if err := st.Commit(ctx, turn, token, coach.CommitExtra{}); !errors.Is(err, coach.ErrConflict) {
 		t.Fatalf("the stale turn's commit: error %v, want ErrConflict", err)
 	}
-	stored := st.sessions[sess.ID]
+	stored := st.stored(t, sess.ID)
 	if stored.Safety != nil || stored.Version != cleared.Version {
 		t.Errorf("stored after the race: safety %+v version %d, want none at the clear's version %d", stored.Safety, stored.Version, cleared.Version)
 	}

@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/coachgw/coachgw/internal/coach"
 	"io"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coachgw/coachgw/internal/coach"
 )
 
 func ptr(s string) *string { return &s }
@@ -23,9 +24,9 @@ func testOptions() coach.Options {
 	return o
 }
 
-func newTestService(t *testing.T, m *fakeModel, opts coach.Options, c coach.Contract) (*coach.Service, *memStore, *coach.Session) {
+func newTestService(t *testing.T, m *fakeModel, opts coach.Options, c coach.Contract) (*coach.Service, *storeFake, *coach.Session) {
 	t.Helper()
-	st := newMemStore()
+	st := newStoreFake()
 	if c == nil {
 		c = echoContract{}
 	}
@@ -197,8 +198,8 @@ func TestClientGoneCancelsAndWritesNothing(t *testing.T) {
 	if rep.Outcome != "cancelled" {
 		t.Errorf("outcome = %q, want cancelled", rep.Outcome)
 	}
-	if st.commits != 0 || st.locked(sess.ID) {
-		t.Errorf("commits = %d, locked = %v; want nothing written and the lock released", st.commits, st.locked(sess.ID))
+	if n := st.commitCount(); n != 0 || st.locked(sess.ID) {
+		t.Errorf("commits = %d, locked = %v; want nothing written and the lock released", n, st.locked(sess.ID))
 	}
 }
 
@@ -221,8 +222,8 @@ func TestDrainEndsTurnWithErrorLine(t *testing.T) {
 	if g, want := lines(got), "delta:a error:shutting_down"; g != want {
 		t.Errorf("lines = %q, want %q (outcome %s)", g, want, rep.Outcome)
 	}
-	if st.commits != 0 {
-		t.Errorf("commits = %d, want 0", st.commits)
+	if n := st.commitCount(); n != 0 {
+		t.Errorf("commits = %d, want 0", n)
 	}
 }
 
@@ -236,9 +237,7 @@ func TestStoreDownAtCommit(t *testing.T) {
 	var got []coach.Event
 	run.Run(context.Background(), coach.EmitFunc(func(e coach.Event) error {
 		got = append(got, e)
-		st.mu.Lock()
-		st.down = true
-		st.mu.Unlock()
+		st.setDown(true)
 		return nil
 	}))
 	if g, want := lines(got), "delta:a. error:store_unavailable"; g != want {
@@ -460,19 +459,14 @@ func TestReleaseIsRetriedWhileTheStoreIsDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	setDown := func(down bool) {
-		st.mu.Lock()
-		st.down = down
-		st.mu.Unlock()
-	}
 	run.Run(context.Background(), coach.EmitFunc(func(e coach.Event) error {
-		setDown(true) // the store dies before the turn can commit or release
+		st.setDown(true) // the store dies before the turn can commit or release
 		return nil
 	}))
 	if !st.locked(sess.ID) {
 		t.Fatal("the lock was released while the store was down")
 	}
-	setDown(false)
+	st.setDown(false)
 	deadline := time.Now().Add(5 * time.Second)
 	for st.locked(sess.ID) {
 		if time.Now().After(deadline) {

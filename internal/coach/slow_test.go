@@ -2,10 +2,11 @@ package coach_test
 
 import (
 	"context"
-	"github.com/coachgw/coachgw/internal/coach"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coachgw/coachgw/internal/coach"
 )
 
 // TestSlowClientIsNotAModelStall writes to a client that takes three idle timeouts to accept
@@ -61,7 +62,7 @@ func TestStalledModelStillTimesOut(t *testing.T) {
 // whose renewals stopped would stall (and fail) instead of passing.
 func TestLockRenewedDuringLongTurn(t *testing.T) {
 	const frags = 8
-	var st *memStore
+	var st *storeFake
 	afterRenewal := func(ctx context.Context, i int) bool {
 		for st.renewals() < i+1 {
 			select {
@@ -100,9 +101,7 @@ func TestLostLockEndsTheTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.mu.Lock()
-	st.locks[sess.ID] = "another writer"
-	st.mu.Unlock()
+	other := st.takeOver(t, sess.ID)
 	start := time.Now()
 	var got []coach.Event
 	rep := run.Run(context.Background(), coach.EmitFunc(func(e coach.Event) error { got = append(got, e); return nil }))
@@ -115,7 +114,7 @@ func TestLostLockEndsTheTurn(t *testing.T) {
 	if stored, _ := st.Get(context.Background(), "", sess.ID); stored.Version != 1 || rep.Outcome != coach.CodeVersionConflict {
 		t.Errorf("stored version %d, outcome %q; want 1 (nothing written), %s", stored.Version, rep.Outcome, coach.CodeVersionConflict)
 	}
-	if st.locks[sess.ID] != "another writer" {
+	if !st.holds(sess.ID, other) {
 		t.Errorf("the lock of the other writer was touched")
 	}
 }

@@ -1,8 +1,9 @@
 package coach_test
 
 import (
-	"github.com/coachgw/coachgw/internal/coach"
 	"testing"
+
+	"github.com/coachgw/coachgw/internal/coach"
 )
 
 // tailContract is echoContract whose outcomes carry a tail, placed as tail says.

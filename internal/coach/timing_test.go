@@ -3,10 +3,11 @@ package coach_test
 import (
 	"context"
 	"errors"
-	"github.com/coachgw/coachgw/internal/coach"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coachgw/coachgw/internal/coach"
 )
 
 // stepClock is a clock that moves only when told to, so that a test decides whose time passes.
@@ -88,7 +89,7 @@ func TestTimingSplitsGatewayAndModel(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := &stepClock{t: time.Unix(1e9, 0)}
 			fm := &fakeModel{scripts: tt.scripts}
-			svc := coach.NewService(newMemStore(), clockedModel{inner: fm, clock: clock, open: open, per: per},
+			svc := coach.NewService(newStoreFake(), clockedModel{inner: fm, clock: clock, open: open, per: per},
 				[]coach.Contract{echoContract{}}, testOptions(), nil)
 			svc.SetNow(clock.now)
 			sess, err := svc.CreateSession(context.Background(), "", "echo", coach.NewSession{})

@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/coachgw/coachgw/internal/coach"
 	"strings"
 	"testing"
+
+	"github.com/coachgw/coachgw/internal/coach"
 )
 
 // transcriptLines renders a page compactly: "1 learner {...}", "2 coach card {...}",
