@@ -13,6 +13,7 @@ import (
 
 	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/coach/coachtest"
+	"github.com/coachgw/coachgw/internal/coach/storetest"
 )
 
 // storeFake is the engine tests' store: coachtest.MemStore, which the conformance suite holds to
@@ -182,6 +183,12 @@ func (f *storeFake) takeOver(t *testing.T, id string) string {
 // holds reports whether the lock of session id is still token's, without counting a renewal.
 func (f *storeFake) holds(id, token string) bool {
 	return f.mem.Renew(context.Background(), id, token, time.Minute) == nil
+}
+
+// TestStoreFakeConformance holds the wrapper to the rules of the store it wraps: what it adds
+// must change nothing the engine relies on while the store is up.
+func TestStoreFakeConformance(t *testing.T) {
+	storetest.Run(t, func(*testing.T) coach.Store { return newStoreFake() })
 }
 
 // script is one scripted model call: its fragments, then err (nil: a clean end). openErr fails
