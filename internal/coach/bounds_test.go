@@ -1,4 +1,4 @@
-package coach
+package coach_test
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/coachgw/coachgw/internal/coach"
 )
 
 // endlessModel streams fragments of size bytes without end, and counts the fragments read.
@@ -17,7 +19,7 @@ type endlessModel struct {
 	calls     atomic.Int64
 }
 
-func (m *endlessModel) Stream(ctx context.Context, _ ModelRequest, _ StreamHooks) (Stream, error) {
+func (m *endlessModel) Stream(ctx context.Context, _ coach.ModelRequest, _ coach.StreamHooks) (coach.Stream, error) {
 	m.calls.Add(1)
 	return &endlessStream{ctx: ctx, m: m, piece: strings.Repeat("a", m.size)}, nil
 }
@@ -28,15 +30,15 @@ type endlessStream struct {
 	piece string
 }
 
-func (s *endlessStream) Next() (Fragment, error) {
+func (s *endlessStream) Next() (coach.Fragment, error) {
 	if err := s.ctx.Err(); err != nil {
-		return Fragment{}, err
+		return coach.Fragment{}, err
 	}
 	s.m.reads.Add(1)
 	if s.m.toolCalls {
-		return Fragment{ToolCallID: s.piece}, nil
+		return coach.Fragment{ToolCallID: s.piece}, nil
 	}
-	return Fragment{Content: s.piece}, nil
+	return coach.Fragment{Content: s.piece}, nil
 }
 
 func (s *endlessStream) Close() error { return nil }
@@ -48,29 +50,29 @@ func TestOutputBound(t *testing.T) {
 	const limit, piece = 10 << 10, 1 << 10
 	tests := []struct {
 		name     string
-		contract Contract
-		opts     func(*Options)
+		contract coach.Contract
+		opts     func(*coach.Options)
 		limit    int
 		want     string
 		outcome  string
 		// toolCalls streams tool-call openings instead of text (endlessModel.toolCalls).
 		toolCalls bool
 	}{
-		{"error line", echoContract{}, func(o *Options) { o.MaxOutputBytes = limit }, limit, "reset:invalid_output error:coach_validation_failed", CodeValidationFailed, false},
-		{"fallback", fallbackContract{}, func(o *Options) { o.MaxOutputBytes = limit }, limit, "reset:invalid_output reset:invalid_output result", "fallback", false},
-		{"bound of the contract", echoContract{}, func(o *Options) { o.ContractOutputBytes = map[string]int{"echo": limit / 2} }, limit / 2, "reset:invalid_output error:coach_validation_failed", CodeValidationFailed, false},
+		{"error line", echoContract{}, func(o *coach.Options) { o.MaxOutputBytes = limit }, limit, "reset:invalid_output error:coach_validation_failed", coach.CodeValidationFailed, false},
+		{"fallback", fallbackContract{}, func(o *coach.Options) { o.MaxOutputBytes = limit }, limit, "reset:invalid_output reset:invalid_output result", "fallback", false},
+		{"bound of the contract", echoContract{}, func(o *coach.Options) { o.ContractOutputBytes = map[string]int{"echo": limit / 2} }, limit / 2, "reset:invalid_output error:coach_validation_failed", coach.CodeValidationFailed, false},
 		// Tool calls opened without end, without arguments: their ids are output too (a
 		// contract keeps them), so the bound ends the attempt rather than the turn's deadline.
-		{"tool-call ids", echoContract{}, func(o *Options) { o.MaxOutputBytes, o.TurnTimeout = limit, 5*time.Second }, limit, "reset:invalid_output error:coach_validation_failed", CodeValidationFailed, true},
+		{"tool-call ids", echoContract{}, func(o *coach.Options) { o.MaxOutputBytes, o.TurnTimeout = limit, 5*time.Second }, limit, "reset:invalid_output error:coach_validation_failed", coach.CodeValidationFailed, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := &endlessModel{size: piece, toolCalls: tt.toolCalls}
 			opts := testOptions()
 			tt.opts(&opts)
-			st := newMemStore()
-			svc := NewService(st, m, []Contract{tt.contract}, opts, nil)
-			sess, err := svc.CreateSession(context.Background(), "", "echo", NewSession{})
+			st := newStoreFake()
+			svc := coach.NewService(st, m, []coach.Contract{tt.contract}, opts, nil)
+			sess, err := svc.CreateSession(context.Background(), "", "echo", coach.NewSession{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,11 +80,11 @@ func TestOutputBound(t *testing.T) {
 			var kinds []string
 			relayed := 0
 			for _, e := range got {
-				if e.Type == EventDelta {
+				if e.Type == coach.EventDelta {
 					relayed += len(e.Text)
 					continue
 				}
-				kinds = append(kinds, lines([]Event{e}))
+				kinds = append(kinds, lines([]coach.Event{e}))
 			}
 			if g := strings.Join(kinds, " "); !strings.HasPrefix(g, tt.want) {
 				t.Errorf("lines = %q, want %q", g, tt.want)
@@ -113,10 +115,10 @@ func TestOutputBound(t *testing.T) {
 // TestAppendHistoryBytes checks that history is trimmed to its byte bound, oldest exchanges
 // first and at a user message, as well as to its count.
 func TestAppendHistoryBytes(t *testing.T) {
-	msg := func(role, text string) Message { return Message{Role: role, Content: text} }
+	msg := func(role, text string) coach.Message { return coach.Message{Role: role, Content: text} }
 	big := strings.Repeat("x", 400)
-	old := []Message{msg(RoleUser, big), msg(RoleAssistant, big), msg(RoleUser, "q"), msg(RoleAssistant, big)}
-	add := []Message{msg(RoleUser, "new"), {Role: RoleAssistant, ToolCalls: []ToolCall{{Arguments: big}}}, {Role: RoleTool, Content: "ok"}}
+	old := []coach.Message{msg(coach.RoleUser, big), msg(coach.RoleAssistant, big), msg(coach.RoleUser, "q"), msg(coach.RoleAssistant, big)}
+	add := []coach.Message{msg(coach.RoleUser, "new"), {Role: coach.RoleAssistant, ToolCalls: []coach.ToolCall{{Arguments: big}}}, {Role: coach.RoleTool, Content: "ok"}}
 	tests := []struct {
 		name      string
 		maxBytes  int
@@ -130,13 +132,13 @@ func TestAppendHistoryBytes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := appendHistory(old, add, 200, tt.maxBytes)
+			got := coach.AppendHistory(old, add, 200, tt.maxBytes)
 			if len(got) != tt.wantLen || len(got) > 0 && got[0].Content != tt.wantFirst {
 				t.Fatalf("kept %d messages, want %d starting with %.10q", len(got), tt.wantLen, tt.wantFirst)
 			}
 			size := 0
 			for _, m := range got {
-				size += messageBytes(m)
+				size += coach.MessageBytes(m)
 			}
 			if size > tt.maxBytes {
 				t.Errorf("kept %d bytes, want at most %d", size, tt.maxBytes)
@@ -144,8 +146,8 @@ func TestAppendHistoryBytes(t *testing.T) {
 		})
 	}
 	// A history that starts with an answer (a turn the coach opened) is kept whole when it fits.
-	opened := []Message{msg(RoleAssistant, "Welcome."), msg(RoleUser, "hi")}
-	if got := appendHistory(opened, nil, 200, 1000); len(got) != 2 {
+	opened := []coach.Message{msg(coach.RoleAssistant, "Welcome."), msg(coach.RoleUser, "hi")}
+	if got := coach.AppendHistory(opened, nil, 200, 1000); len(got) != 2 {
 		t.Errorf("kept %d of a history that fits, want 2", len(got))
 	}
 }

@@ -1,9 +1,10 @@
-package coach
+package coach_test
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/safety"
 )
 
@@ -54,7 +55,7 @@ func TestConcernForSomeoneElse(t *testing.T) {
 	// The screen answers before the model is asked, so the script is the next turn's.
 	rig := newSafetyRig(t, safety.ModeEnforce, []script{{frags: []string{"Lesson ", "text."}}})
 	got, rep := rig.turn(t, "My best friend told me she wants to kill herself and I don't know what to do")
-	if rep.Outcome != OutcomeCrisis || len(got) != 3 || got[0].Type != EventSafety {
+	if rep.Outcome != coach.OutcomeCrisis || len(got) != 3 || got[0].Type != coach.EventSafety {
 		t.Fatalf("outcome %q (%v), lines %s; want crisis: safety, delta, result", rep.Outcome, rep.Err, lines(got))
 	}
 	if !strings.Contains(got[1].Text, "someone") || !strings.Contains(got[1].Text, "988") || strings.Contains(lines(got), "Lesson text") {
@@ -72,7 +73,7 @@ func TestConcernForSomeoneElse(t *testing.T) {
 	got, rep = rig.turn(t, "ok, can we go on?")
 	var text strings.Builder
 	for _, e := range got {
-		if e.Type == EventDelta {
+		if e.Type == coach.EventDelta {
 			text.WriteString(e.Text)
 		}
 	}
@@ -86,7 +87,7 @@ func TestConcernForSomeoneElse(t *testing.T) {
 func TestOwnRiskOutweighsConcern(t *testing.T) {
 	rig := newSafetyRig(t, safety.ModeEnforce, []script{{frags: []string{"Lesson."}}})
 	_, rep := rig.turn(t, "my friend wants to kill herself and honestly I want to kill myself too")
-	if rep.Outcome != OutcomeCrisis || !rig.stored(t).Held() || rig.esc.count() != 1 {
+	if rep.Outcome != coach.OutcomeCrisis || !rig.stored(t).Held() || rig.esc.count() != 1 {
 		t.Fatalf("outcome %q, held %v, escalations %d; want crisis, held, escalated", rep.Outcome, rig.stored(t).Held(), rig.esc.count())
 	}
 	if ep := rig.esc.episodes[0]; ep.Severity != safety.SeverityImminent {
@@ -112,7 +113,7 @@ func TestWhom(t *testing.T) {
 		{"a topic that a classifier beside the screen found a crisis", safety.Verdict{Crisis: true, Concern: safety.ConcernTopic, Categories: []safety.Category{safety.CategorySuicide, safety.CategoryTopic}}, safety.ConcernSelf},
 	}
 	for _, tt := range tests {
-		if got := whom(tt.v); got != tt.want {
+		if got := coach.Whom(tt.v); got != tt.want {
 			t.Errorf("%s: whom(%+v) = %q, want %q", tt.name, tt.v, got, tt.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package coach
+package coach_test
 
 import (
 	"context"
@@ -7,13 +7,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/coachgw/coachgw/internal/coach"
 )
 
 // historyContract is echoContract whose requests carry the session's history before the
 // learner's message, behind a system prompt, as the real contracts' do.
 type historyContract struct{ echoContract }
 
-func (c historyContract) Begin(s *Session, in TurnInput) (Turn, error) {
+func (c historyContract) Begin(s *coach.Session, in coach.TurnInput) (coach.Turn, error) {
 	t, err := c.echoContract.Begin(s, in)
 	if err != nil {
 		return nil, err
@@ -23,18 +25,18 @@ func (c historyContract) Begin(s *Session, in TurnInput) (Turn, error) {
 
 type historyTurn struct {
 	*echoTurn
-	history []Message
+	history []coach.Message
 }
 
-func (t *historyTurn) Request() ModelRequest {
-	msgs := []Message{{Role: RoleSystem, Content: "system"}}
+func (t *historyTurn) Request() coach.ModelRequest {
+	msgs := []coach.Message{{Role: coach.RoleSystem, Content: "system"}}
 	msgs = append(msgs, t.history...)
-	return ModelRequest{Messages: append(msgs, Message{Role: RoleUser, Content: t.msg}), MaxTokens: 1000}
+	return coach.ModelRequest{Messages: append(msgs, coach.Message{Role: coach.RoleUser, Content: t.msg}), MaxTokens: 1000}
 }
 
 // contextFull is llama-server's refusal of a prompt that does not fit its context window, as
 // the openai adapter classifies it.
-var contextFull = &ModelError{Class: ClassRefused, ContextFull: true,
+var contextFull = &coach.ModelError{Class: coach.ClassRefused, ContextFull: true,
 	Err: errors.New("400: request (8314 tokens) exceeds the available context size (8192 tokens), try increasing it")}
 
 // TestContextWindowRetry checks the turns whose prompt fills the endpoint's context window: a
@@ -43,8 +45,8 @@ var contextFull = &ModelError{Class: ClassRefused, ContextFull: true,
 // it), never the failed reply, which would make the request longer still; a reply cut at the
 // cap itself is a reply too long, corrected with the reply shown, as before.
 func TestContextWindowRetry(t *testing.T) {
-	cutByWindow := script{frags: []string{`{"a":"short`}, finish: FinishLength, usage: &Usage{PromptTokens: 8072, CompletionTokens: 120}}
-	cutAtCap := script{frags: []string{`{"a":"long`}, finish: FinishLength, usage: &Usage{PromptTokens: 900, CompletionTokens: 1000}}
+	cutByWindow := script{frags: []string{`{"a":"short`}, finish: coach.FinishLength, usage: &coach.Usage{PromptTokens: 8072, CompletionTokens: 120}}
+	cutAtCap := script{frags: []string{`{"a":"long`}, finish: coach.FinishLength, usage: &coach.Usage{PromptTokens: 900, CompletionTokens: 1000}}
 	ok := script{frags: []string{"fine."}}
 	tests := []struct {
 		name    string
@@ -64,7 +66,7 @@ func TestContextWindowRetry(t *testing.T) {
 		{name: "cut at the cap: the usual corrective retry", scripts: []script{cutAtCap, ok},
 			history: []int{6, 6}, echoed: []bool{false, true}, outcome: "ok"},
 		{name: "refused three times: the turn ends", scripts: []script{{openErr: contextFull}, {openErr: contextFull}, {openErr: contextFull}},
-			history: []int{6, 2, 0}, echoed: []bool{false, false, false}, outcome: CodeStreamFailed},
+			history: []int{6, 2, 0}, echoed: []bool{false, false, false}, outcome: coach.CodeStreamFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,7 +90,7 @@ func TestContextWindowRetry(t *testing.T) {
 			}
 			for i, req := range reqs {
 				msgs := req.Messages
-				if msgs[0].Role != RoleSystem {
+				if msgs[0].Role != coach.RoleSystem {
 					t.Errorf("request %d starts with %s, want the system prompt", i, msgs[0].Role)
 				}
 				// The turn's own message is the last "hi": a correction follows it.
@@ -99,7 +101,7 @@ func TestContextWindowRetry(t *testing.T) {
 				if got := turnMsg - 1; got != tt.history[i] {
 					t.Errorf("request %d carries %d history messages (%+v), want %d", i, got, msgs, tt.history[i])
 				}
-				echoed := slices.ContainsFunc(msgs[turnMsg+1:], func(m Message) bool { return m.Role == RoleAssistant })
+				echoed := slices.ContainsFunc(msgs[turnMsg+1:], func(m coach.Message) bool { return m.Role == coach.RoleAssistant })
 				if echoed != tt.echoed[i] {
 					t.Errorf("request %d shows a failed reply: %v, want %v (%+v)", i, echoed, tt.echoed[i], msgs)
 				}
@@ -111,11 +113,11 @@ func TestContextWindowRetry(t *testing.T) {
 // TestSqueezeKeepsToolResults checks that dropping conversation never separates a tool call
 // from its result: a cut falls only before a user message.
 func TestSqueezeKeepsToolResults(t *testing.T) {
-	msgs := []Message{
-		{Role: RoleSystem, Content: "s"},
-		{Role: RoleUser, Content: "u1"}, {Role: RoleAssistant, Content: "a1"},
-		{Role: RoleUser, Content: "u2"}, {Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c"}}}, {Role: RoleTool, ToolCallID: "c"}, {Role: RoleAssistant, Content: "a2"},
-		{Role: RoleUser, Content: "now"},
+	msgs := []coach.Message{
+		{Role: coach.RoleSystem, Content: "s"},
+		{Role: coach.RoleUser, Content: "u1"}, {Role: coach.RoleAssistant, Content: "a1"},
+		{Role: coach.RoleUser, Content: "u2"}, {Role: coach.RoleAssistant, ToolCalls: []coach.ToolCall{{ID: "c"}}}, {Role: coach.RoleTool, ToolCallID: "c"}, {Role: coach.RoleAssistant, Content: "a2"},
+		{Role: coach.RoleUser, Content: "now"},
 	}
 	tests := []struct {
 		level int
@@ -126,7 +128,7 @@ func TestSqueezeKeepsToolResults(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var got []string
-		for _, m := range squeeze(slices.Clone(msgs), tt.level) {
+		for _, m := range coach.Squeeze(slices.Clone(msgs), tt.level) {
 			got = append(got, m.Role+":"+m.Content)
 		}
 		if !slices.Equal(got, tt.want) {
@@ -153,9 +155,9 @@ func TestContextWindowFit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := &fakeModel{}
-			svc := New(Deps{Store: newMemStore(), Upstreams: []Upstream{{Name: "a", Model: m, ContextWindow: tt.window}},
-				Contracts: []Contract{historyContract{}}, Options: testOptions()})
-			sess, err := svc.CreateSession(context.Background(), "", "echo", NewSession{})
+			svc := coach.New(coach.Deps{Store: newStoreFake(), Upstreams: []coach.Upstream{{Name: "a", Model: m, ContextWindow: tt.window}},
+				Contracts: []coach.Contract{historyContract{}}, Options: testOptions()})
+			sess, err := svc.CreateSession(context.Background(), "", "echo", coach.NewSession{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package coach
+package coach_test
 
 import (
 	"context"
@@ -6,13 +6,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/coachgw/coachgw/internal/coach"
 )
 
 // TestCorrectiveRetryShowsFailedReply checks the corrective request: the model's failed reply
 // comes back to it as its own (assistant) message, cut to maxReplyEcho bytes, and the correction
 // follows as the user's answer, so the conversation never ends with two user messages.
 func TestCorrectiveRetryShowsFailedReply(t *testing.T) {
-	long := strings.Repeat("é", maxReplyEcho) // two bytes a character: the cut falls mid-rune
+	long := strings.Repeat("é", coach.MaxReplyEcho) // two bytes a character: the cut falls mid-rune
 	tests := []struct {
 		name string
 		// frags is the failed reply; the retry answers "fixed.".
@@ -21,7 +23,7 @@ func TestCorrectiveRetryShowsFailedReply(t *testing.T) {
 		reply string
 	}{
 		{name: "short reply shown whole", frags: []string{"no ", "period"}, reply: "no period"},
-		{name: "long reply cut", frags: []string{long}, reply: long[:maxReplyEcho] + " [… cut]"},
+		{name: "long reply cut", frags: []string{long}, reply: long[:coach.MaxReplyEcho] + " [… cut]"},
 		{name: "empty reply shows no message", frags: nil, reply: ""},
 	}
 	for _, tt := range tests {
@@ -46,16 +48,16 @@ func TestCorrectiveRetryShowsFailedReply(t *testing.T) {
 				t.Fatalf("the corrective request adds %d messages (%+v), want %d", len(added), added, wantAdded)
 			}
 			fix := added[len(added)-1]
-			if fix.Role != RoleUser || !strings.HasPrefix(fix.Content, "Your previous reply could not be used") {
+			if fix.Role != coach.RoleUser || !strings.HasPrefix(fix.Content, "Your previous reply could not be used") {
 				t.Errorf("last message = %s %q, want the user's correction", fix.Role, fix.Content)
 			}
 			if tt.reply != "" {
-				if got := added[0]; got.Role != RoleAssistant || got.Content != strings.ToValidUTF8(tt.reply, "") {
+				if got := added[0]; got.Role != coach.RoleAssistant || got.Content != strings.ToValidUTF8(tt.reply, "") {
 					t.Errorf("message before the correction = %s %q (%d bytes), want the assistant's failed reply (%d bytes)",
-						got.Role, Clip(got.Content), len(got.Content), len(tt.reply))
+						got.Role, coach.Clip(got.Content), len(got.Content), len(tt.reply))
 				}
 				for i := 1; i < len(retry); i++ {
-					if retry[i].Role == RoleUser && retry[i-1].Role == RoleUser {
+					if retry[i].Role == coach.RoleUser && retry[i-1].Role == coach.RoleUser {
 						t.Errorf("messages %d and %d are both user messages", i-1, i)
 					}
 				}
@@ -75,11 +77,11 @@ func TestLengthFinishIsCutOff(t *testing.T) {
 		wantFix string // a part of the correction; "" when there is no retry
 		wantEnd string // how the first attempt ended, in the attempt log
 	}{
-		{name: "cut at the cap", first: script{frags: []string{`{"assistantText":"a very long`}, finish: FinishLength},
+		{name: "cut at the cap", first: script{frags: []string{`{"assistantText":"a very long`}, finish: coach.FinishLength},
 			calls: 2, wantFix: "your answer was cut off: be shorter", wantEnd: "cut_off"},
 		{name: "invalid without the cap is not cut off", first: script{frags: []string{"no period"}, finish: "stop"},
 			calls: 2, wantFix: "no final period", wantEnd: "invalid_output"},
-		{name: "complete at the cap is used", first: script{frags: []string{"just fits."}, finish: FinishLength},
+		{name: "complete at the cap is used", first: script{frags: []string{"just fits."}, finish: coach.FinishLength},
 			calls: 1, wantEnd: "ok"},
 	}
 	for _, tt := range tests {
@@ -112,15 +114,15 @@ func TestLengthFinishIsCutOff(t *testing.T) {
 // TestAttemptLog checks that the report lists every attempt: its endpoint, why it ended, the
 // bytes it streamed and the tokens it reported, and that the list is bounded.
 func TestAttemptLog(t *testing.T) {
-	server := &ModelError{Class: "server", Retryable: true, Err: errors.New("503 upstream down")}
+	server := &coach.ModelError{Class: "server", Retryable: true, Err: errors.New("503 upstream down")}
 	a := &fakeModel{scripts: []script{
-		{frags: []string{"bad"}, usage: &Usage{PromptTokens: 10, CompletionTokens: 3}, finish: "stop"},
-		{frags: []string{"still bad"}, usage: &Usage{PromptTokens: 12, CompletionTokens: 4}},
+		{frags: []string{"bad"}, usage: &coach.Usage{PromptTokens: 10, CompletionTokens: 3}, finish: "stop"},
+		{frags: []string{"still bad"}, usage: &coach.Usage{PromptTokens: 12, CompletionTokens: 4}},
 	}}
-	b := &fakeModel{scripts: []script{{openErr: server}, {frags: []string{"good."}, usage: &Usage{PromptTokens: 9, CompletionTokens: 2}}}}
-	svc := New(Deps{Store: newMemStore(), Upstreams: []Upstream{{Name: "a", Model: a}, {Name: "b", Model: b}},
-		Contracts: []Contract{echoContract{}}, Options: testOptions()})
-	sess, err := svc.CreateSession(context.Background(), "", "echo", NewSession{})
+	b := &fakeModel{scripts: []script{{openErr: server}, {frags: []string{"good."}, usage: &coach.Usage{PromptTokens: 9, CompletionTokens: 2}}}}
+	svc := coach.New(coach.Deps{Store: newStoreFake(), Upstreams: []coach.Upstream{{Name: "a", Model: a}, {Name: "b", Model: b}},
+		Contracts: []coach.Contract{echoContract{}}, Options: testOptions()})
+	sess, err := svc.CreateSession(context.Background(), "", "echo", coach.NewSession{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,11 +130,11 @@ func TestAttemptLog(t *testing.T) {
 	if rep.Outcome != "ok" {
 		t.Fatalf("outcome = %q (%v), want ok", rep.Outcome, rep.Err)
 	}
-	want := []AttemptEntry{
-		{Upstream: "a", End: "invalid_output", Detail: "no final period", Finish: "stop", Bytes: 3, Usage: &Usage{10, 3}},
-		{Upstream: "a", End: "invalid_output", Detail: "no final period", Bytes: 9, Usage: &Usage{12, 4}},
+	want := []coach.AttemptEntry{
+		{Upstream: "a", End: "invalid_output", Detail: "no final period", Finish: "stop", Bytes: 3, Usage: &coach.Usage{10, 3}},
+		{Upstream: "a", End: "invalid_output", Detail: "no final period", Bytes: 9, Usage: &coach.Usage{12, 4}},
 		{Upstream: "b", End: "server", Detail: "503 upstream down"},
-		{Upstream: "b", End: "ok", Bytes: 5, Usage: &Usage{9, 2}},
+		{Upstream: "b", End: "ok", Bytes: 5, Usage: &coach.Usage{9, 2}},
 	}
 	if len(rep.AttemptLog) != len(want) || rep.Attempts != len(want) {
 		t.Fatalf("attempt log = %+v (attempts %d), want %d entries", rep.AttemptLog, rep.Attempts, len(want))
@@ -146,19 +148,19 @@ func TestAttemptLog(t *testing.T) {
 	}
 
 	t.Run("bounded", func(t *testing.T) {
-		var r Report
-		for range MaxAttemptLog + 3 {
-			r.logAttempt("a", "", 0, nil, server)
+		var r coach.Report
+		for range coach.MaxAttemptLog + 3 {
+			r.LogAttempt("a", "", 0, nil, server)
 		}
-		if len(r.AttemptLog) != MaxAttemptLog {
-			t.Errorf("attempt log holds %d entries, want at most %d", len(r.AttemptLog), MaxAttemptLog)
+		if len(r.AttemptLog) != coach.MaxAttemptLog {
+			t.Errorf("attempt log holds %d entries, want at most %d", len(r.AttemptLog), coach.MaxAttemptLog)
 		}
 	})
 }
 
 // resetCounter counts the resets the observer hears of.
 type resetCounter struct {
-	NopObserver
+	coach.NopObserver
 	mu       sync.Mutex
 	resets   int
 	retries  []string
@@ -186,7 +188,7 @@ func (o *resetCounter) Rejected(string) {
 // TestResetsCountResetLines checks that the observer's resets are exactly the reset lines the
 // client got: a corrective retry before any text was sent is a retry, not a reset.
 func TestResetsCountResetLines(t *testing.T) {
-	cut := &ModelError{Class: "stream", Retryable: true, Err: errors.New("cut")}
+	cut := &coach.ModelError{Class: "stream", Retryable: true, Err: errors.New("cut")}
 	tests := []struct {
 		name      string
 		a, b      []script
@@ -211,23 +213,23 @@ func TestResetsCountResetLines(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			obs := &resetCounter{}
-			ups := []Upstream{{Name: "a", Model: &fakeModel{scripts: tt.a}}}
+			ups := []coach.Upstream{{Name: "a", Model: &fakeModel{scripts: tt.a}}}
 			if tt.b != nil {
-				ups = append(ups, Upstream{Name: "b", Model: &fakeModel{scripts: tt.b}})
+				ups = append(ups, coach.Upstream{Name: "b", Model: &fakeModel{scripts: tt.b}})
 			}
-			var c Contract = echoContract{}
+			var c coach.Contract = echoContract{}
 			if tt.fallback {
 				c = fallbackContract{}
 			}
-			svc := New(Deps{Store: newMemStore(), Upstreams: ups, Contracts: []Contract{c}, Options: testOptions(), Observer: obs})
-			sess, err := svc.CreateSession(context.Background(), "", "echo", NewSession{})
+			svc := coach.New(coach.Deps{Store: newStoreFake(), Upstreams: ups, Contracts: []coach.Contract{c}, Options: testOptions(), Observer: obs})
+			sess, err := svc.CreateSession(context.Background(), "", "echo", coach.NewSession{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			events, rep := runTurn(t, svc, sess.ID)
 			n := 0
 			for _, e := range events {
-				if e.Type == EventReset {
+				if e.Type == coach.EventReset {
 					n++
 				}
 			}
@@ -248,7 +250,7 @@ func TestResetsCountResetLines(t *testing.T) {
 // decliningContract is echoContract whose turns have a Fallback that declines every failure.
 type decliningContract struct{ echoContract }
 
-func (c decliningContract) Begin(s *Session, in TurnInput) (Turn, error) {
+func (c decliningContract) Begin(s *coach.Session, in coach.TurnInput) (coach.Turn, error) {
 	t, err := c.echoContract.Begin(s, in)
 	if err != nil {
 		return nil, err
@@ -258,7 +260,7 @@ func (c decliningContract) Begin(s *Session, in TurnInput) (Turn, error) {
 
 type decliningTurn struct{ *echoTurn }
 
-func (t *decliningTurn) Fallback(cause error) (*Outcome, error) { return nil, cause }
+func (t *decliningTurn) Fallback(cause error) (*coach.Outcome, error) { return nil, cause }
 
 // TestDeclinedFallbackSendsNoReset checks that a turn whose Fallback has no answer for the
 // failure ends with the error line right after the text it streamed: a reset line would
@@ -266,9 +268,9 @@ func (t *decliningTurn) Fallback(cause error) (*Outcome, error) { return nil, ca
 func TestDeclinedFallbackSendsNoReset(t *testing.T) {
 	m := &fakeModel{scripts: []script{{frags: []string{"bad"}}, {frags: []string{"worse"}}}}
 	obs := &resetCounter{}
-	svc := New(Deps{Store: newMemStore(), Upstreams: []Upstream{{Name: "a", Model: m}},
-		Contracts: []Contract{decliningContract{}}, Options: testOptions(), Observer: obs})
-	sess, err := svc.CreateSession(context.Background(), "", "echo", NewSession{})
+	svc := coach.New(coach.Deps{Store: newStoreFake(), Upstreams: []coach.Upstream{{Name: "a", Model: m}},
+		Contracts: []coach.Contract{decliningContract{}}, Options: testOptions(), Observer: obs})
+	sess, err := svc.CreateSession(context.Background(), "", "echo", coach.NewSession{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +286,7 @@ func TestDeclinedFallbackSendsNoReset(t *testing.T) {
 // message is the learner's, never the correction written for the model ("be shorter", the
 // contract's complaint), which stays in the report's error for the logs.
 func TestCorrectionNeverReachesLearner(t *testing.T) {
-	cut := script{frags: []string{`{"assistantText":"a very long`}, finish: FinishLength}
+	cut := script{frags: []string{`{"assistantText":"a very long`}, finish: coach.FinishLength}
 	tests := []struct {
 		name     string
 		scripts  []script
@@ -292,12 +294,12 @@ func TestCorrectionNeverReachesLearner(t *testing.T) {
 		modelFix string // what the model was told, which the learner must not read
 	}{
 		{name: "empty, then cut", scripts: []script{{frags: []string{"EMPTY"}}, cut},
-			wantCode: CodeValidationFailed, modelFix: cutOff},
-		{name: "cut twice", scripts: []script{cut, cut}, wantCode: CodeValidationFailed, modelFix: cutOff},
+			wantCode: coach.CodeValidationFailed, modelFix: coach.CutOff},
+		{name: "cut twice", scripts: []script{cut, cut}, wantCode: coach.CodeValidationFailed, modelFix: coach.CutOff},
 		{name: "invalid twice", scripts: []script{{frags: []string{"no period"}}, {frags: []string{"still none"}}},
-			wantCode: CodeValidationFailed, modelFix: "no final period"},
+			wantCode: coach.CodeValidationFailed, modelFix: "no final period"},
 		{name: "cut, then empty", scripts: []script{cut, {frags: []string{"EMPTY"}}},
-			wantCode: CodeEmptyResponse, modelFix: "empty"},
+			wantCode: coach.CodeEmptyResponse, modelFix: "empty"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -308,11 +310,11 @@ func TestCorrectionNeverReachesLearner(t *testing.T) {
 				t.Fatalf("model calls = %d, want 2 (one corrective retry)", len(m.requests))
 			}
 			last := events[len(events)-1]
-			if last.Type != EventError || last.Code != tt.wantCode {
+			if last.Type != coach.EventError || last.Code != tt.wantCode {
 				t.Fatalf("last line = %+v, want an error line %s", last, tt.wantCode)
 			}
-			if last.Message != unusableAnswer {
-				t.Errorf("error line message = %q, want %q", last.Message, unusableAnswer)
+			if last.Message != coach.UnusableAnswer {
+				t.Errorf("error line message = %q, want %q", last.Message, coach.UnusableAnswer)
 			}
 			if !strings.Contains(rep.Err.Error(), tt.modelFix) {
 				t.Errorf("report error = %v, want the model's correction %q kept for the logs", rep.Err, tt.modelFix)

@@ -1,4 +1,4 @@
-package coach
+package coach_test
 
 import (
 	"context"
@@ -8,13 +8,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coachgw/coachgw/internal/coach"
 )
 
 // hushContract is echoContract whose turns show no text for fragments that start with "#", as
 // a contract shows nothing of the keys that precede its streamed field.
 type hushContract struct{ echoContract }
 
-func (c hushContract) Begin(s *Session, in TurnInput) (Turn, error) {
+func (c hushContract) Begin(s *coach.Session, in coach.TurnInput) (coach.Turn, error) {
 	t, err := c.echoContract.Begin(s, in)
 	if err != nil {
 		return nil, err
@@ -24,7 +26,7 @@ func (c hushContract) Begin(s *Session, in TurnInput) (Turn, error) {
 
 type hushTurn struct{ *echoTurn }
 
-func (t *hushTurn) Feed(f Fragment, emit func(Event)) error {
+func (t *hushTurn) Feed(f coach.Fragment, emit func(coach.Event)) error {
 	if strings.HasPrefix(f.Content, "#") {
 		t.out.WriteString(f.Content)
 		return nil
@@ -33,7 +35,7 @@ func (t *hushTurn) Feed(f Fragment, emit func(Event)) error {
 }
 
 func TestSilentRetryStartsTheOutputOver(t *testing.T) {
-	cut := &ModelError{Class: "stream", Retryable: true, Err: errors.New("cut")}
+	cut := &coach.ModelError{Class: "stream", Retryable: true, Err: errors.New("cut")}
 	m := &fakeModel{scripts: []script{{frags: []string{"#keys "}, err: cut}, {frags: []string{"Hello."}}}}
 	svc, _, sess := newTestService(t, m, testOptions(), hushContract{})
 	got, rep := runTurn(t, svc, sess.ID)
@@ -57,7 +59,7 @@ type trickleModel struct {
 	text         string
 }
 
-func (m *trickleModel) Stream(ctx context.Context, _ ModelRequest, hooks StreamHooks) (Stream, error) {
+func (m *trickleModel) Stream(ctx context.Context, _ coach.ModelRequest, hooks coach.StreamHooks) (coach.Stream, error) {
 	return &trickleStream{m: m, ctx: ctx, alive: hooks.Activity}, nil
 }
 
@@ -68,9 +70,9 @@ type trickleStream struct {
 	done  bool
 }
 
-func (s *trickleStream) Next() (Fragment, error) {
+func (s *trickleStream) Next() (coach.Fragment, error) {
 	if s.done {
-		return Fragment{}, io.EOF
+		return coach.Fragment{}, io.EOF
 	}
 	if s.m.report && s.alive != nil {
 		s.alive() // the first bytes arrive at once, not a tick later
@@ -81,14 +83,14 @@ func (s *trickleStream) Next() (Fragment, error) {
 	for {
 		select {
 		case <-s.ctx.Done():
-			return Fragment{}, &ModelError{Class: "timeout", Retryable: true, Err: context.Cause(s.ctx)}
+			return coach.Fragment{}, &coach.ModelError{Class: "timeout", Retryable: true, Err: context.Cause(s.ctx)}
 		case <-tick.C:
 			if s.m.report && s.alive != nil {
 				s.alive()
 			}
 		case <-end:
 			s.done = true
-			return Fragment{Content: s.m.text}, nil
+			return coach.Fragment{Content: s.m.text}, nil
 		}
 	}
 }
@@ -112,10 +114,10 @@ func TestDeadlinesCountBytesNotFragments(t *testing.T) {
 			// (on a loaded machine, both timers are late together) could fail the first case.
 			const deadline = 250 * time.Millisecond
 			opts.FirstByteTimeout, opts.IdleTimeout, opts.MaxAttempts, opts.Recoveries = deadline, deadline, 1, -1
-			st := newMemStore()
+			st := newStoreFake()
 			m := &trickleModel{report: tt.report, every: deadline / 50, total: 3 * deadline, text: "Slow."}
-			svc := NewService(st, m, []Contract{echoContract{}}, opts, nil)
-			sess, err := svc.CreateSession(context.Background(), "", "echo", NewSession{})
+			svc := coach.NewService(st, m, []coach.Contract{echoContract{}}, opts, nil)
+			sess, err := svc.CreateSession(context.Background(), "", "echo", coach.NewSession{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,7 +138,7 @@ func TestStallAfterTextIsAnIdleTimeout(t *testing.T) {
 	if g, want := lines(got), "delta:a reset:stalled delta:b error:coach_stream_failed"; g != want {
 		t.Errorf("lines = %q, want %q", g, want)
 	}
-	if !errors.Is(rep.Err, errIdle) {
+	if !errors.Is(rep.Err, coach.ErrIdle) {
 		t.Errorf("turn error = %v, want the idle deadline as its cause", rep.Err)
 	}
 }

@@ -1,154 +1,194 @@
-package coach
+package coach_test
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"sync"
+	"testing"
 	"time"
+
+	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/coach/coachtest"
+	"github.com/coachgw/coachgw/internal/coach/storetest"
 )
 
-// memStore is an in-memory Store with the same lock, version and tenant rules as the Redis one
-// (and coachtest.MemStore, which the conformance suite in package storetest holds to them; that
-// package imports coach, so the engine's own tests cannot use it), plus the failure switch and
-// counters these tests need.
-type memStore struct {
-	mu       sync.Mutex
-	sessions map[string]Session
-	locks    map[string]string
-	// transcripts holds each session's transcript, whose entries are numbered from 1.
-	transcripts map[string][]TranscriptEntry
-	commits     int
-	renews      int
+// storeFake is the engine tests' store: coachtest.MemStore, which the conformance suite holds to
+// the rules of the real stores, behind the coach.Store port alone (so a Service over it finds
+// no learner index, budget counters or learner holds), with what these tests need beyond those
+// rules: a switch that makes it unavailable, counts of commits and renewals, the tenant usage
+// the commits carried, and the lock of a session ended or taken over as by another instance.
+type storeFake struct {
+	mem *coachtest.MemStore
+
+	mu      sync.Mutex
+	down    bool
+	commits int
+	renews  int
 	// usage holds the tenant usage of every commit that carried one.
-	usage []TenantUsage
-	down  bool
+	usage []coach.TenantUsage
+	// tokens holds the token of each session's latest claim.
+	tokens map[string]string
 }
 
-func newMemStore() *memStore {
-	return &memStore{sessions: map[string]Session{}, locks: map[string]string{}, transcripts: map[string][]TranscriptEntry{}}
+var _ coach.Store = (*storeFake)(nil)
+
+func newStoreFake() *storeFake {
+	return &storeFake{mem: coachtest.NewMemStore(), tokens: map[string]string{}}
 }
 
-func (m *memStore) Create(_ context.Context, s *Session) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.down {
-		return ErrUnavailable
-	}
-	m.sessions[s.ID] = *s
-	return nil
+// unavailable reports whether the store is switched off.
+func (f *storeFake) unavailable() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.down
 }
 
-func (m *memStore) Get(_ context.Context, tenant, id string) (*Session, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s, ok := m.sessions[id]
-	if !ok || s.Tenant != tenant {
-		return nil, ErrNotFound
-	}
-	return &s, nil
+// setDown switches the store off (down) or back on: Create, Claim, Commit, Renew and Release
+// then fail with coach.ErrUnavailable.
+func (f *storeFake) setDown(down bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.down = down
 }
 
-func (m *memStore) Delete(_ context.Context, tenant, id string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if s, ok := m.sessions[id]; ok && s.Tenant == tenant {
-		delete(m.sessions, id)
-		delete(m.locks, id)
-		delete(m.transcripts, id)
+func (f *storeFake) Create(ctx context.Context, s *coach.Session) error {
+	if f.unavailable() {
+		return coach.ErrUnavailable
 	}
-	return nil
+	return f.mem.Create(ctx, s)
 }
 
-func (m *memStore) Claim(_ context.Context, tenant, id string, _ time.Duration) (*Session, string, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.down {
-		return nil, "", ErrUnavailable
-	}
-	s, ok := m.sessions[id]
-	if !ok || s.Tenant != tenant {
-		return nil, "", ErrNotFound
-	}
-	if m.locks[id] != "" {
-		return nil, "", ErrBusy
-	}
-	token := NewID()
-	m.locks[id] = token
-	return &s, token, nil
+func (f *storeFake) Get(ctx context.Context, tenant, id string) (*coach.Session, error) {
+	return f.mem.Get(ctx, tenant, id)
 }
 
-func (m *memStore) Commit(_ context.Context, s *Session, token string, extra CommitExtra) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.down {
-		return ErrUnavailable
+func (f *storeFake) Delete(ctx context.Context, tenant, id string) error {
+	return f.mem.Delete(ctx, tenant, id)
+}
+
+func (f *storeFake) Claim(ctx context.Context, tenant, id string, ttl time.Duration) (*coach.Session, string, error) {
+	if f.unavailable() {
+		return nil, "", coach.ErrUnavailable
 	}
-	cur, ok := m.sessions[s.ID]
-	if m.locks[s.ID] != token || !ok || cur.Tenant != s.Tenant || cur.Version != s.Version-1 {
-		return ErrConflict
+	s, token, err := f.mem.Claim(ctx, tenant, id, ttl)
+	if err == nil {
+		f.mu.Lock()
+		f.tokens[id] = token
+		f.mu.Unlock()
 	}
-	m.sessions[s.ID] = *s
-	delete(m.locks, s.ID)
-	m.commits++
+	return s, token, err
+}
+
+func (f *storeFake) Commit(ctx context.Context, s *coach.Session, token string, extra coach.CommitExtra) error {
+	if f.unavailable() {
+		return coach.ErrUnavailable
+	}
+	if err := f.mem.Commit(ctx, s, token, extra); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.commits++
 	if extra.Usage != nil {
-		m.usage = append(m.usage, *extra.Usage)
-	}
-	for _, e := range extra.Transcript {
-		e.Seq = int64(len(m.transcripts[s.ID]) + 1)
-		m.transcripts[s.ID] = append(m.transcripts[s.ID], e)
+		f.usage = append(f.usage, *extra.Usage)
 	}
 	return nil
 }
 
-func (m *memStore) Transcript(_ context.Context, tenant, id string, before int64, limit int) (TranscriptPage, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if s, ok := m.sessions[id]; !ok || s.Tenant != tenant {
-		return TranscriptPage{}, ErrNotFound
-	}
-	return PageOf(m.transcripts[id], before, limit), nil
+func (f *storeFake) Transcript(ctx context.Context, tenant, id string, before int64, limit int) (coach.TranscriptPage, error) {
+	return f.mem.Transcript(ctx, tenant, id, before, limit)
 }
 
-func (m *memStore) Release(_ context.Context, id, token string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.down {
-		return ErrUnavailable
+func (f *storeFake) Renew(ctx context.Context, id, token string, ttl time.Duration) error {
+	if f.unavailable() {
+		return coach.ErrUnavailable
 	}
-	if m.locks[id] == token {
-		delete(m.locks, id)
-	}
-	return nil
+	f.mu.Lock()
+	f.renews++
+	f.mu.Unlock()
+	return f.mem.Renew(ctx, id, token, ttl)
 }
 
-func (m *memStore) Renew(_ context.Context, id, token string, _ time.Duration) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.down {
-		return ErrUnavailable
+func (f *storeFake) Release(ctx context.Context, id, token string) error {
+	if f.unavailable() {
+		return coach.ErrUnavailable
 	}
-	m.renews++
-	if m.locks[id] != token {
-		return ErrConflict
-	}
-	return nil
+	return f.mem.Release(ctx, id, token)
 }
 
-func (m *memStore) renewals() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.renews
+func (f *storeFake) Ping(ctx context.Context) error { return f.mem.Ping(ctx) }
+
+// commitCount returns how many commits succeeded.
+func (f *storeFake) commitCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.commits
 }
 
-func (m *memStore) Ping(context.Context) error { return nil }
+// renewals returns how many renewals were asked for while the store was up.
+func (f *storeFake) renewals() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.renews
+}
 
-func (m *memStore) locked(id string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.locks[id] != ""
+// usages returns the tenant usage the commits carried, in order.
+func (f *storeFake) usages() []coach.TenantUsage {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.usage)
+}
+
+// locked reports whether session id is locked.
+func (f *storeFake) locked(id string) bool { return f.mem.Locked(id) }
+
+// stored returns the stored session id, whatever its tenant, failing t when there is none.
+func (f *storeFake) stored(t *testing.T, id string) coach.Session {
+	t.Helper()
+	s, ok := f.mem.Session(id)
+	if !ok {
+		t.Fatalf("session %s is not stored", id)
+	}
+	return s
+}
+
+// expire ends the lock of session id's latest claim, as its TTL does when the holder stalls.
+func (f *storeFake) expire(t *testing.T, id string) {
+	t.Helper()
+	f.mu.Lock()
+	token := f.tokens[id]
+	f.mu.Unlock()
+	if err := f.mem.Release(context.Background(), id, token); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// takeOver ends the lock of session id's latest claim and claims the session as another
+// writer, returning that writer's token.
+func (f *storeFake) takeOver(t *testing.T, id string) string {
+	t.Helper()
+	f.expire(t, id)
+	s := f.stored(t, id)
+	_, token, err := f.mem.Claim(context.Background(), s.Tenant, id, time.Minute)
+	if err != nil {
+		t.Fatalf("the other writer's claim: %v", err)
+	}
+	return token
+}
+
+// holds reports whether the lock of session id is still token's, without counting a renewal.
+func (f *storeFake) holds(id, token string) bool {
+	return f.mem.Renew(context.Background(), id, token, time.Minute) == nil
+}
+
+// TestStoreFakeConformance holds the wrapper to the rules of the store it wraps: what it adds
+// must change nothing the engine relies on while the store is up.
+func TestStoreFakeConformance(t *testing.T) {
+	storetest.Run(t, func(*testing.T) coach.Store { return newStoreFake() })
 }
 
 // script is one scripted model call: its fragments, then err (nil: a clean end). openErr fails
@@ -164,12 +204,12 @@ type script struct {
 	// pause is a wait before every fragment: a model that takes its time.
 	pause time.Duration
 	// usage, when set, is reported in a fragment of its own after frags.
-	usage *Usage
+	usage *coach.Usage
 	// finish, when set, is the finish reason, carried by the last fragment of frags.
 	finish string
 	// running, when set, is carried by every fragment of frags: an endpoint that reports its
 	// running totals on each chunk (vLLM's continuous usage stats).
-	running []Usage
+	running []coach.Usage
 	// before, when set, is called before fragment i is returned, and may wait for an event;
 	// it returns false when ctx ended meanwhile.
 	before func(ctx context.Context, i int) bool
@@ -179,15 +219,15 @@ type script struct {
 type fakeModel struct {
 	mu       sync.Mutex
 	scripts  []script
-	requests []ModelRequest
+	requests []coach.ModelRequest
 }
 
-func (f *fakeModel) Stream(ctx context.Context, req ModelRequest, hooks StreamHooks) (Stream, error) {
+func (f *fakeModel) Stream(ctx context.Context, req coach.ModelRequest, hooks coach.StreamHooks) (coach.Stream, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.requests = append(f.requests, req)
 	if len(f.scripts) == 0 {
-		return nil, &ModelError{Class: "client", Err: errors.New("no script left")}
+		return nil, &coach.ModelError{Class: "client", Err: errors.New("no script left")}
 	}
 	s := f.scripts[0]
 	f.scripts = f.scripts[1:]
@@ -211,9 +251,9 @@ type fakeStream struct {
 	usageSent bool
 }
 
-func (f *fakeStream) Next() (Fragment, error) {
+func (f *fakeStream) Next() (coach.Fragment, error) {
 	if err := f.ctx.Err(); err != nil {
-		return Fragment{}, err
+		return coach.Fragment{}, err
 	}
 	if f.s.batch > 0 && f.i%f.s.batch == 0 && f.wait != nil {
 		f.wait()
@@ -222,15 +262,15 @@ func (f *fakeStream) Next() (Fragment, error) {
 		if f.s.pause > 0 {
 			select {
 			case <-f.ctx.Done():
-				return Fragment{}, f.ctx.Err()
+				return coach.Fragment{}, f.ctx.Err()
 			case <-time.After(f.s.pause):
 			}
 		}
 		if f.s.before != nil && !f.s.before(f.ctx, f.i) {
-			return Fragment{}, f.ctx.Err()
+			return coach.Fragment{}, f.ctx.Err()
 		}
 		f.i++
-		fr := Fragment{Content: f.s.frags[f.i-1]}
+		fr := coach.Fragment{Content: f.s.frags[f.i-1]}
 		if f.i == len(f.s.frags) {
 			fr.FinishReason = f.s.finish
 		}
@@ -241,16 +281,16 @@ func (f *fakeStream) Next() (Fragment, error) {
 	}
 	if f.s.usage != nil && !f.usageSent {
 		f.usageSent = true
-		return Fragment{Usage: f.s.usage}, nil
+		return coach.Fragment{Usage: f.s.usage}, nil
 	}
 	if f.s.block {
 		<-f.ctx.Done()
-		return Fragment{}, f.ctx.Err()
+		return coach.Fragment{}, f.ctx.Err()
 	}
 	if f.s.err != nil {
-		return Fragment{}, f.s.err
+		return coach.Fragment{}, f.s.err
 	}
-	return Fragment{}, io.EOF
+	return coach.Fragment{}, io.EOF
 }
 
 func (f *fakeStream) Close() error { return nil }
@@ -259,17 +299,17 @@ func (f *fakeStream) NotifiesWait() bool { return f.s.batch > 0 }
 
 // echoContract streams every fragment as a delta and accepts output that ends with "." as its
 // result; "EMPTY" finishes with coach_empty_response, anything else with coach_validation_failed.
-type echoContract struct{ prelude []Event }
+type echoContract struct{ prelude []coach.Event }
 
 func (echoContract) Name() string { return "echo" }
 
-func (echoContract) NewState(NewSession) (json.RawMessage, error) {
+func (echoContract) NewState(coach.NewSession) (json.RawMessage, error) {
 	return json.RawMessage(`{"turns":0}`), nil
 }
 
-func (c echoContract) Begin(s *Session, in TurnInput) (Turn, error) {
+func (c echoContract) Begin(s *coach.Session, in coach.TurnInput) (coach.Turn, error) {
 	if in.Message == nil {
-		return nil, FieldError("message", "message is required")
+		return nil, coach.FieldError("message", "message is required")
 	}
 	var st struct{ Turns int }
 	if err := json.Unmarshal(s.State, &st); err != nil {
@@ -282,40 +322,40 @@ type echoTurn struct {
 	msg     string
 	turns   int
 	out     strings.Builder
-	prelude []Event
+	prelude []coach.Event
 }
 
-func (t *echoTurn) Prelude() []Event { return t.prelude }
+func (t *echoTurn) Prelude() []coach.Event { return t.prelude }
 
-func (t *echoTurn) Request() ModelRequest {
-	return ModelRequest{Messages: []Message{{Role: RoleUser, Content: t.msg}}}
+func (t *echoTurn) Request() coach.ModelRequest {
+	return coach.ModelRequest{Messages: []coach.Message{{Role: coach.RoleUser, Content: t.msg}}}
 }
 
-func (t *echoTurn) Feed(f Fragment, emit func(Event)) error {
+func (t *echoTurn) Feed(f coach.Fragment, emit func(coach.Event)) error {
 	t.out.WriteString(f.Content)
-	emit(Delta(f.Content))
+	emit(coach.Delta(f.Content))
 	return nil
 }
 
 func (t *echoTurn) Reset() { t.out.Reset() }
 
-func (t *echoTurn) Finish() (*Outcome, error) {
+func (t *echoTurn) Finish() (*coach.Outcome, error) {
 	text := t.out.String()
 	switch {
 	case text == "EMPTY":
-		return nil, Errorf(KindStream, CodeEmptyResponse, "empty")
+		return nil, coach.Errorf(coach.KindStream, coach.CodeEmptyResponse, "empty")
 	case !strings.HasSuffix(text, "."):
-		return nil, Errorf(KindStream, CodeValidationFailed, "no final period")
+		return nil, coach.Errorf(coach.KindStream, coach.CodeValidationFailed, "no final period")
 	}
 	res, _ := json.Marshal(map[string]string{"text": text})
 	st, _ := json.Marshal(map[string]int{"turns": t.turns + 1})
-	return &Outcome{Result: res, State: st, History: []Message{{Role: RoleUser, Content: t.msg}, {Role: RoleAssistant, Content: text}}}, nil
+	return &coach.Outcome{Result: res, State: st, History: []coach.Message{{Role: coach.RoleUser, Content: t.msg}, {Role: coach.RoleAssistant, Content: text}}}, nil
 }
 
 // fallbackContract is echoContract whose turns fall back to a fixed answer.
 type fallbackContract struct{ echoContract }
 
-func (c fallbackContract) Begin(s *Session, in TurnInput) (Turn, error) {
+func (c fallbackContract) Begin(s *coach.Session, in coach.TurnInput) (coach.Turn, error) {
 	t, err := c.echoContract.Begin(s, in)
 	if err != nil {
 		return nil, err
@@ -325,13 +365,13 @@ func (c fallbackContract) Begin(s *Session, in TurnInput) (Turn, error) {
 
 type fallbackTurn struct{ *echoTurn }
 
-func (t *fallbackTurn) Fallback(cause error) (*Outcome, error) {
-	return &Outcome{Result: json.RawMessage(`{"text":"fallback"}`), State: json.RawMessage(`{"turns":1}`), Fallback: true, Diagnostic: cause.Error()}, nil
+func (t *fallbackTurn) Fallback(cause error) (*coach.Outcome, error) {
+	return &coach.Outcome{Result: json.RawMessage(`{"text":"fallback"}`), State: json.RawMessage(`{"turns":1}`), Fallback: true, Diagnostic: cause.Error()}, nil
 }
 
 // SafeReply answers with the gateway's text and the state unchanged.
-func (t *echoTurn) SafeReply(text string) (*Outcome, error) {
+func (t *echoTurn) SafeReply(text string) (*coach.Outcome, error) {
 	res, _ := json.Marshal(map[string]any{"text": text, "safe": true})
 	st, _ := json.Marshal(map[string]int{"turns": t.turns})
-	return &Outcome{Result: res, State: st, Tail: text}, nil
+	return &coach.Outcome{Result: res, State: st, Tail: text}, nil
 }

@@ -1,4 +1,4 @@
-package coach
+package coach_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coachgw/coachgw/internal/coach"
 )
 
 // fakeBreaker allows every upstream but those in open, names panicTo for panic mode, and
@@ -54,7 +56,7 @@ func (b *fakeBreaker) unreported() int {
 	return b.allowed - len(b.reports)
 }
 
-func (b *fakeBreaker) Report(name string, v Verdict, panicked bool) {
+func (b *fakeBreaker) Report(name string, v coach.Verdict, panicked bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r := name + ":" + [...]string{"healthy", "failed", "inconclusive"}[v]
@@ -62,14 +64,14 @@ func (b *fakeBreaker) Report(name string, v Verdict, panicked bool) {
 		r += "!panic"
 	}
 	b.reports = append(b.reports, r)
-	if b.failOpens && v == Failed {
+	if b.failOpens && v == coach.Failed {
 		b.open[name] = true
 	}
 }
 
 // fallbackObserver records fallbacks.
 type fallbackObserver struct {
-	NopObserver
+	coach.NopObserver
 	mu        sync.Mutex
 	fallbacks []string
 	attempts  []string
@@ -99,13 +101,13 @@ func (o *fallbackObserver) Attempted(_, up string) {
 }
 
 func TestFallback(t *testing.T) {
-	server := &ModelError{Class: "server", Retryable: true, Err: errors.New("503")}
-	cut := &ModelError{Class: "stream", Retryable: true, Err: io.ErrUnexpectedEOF}
-	refused := &ModelError{Class: ClassRefused, Err: errors.New("400 context_length_exceeded")}
-	unauthorized := &ModelError{Class: "client", Err: errors.New("401")}
-	invalid := &ModelError{Class: ClassInvalid, Err: errors.New("400 messages: unknown role")}
-	limited := func(after time.Duration) *ModelError {
-		return &ModelError{Class: ClassRateLimited, Retryable: true, RetryAfter: after, Err: errors.New("429")}
+	server := &coach.ModelError{Class: "server", Retryable: true, Err: errors.New("503")}
+	cut := &coach.ModelError{Class: "stream", Retryable: true, Err: io.ErrUnexpectedEOF}
+	refused := &coach.ModelError{Class: coach.ClassRefused, Err: errors.New("400 context_length_exceeded")}
+	unauthorized := &coach.ModelError{Class: "client", Err: errors.New("401")}
+	invalid := &coach.ModelError{Class: coach.ClassInvalid, Err: errors.New("400 messages: unknown role")}
+	limited := func(after time.Duration) *coach.ModelError {
+		return &coach.ModelError{Class: coach.ClassRateLimited, Retryable: true, RetryAfter: after, Err: errors.New("429")}
 	}
 	tests := []struct {
 		name    string
@@ -115,7 +117,7 @@ func TestFallback(t *testing.T) {
 		panicTo string
 		// failOpens makes a failed attempt open its circuit (see fakeBreaker).
 		failOpens bool
-		opts      func(*Options)
+		opts      func(*coach.Options)
 		// fallback uses the contract with a fallback answer.
 		fallback bool
 		want     string
@@ -142,7 +144,7 @@ func TestFallback(t *testing.T) {
 			scripts: map[string][]script{"a": {{frags: []string{"a"}, block: true}}, "b": {{frags: []string{"b."}}}},
 			// The idle deadline also runs between b's fragments: long enough that no loaded
 			// machine takes it between two of them, short enough that a's stall is quick.
-			opts: func(o *Options) { o.IdleTimeout = 200 * time.Millisecond },
+			opts: func(o *coach.Options) { o.IdleTimeout = 200 * time.Millisecond },
 			want: "delta:a reset:stalled delta:b. result", upstream: "b", calls: [3]int{1, 1, 0},
 			fallbacks: []string{"a>b:after"}},
 		{name: "three endpoints: the first two fail",
@@ -224,23 +226,23 @@ func TestFallback(t *testing.T) {
 			}
 			names := []string{"a", "b", "c"}
 			models := make([]*fakeModel, 3)
-			var ups []Upstream
+			var ups []coach.Upstream
 			for i, n := range names {
 				models[i] = &fakeModel{scripts: tt.scripts[n]}
-				ups = append(ups, Upstream{Name: n, Model: models[i]})
+				ups = append(ups, coach.Upstream{Name: n, Model: models[i]})
 			}
 			br := &fakeBreaker{open: map[string]bool{}, failOpens: tt.failOpens, panicTo: tt.panicTo}
 			for _, n := range tt.open {
 				br.open[n] = true
 			}
 			obs := &fallbackObserver{}
-			var c Contract = echoContract{}
+			var c coach.Contract = echoContract{}
 			if tt.fallback {
 				c = fallbackContract{}
 			}
-			st := newMemStore()
-			svc := New(Deps{Store: st, Upstreams: ups, Breaker: br, Contracts: []Contract{c}, Options: opts, Observer: obs})
-			sess, err := svc.CreateSession(context.Background(), "", "echo", NewSession{})
+			st := newStoreFake()
+			svc := coach.New(coach.Deps{Store: st, Upstreams: ups, Breaker: br, Contracts: []coach.Contract{c}, Options: opts, Observer: obs})
+			sess, err := svc.CreateSession(context.Background(), "", "echo", coach.NewSession{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -248,7 +250,7 @@ func TestFallback(t *testing.T) {
 			if g := lines(got); g != tt.want {
 				t.Errorf("lines = %q, want %q", g, tt.want)
 			}
-			if last := got[len(got)-1]; last.Type == EventResult && last.Upstream != tt.upstream {
+			if last := got[len(got)-1]; last.Type == coach.EventResult && last.Upstream != tt.upstream {
 				t.Errorf("result upstream = %q, want %q", last.Upstream, tt.upstream)
 			}
 			if tt.upstream != "" && rep.Upstream != tt.upstream {
@@ -284,25 +286,25 @@ func TestFallback(t *testing.T) {
 	}
 }
 
-func lastMessage(r ModelRequest) string { return r.Messages[len(r.Messages)-1].Content }
+func lastMessage(r coach.ModelRequest) string { return r.Messages[len(r.Messages)-1].Content }
 
 // TestFallbackCancelled checks that a client that leaves does not count against an endpoint.
 func TestFallbackCancelled(t *testing.T) {
 	a := &fakeModel{scripts: []script{{frags: []string{"a"}, block: true}}}
 	br := &fakeBreaker{}
-	svc := New(Deps{Store: newMemStore(), Upstreams: []Upstream{{Name: "a", Model: a}, {Name: "b", Model: &fakeModel{}}},
-		Breaker: br, Contracts: []Contract{echoContract{}}, Options: testOptions()})
-	sess, err := svc.CreateSession(context.Background(), "", "echo", NewSession{})
+	svc := coach.New(coach.Deps{Store: newStoreFake(), Upstreams: []coach.Upstream{{Name: "a", Model: a}, {Name: "b", Model: &fakeModel{}}},
+		Breaker: br, Contracts: []coach.Contract{echoContract{}}, Options: testOptions()})
+	sess, err := svc.CreateSession(context.Background(), "", "echo", coach.NewSession{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := svc.StartTurn(context.Background(), "", sess.ID, TurnInput{Message: ptr("hi")})
+	run, err := svc.StartTurn(context.Background(), "", sess.ID, coach.TurnInput{Message: ptr("hi")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	rep := run.Run(ctx, EmitFunc(func(e Event) error {
-		if e.Type == EventDelta {
+	rep := run.Run(ctx, coach.EmitFunc(func(e coach.Event) error {
+		if e.Type == coach.EventDelta {
 			cancel()
 		}
 		return nil
@@ -317,18 +319,18 @@ func TestFallbackCancelled(t *testing.T) {
 // committed with the turn and in the report, while the result line carries the answering
 // attempt's.
 func TestUsageOfEveryAttempt(t *testing.T) {
-	u := func(p, c int) *Usage { return &Usage{PromptTokens: p, CompletionTokens: c} }
+	u := func(p, c int) *coach.Usage { return &coach.Usage{PromptTokens: p, CompletionTokens: c} }
 	tests := []struct {
 		name     string
 		scripts  map[string][]script
 		fallback bool
 		// result is the result line's usage; committed the tenant usage of the commit; spent
 		// the report's upstreams of Spent.
-		result, committed *Usage
+		result, committed *coach.Usage
 		spent             []string
 	}{
 		{name: "running totals on every chunk count once, as the last one says",
-			scripts: map[string][]script{"a": {{frags: []string{"o", "k."}, running: []Usage{{PromptTokens: 10, CompletionTokens: 1}, {PromptTokens: 10, CompletionTokens: 2}}}}},
+			scripts: map[string][]script{"a": {{frags: []string{"o", "k."}, running: []coach.Usage{{PromptTokens: 10, CompletionTokens: 1}, {PromptTokens: 10, CompletionTokens: 2}}}}},
 			result:  u(10, 2), committed: u(10, 2), spent: []string{"a"}},
 		{name: "the corrective retry's tokens count too",
 			scripts: map[string][]script{"a": {{frags: []string{"x"}, usage: u(10, 2)}, {frags: []string{"ok."}, usage: u(12, 3)}}},
@@ -343,32 +345,32 @@ func TestUsageOfEveryAttempt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var ups []Upstream
+			var ups []coach.Upstream
 			for _, n := range []string{"a", "b"} {
 				if tt.scripts[n] != nil {
-					ups = append(ups, Upstream{Name: n, ModelName: "m-" + n, Model: &fakeModel{scripts: tt.scripts[n]}})
+					ups = append(ups, coach.Upstream{Name: n, ModelName: "m-" + n, Model: &fakeModel{scripts: tt.scripts[n]}})
 				}
 			}
-			var c Contract = echoContract{}
+			var c coach.Contract = echoContract{}
 			if tt.fallback {
 				c = fallbackContract{}
 			}
-			st := newMemStore()
-			svc := New(Deps{Store: st, Upstreams: ups, Contracts: []Contract{c}, Options: testOptions()})
-			sess, err := svc.CreateSession(context.Background(), "", "echo", NewSession{})
+			st := newStoreFake()
+			svc := coach.New(coach.Deps{Store: st, Upstreams: ups, Contracts: []coach.Contract{c}, Options: testOptions()})
+			sess, err := svc.CreateSession(context.Background(), "", "echo", coach.NewSession{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			got, rep := runTurn(t, svc, sess.ID)
 			last := got[len(got)-1]
-			if last.Type != EventResult {
+			if last.Type != coach.EventResult {
 				t.Fatalf("turn ended with %q, want a result", lines(got))
 			}
 			if !reflect.DeepEqual(last.Usage, tt.result) {
 				t.Errorf("result usage = %+v, want %+v", last.Usage, tt.result)
 			}
-			if len(st.usage) != 1 || st.usage[0].Usage != *tt.committed {
-				t.Errorf("committed usage = %+v, want one commit with %+v", st.usage, *tt.committed)
+			if usage := st.usages(); len(usage) != 1 || usage[0].Usage != *tt.committed {
+				t.Errorf("committed usage = %+v, want one commit with %+v", usage, *tt.committed)
 			}
 			var spent []string
 			for _, s := range rep.Spent {
@@ -386,7 +388,7 @@ func TestUsageOfEveryAttempt(t *testing.T) {
 
 // cancelOnRetry cancels the turn when it is about to wait before a retry.
 type cancelOnRetry struct {
-	NopObserver
+	coach.NopObserver
 	cancel context.CancelFunc
 }
 
@@ -396,24 +398,24 @@ func (o cancelOnRetry) Retried(string, string) { o.cancel() }
 // reports its visit, with what the failed attempt said: a half-open circuit whose probe was
 // never reported would let nothing through again.
 func TestCancelledDuringBackoff(t *testing.T) {
-	server := &ModelError{Class: "server", Retryable: true, Err: errors.New("503")}
+	server := &coach.ModelError{Class: "server", Retryable: true, Err: errors.New("503")}
 	a := &fakeModel{scripts: []script{{openErr: server}, {frags: []string{"ok."}}}}
 	br := &fakeBreaker{open: map[string]bool{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	opts := testOptions()
 	opts.BackoffBase, opts.BackoffMax = time.Minute, time.Minute
-	svc := New(Deps{Store: newMemStore(), Upstreams: []Upstream{{Name: "a", Model: a}}, Breaker: br,
-		Contracts: []Contract{echoContract{}}, Options: opts, Observer: cancelOnRetry{cancel: cancel}})
-	sess, err := svc.CreateSession(context.Background(), "", "echo", NewSession{})
+	svc := coach.New(coach.Deps{Store: newStoreFake(), Upstreams: []coach.Upstream{{Name: "a", Model: a}}, Breaker: br,
+		Contracts: []coach.Contract{echoContract{}}, Options: opts, Observer: cancelOnRetry{cancel: cancel}})
+	sess, err := svc.CreateSession(context.Background(), "", "echo", coach.NewSession{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := svc.StartTurn(context.Background(), "", sess.ID, TurnInput{Message: ptr("hi")})
+	run, err := svc.StartTurn(context.Background(), "", sess.ID, coach.TurnInput{Message: ptr("hi")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := run.Run(ctx, EmitFunc(func(Event) error { return nil }))
+	rep := run.Run(ctx, coach.EmitFunc(func(coach.Event) error { return nil }))
 	if rep.Outcome != "cancelled" || a.calls() != 1 {
 		t.Errorf("outcome %q after %d calls, want cancelled after 1", rep.Outcome, a.calls())
 	}

@@ -1,4 +1,4 @@
-package coach
+package coach_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/safety"
 )
 
@@ -21,7 +22,7 @@ var (
 )
 
 func withJudge(rig *safetyRig, j *fakeClassifier) *safetyRig {
-	rig.svc.safety.Judge = safety.NamedClassifier{Name: "judge", Classifier: j}
+	rig.guard.Judge = safety.NamedClassifier{Name: "judge", Classifier: j}
 	return rig
 }
 
@@ -30,7 +31,7 @@ func withJudge(rig *safetyRig, j *fakeClassifier) *safetyRig {
 func TestJudgeTopicGoesOn(t *testing.T) {
 	streamed := make(chan struct{})
 	var mu sync.Mutex
-	var got []Event
+	var got []coach.Event
 	var leaked []string
 	j := &fakeClassifier{verdict: judgedTopic, wait: func(ctx context.Context) error {
 		select {
@@ -50,13 +51,13 @@ func TestJudgeTopicGoesOn(t *testing.T) {
 		return true
 	}}}
 	rig := withJudge(newSafetyRig(t, safety.ModeEnforce, scripts), j)
-	rig.svc.safety.Timeout = 5 * time.Second
+	rig.guard.Timeout = 5 * time.Second
 	msg := juliet
-	run, err := rig.svc.StartTurn(context.Background(), "t1", rig.sess.ID, TurnInput{Message: &msg})
+	run, err := rig.svc.StartTurn(context.Background(), "t1", rig.sess.ID, coach.TurnInput{Message: &msg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := run.Run(context.Background(), EmitFunc(func(e Event) error {
+	rep := run.Run(context.Background(), coach.EmitFunc(func(e coach.Event) error {
 		mu.Lock()
 		defer mu.Unlock()
 		got = append(got, e)
@@ -96,7 +97,7 @@ func TestJudgeTopicGoesOn(t *testing.T) {
 func TestJudgeSelfIsACrisis(t *testing.T) {
 	rig := withJudge(newSafetyRig(t, safety.ModeEnforce, []script{{frags: []string{"Let's"}, block: true}}), &fakeClassifier{verdict: judgedSelf})
 	got, rep := rig.turn(t, crisisMessage)
-	if rep.Outcome != OutcomeCrisis || len(got) == 0 || got[0].Type != EventSafety {
+	if rep.Outcome != coach.OutcomeCrisis || len(got) == 0 || got[0].Type != coach.EventSafety {
 		t.Fatalf("outcome %q, lines %s; want crisis, safety line first", rep.Outcome, lines(got))
 	}
 	if !rig.stored(t).Held() || rig.esc.count() != 1 {
@@ -120,20 +121,20 @@ func TestJudgeFailure(t *testing.T) {
 		wantAction  safety.Action
 		wantRan     string
 	}{
-		{"closed, error, caught", safety.FailClosed, &fakeClassifier{err: errors.New("503")}, crisisMessage, OutcomeCrisis, true, safety.ActionCrisis, "error"},
-		{"closed, hang, caught", safety.FailClosed, &fakeClassifier{wait: hang}, crisisMessage, OutcomeCrisis, true, safety.ActionCrisis, "timeout"},
-		{"open, error, caught", safety.FailOpen, &fakeClassifier{err: errors.New("503")}, crisisMessage, OutcomeCrisis, true, safety.ActionFailedOpen, "error"},
-		{"closed, error, unreadable", safety.FailClosed, &fakeClassifier{err: errors.New("503")}, french, OutcomeCrisis, false, safety.ActionCrisis, "error"},
+		{"closed, error, caught", safety.FailClosed, &fakeClassifier{err: errors.New("503")}, crisisMessage, coach.OutcomeCrisis, true, safety.ActionCrisis, "error"},
+		{"closed, hang, caught", safety.FailClosed, &fakeClassifier{wait: hang}, crisisMessage, coach.OutcomeCrisis, true, safety.ActionCrisis, "timeout"},
+		{"open, error, caught", safety.FailOpen, &fakeClassifier{err: errors.New("503")}, crisisMessage, coach.OutcomeCrisis, true, safety.ActionFailedOpen, "error"},
+		{"closed, error, unreadable", safety.FailClosed, &fakeClassifier{err: errors.New("503")}, french, coach.OutcomeCrisis, false, safety.ActionCrisis, "error"},
 		{"open, error, unreadable", safety.FailOpen, &fakeClassifier{err: errors.New("503")}, french, "ok", false, safety.ActionFailedOpen, "error"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rig := withJudge(newSafetyRig(t, safety.ModeEnforce, []script{{frags: []string{"Hello."}}, {frags: []string{"Hello."}}}), tt.judge)
-			rig.svc.safety.Failure = tt.failure
-			rig.svc.safety.Timeout = 30 * time.Millisecond
-			done := make(chan Report, 1)
+			rig.guard.Failure = tt.failure
+			rig.guard.Timeout = 30 * time.Millisecond
+			done := make(chan coach.Report, 1)
 			go func() { _, rep := rig.turn(t, tt.msg); done <- rep }()
-			var rep Report
+			var rep coach.Report
 			select {
 			case rep = <-done:
 			case <-time.After(10 * time.Second):

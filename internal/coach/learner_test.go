@@ -1,4 +1,4 @@
-package coach
+package coach_test
 
 import (
 	"context"
@@ -9,37 +9,38 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/safety"
 )
 
-// learnerMemStore is a memStore with a learner index whose listing a test sets, so that it can
+// learnerFake is storeFake with a fake learner index whose listing a test sets, so that it can
 // hold what a real index may: ids of expired sessions and of sessions that are not the learner's.
 // It is the test's LearnerAudit too, and records the erasures in the order they reach it.
-type learnerMemStore struct {
-	*memStore
+type learnerFake struct {
+	*storeFake
 	listed map[string][]string // by tenant + "/" + learner
 	events []safety.Record
 	erased []string
 }
 
-func (l *learnerMemStore) EraseLearnerSafetyEvents(_ context.Context, tenant, learner string) error {
+func (l *learnerFake) EraseLearnerSafetyEvents(_ context.Context, tenant, learner string) error {
 	l.erased = append(l.erased, "events of "+tenant+"/"+learner)
 	return nil
 }
 
 // learnerService returns a Service over st, whose audit is st.
-func learnerService(st *learnerMemStore) *Service {
-	return New(Deps{
-		Store: st, Upstreams: []Upstream{{Name: "default", Model: &fakeModel{}}},
-		Contracts: []Contract{echoContract{}}, Options: testOptions(), LearnerAudit: st,
+func learnerService(st *learnerFake) *coach.Service {
+	return coach.New(coach.Deps{
+		Store: st, Upstreams: []coach.Upstream{{Name: "default", Model: &fakeModel{}}},
+		Contracts: []coach.Contract{echoContract{}}, Options: testOptions(), LearnerAudit: st,
 	})
 }
 
-func (l *learnerMemStore) LearnerSessions(_ context.Context, tenant, learner string) ([]string, error) {
+func (l *learnerFake) LearnerSessions(_ context.Context, tenant, learner string) ([]string, error) {
 	return l.listed[tenant+"/"+learner], nil
 }
 
-func (l *learnerMemStore) LearnerSafetyEvents(_ context.Context, tenant, learner string, each func(safety.Record) error) error {
+func (l *learnerFake) LearnerSafetyEvents(_ context.Context, tenant, learner string, each func(safety.Record) error) error {
 	for _, r := range l.events {
 		if r.Tenant == tenant && r.Learner.Ref == learner {
 			if err := each(r); err != nil {
@@ -53,27 +54,27 @@ func (l *learnerMemStore) LearnerSafetyEvents(_ context.Context, tenant, learner
 // exported is an export as its lines put it together.
 type exported struct {
 	learner      string
-	sessions     []*Session
-	transcripts  map[string][]TranscriptEntry
+	sessions     []*coach.Session
+	transcripts  map[string][]coach.TranscriptEntry
 	safetyEvents []safety.Record
 	lines        []string // the type of each line, in order
 }
 
 // exportOf runs svc's export of learner of tenant and puts its lines together.
-func exportOf(svc *Service, tenant, learner string) (exported, error) {
-	out := exported{transcripts: map[string][]TranscriptEntry{}}
+func exportOf(svc *coach.Service, tenant, learner string) (exported, error) {
+	out := exported{transcripts: map[string][]coach.TranscriptEntry{}}
 	err := svc.ExportLearner(context.Background(), tenant, learner, func(line any) error {
 		switch l := line.(type) {
-		case ExportLearnerLine:
+		case coach.ExportLearnerLine:
 			out.learner = l.Learner
 			out.lines = append(out.lines, l.Type)
-		case ExportSessionLine:
+		case coach.ExportSessionLine:
 			out.sessions = append(out.sessions, l.Session)
 			out.lines = append(out.lines, l.Type)
-		case ExportTranscriptLine:
+		case coach.ExportTranscriptLine:
 			out.transcripts[l.Session] = append(out.transcripts[l.Session], l.Entries...)
 			out.lines = append(out.lines, l.Type)
-		case ExportSafetyEventLine:
+		case coach.ExportSafetyEventLine:
 			out.safetyEvents = append(out.safetyEvents, l.Event)
 			out.lines = append(out.lines, l.Type)
 		default:
@@ -84,20 +85,20 @@ func exportOf(svc *Service, tenant, learner string) (exported, error) {
 	return out, err
 }
 
-func (l *learnerMemStore) EraseLearner(_ context.Context, tenant, learner string) error {
+func (l *learnerFake) EraseLearner(_ context.Context, tenant, learner string) error {
 	l.erased = append(l.erased, tenant+"/"+learner)
 	return nil
 }
 
 func TestExportLearner(t *testing.T) {
 	ctx := context.Background()
-	st := &learnerMemStore{memStore: newMemStore(), listed: map[string][]string{}}
+	st := &learnerFake{storeFake: newStoreFake(), listed: map[string][]string{}}
 	svc := learnerService(st)
 	clock := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-	svc.now = func() time.Time { clock = clock.Add(time.Minute); return clock }
-	create := func(tenant, learner string) *Session {
+	svc.SetNow(func() time.Time { clock = clock.Add(time.Minute); return clock })
+	create := func(tenant, learner string) *coach.Session {
 		t.Helper()
-		s, err := svc.CreateSession(ctx, tenant, "echo", NewSession{Learner: learner})
+		s, err := svc.CreateSession(ctx, tenant, "echo", coach.NewSession{Learner: learner})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,13 +108,22 @@ func TestExportLearner(t *testing.T) {
 	someoneElse := create("acme", "pupil-8")
 	otherTenant := create("globex", "pupil-7")
 	// A transcript longer than a page is exported whole, in order.
-	const entries = 2*MaxTranscriptPage + 7
-	for i := range entries {
-		st.transcripts[newer.ID] = append(st.transcripts[newer.ID], TranscriptEntry{Seq: int64(i + 1), Role: TranscriptLearner, Input: json.RawMessage(fmt.Sprintf(`{"message":"%d"}`, i))})
+	const entries = 2*coach.MaxTranscriptPage + 7
+	long := make([]coach.TranscriptEntry, entries)
+	for i := range long {
+		long[i] = coach.TranscriptEntry{Role: coach.TranscriptLearner, Input: json.RawMessage(fmt.Sprintf(`{"message":"%d"}`, i))}
+	}
+	claimed, token, err := st.Claim(ctx, "acme", newer.ID, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed.Version++
+	if err := st.Commit(ctx, claimed, token, coach.CommitExtra{Transcript: long}); err != nil {
+		t.Fatal(err)
 	}
 	// The index lists them newest first, an expired session and sessions that are not this
 	// learner's: the export holds only this learner's live sessions, oldest first.
-	st.listed["acme/pupil-7"] = []string{newer.ID, NewID(), someoneElse.ID, otherTenant.ID, "not-an-id", older.ID}
+	st.listed["acme/pupil-7"] = []string{newer.ID, coach.NewID(), someoneElse.ID, otherTenant.ID, "not-an-id", older.ID}
 	st.events = []safety.Record{
 		{Tenant: "acme", Learner: safety.Learner{Ref: "pupil-7"}, Session: older.ID},
 		{Tenant: "acme", Learner: safety.Learner{Ref: "pupil-8"}, Session: someoneElse.ID},
@@ -131,12 +141,12 @@ func TestExportLearner(t *testing.T) {
 		t.Errorf("exported sessions of %q = %v, want %v of pupil-7", exp.learner, got, want)
 	}
 	// One line per session and per transcript page (three of the newer one's), then the events.
-	wantLines := []string{ExportLearnerType, ExportSessionType, ExportSessionType, ExportTranscriptType, ExportTranscriptType, ExportTranscriptType, ExportSafetyEventType}
+	wantLines := []string{coach.ExportLearnerType, coach.ExportSessionType, coach.ExportSessionType, coach.ExportTranscriptType, coach.ExportTranscriptType, coach.ExportTranscriptType, coach.ExportSafetyEventType}
 	if !slices.Equal(exp.lines, wantLines) {
 		t.Errorf("export lines = %v, want %v", exp.lines, wantLines)
 	}
 	tr := exp.transcripts[newer.ID]
-	if len(tr) != entries || tr[0].Seq != 1 || tr[len(tr)-1].Seq != entries || !slices.IsSortedFunc(tr, func(a, b TranscriptEntry) int { return int(a.Seq - b.Seq) }) {
+	if len(tr) != entries || tr[0].Seq != 1 || tr[len(tr)-1].Seq != entries || !slices.IsSortedFunc(tr, func(a, b coach.TranscriptEntry) int { return int(a.Seq - b.Seq) }) {
 		t.Errorf("exported transcript: %d entries, want %d in order from seq 1", len(tr), entries)
 	}
 	if len(exp.safetyEvents) != 1 || exp.safetyEvents[0].Session != older.ID {
@@ -144,13 +154,13 @@ func TestExportLearner(t *testing.T) {
 	}
 
 	none, err := exportOf(svc, "acme", "never-seen")
-	if err != nil || len(none.sessions) != 0 || len(none.safetyEvents) != 0 || !slices.Equal(none.lines, []string{ExportLearnerType}) {
+	if err != nil || len(none.sessions) != 0 || len(none.safetyEvents) != 0 || !slices.Equal(none.lines, []string{coach.ExportLearnerType}) {
 		t.Errorf("export of a learner never seen = %+v, %v, want its first line alone", none, err)
 	}
 }
 
 func TestEraseLearner(t *testing.T) {
-	st := &learnerMemStore{memStore: newMemStore()}
+	st := &learnerFake{storeFake: newStoreFake()}
 	svc := learnerService(st)
 	if err := svc.EraseLearner(context.Background(), "acme", "pupil-7"); err != nil {
 		t.Fatalf("EraseLearner: %v", err)
@@ -164,23 +174,23 @@ func TestEraseLearner(t *testing.T) {
 
 func TestLearnerRoutesRefuse(t *testing.T) {
 	ctx := context.Background()
-	indexed := learnerService(&learnerMemStore{memStore: newMemStore()})
-	plain := NewService(newMemStore(), &fakeModel{}, []Contract{echoContract{}}, testOptions(), nil)
+	indexed := learnerService(&learnerFake{storeFake: newStoreFake()})
+	plain := coach.NewService(newStoreFake(), &fakeModel{}, []coach.Contract{echoContract{}}, testOptions(), nil)
 	tests := []struct {
 		name    string
-		svc     *Service
+		svc     *coach.Service
 		learner string
-		want    Kind
+		want    coach.Kind
 	}{
-		{"an empty reference", indexed, "", KindInvalid},
-		{"a reference with a slash", indexed, "a/b", KindInvalid},
-		{"a reference with a space", indexed, "a b", KindInvalid},
-		{"a store without a learner index", plain, "pupil-7", KindInternal},
+		{"an empty reference", indexed, "", coach.KindInvalid},
+		{"a reference with a slash", indexed, "a/b", coach.KindInvalid},
+		{"a reference with a space", indexed, "a b", coach.KindInvalid},
+		{"a store without a learner index", plain, "pupil-7", coach.KindInternal},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := exportOf(tt.svc, "acme", tt.learner)
-			var e *Error
+			var e *coach.Error
 			if !errors.As(err, &e) || e.Kind != tt.want {
 				t.Errorf("ExportLearner error = %v, want kind %d", err, tt.want)
 			}

@@ -1,4 +1,4 @@
-package coach
+package coach_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coachgw/coachgw/internal/coach"
 	"github.com/coachgw/coachgw/internal/safety"
 )
 
@@ -87,9 +88,10 @@ func (f *fakeEscalator) count() int {
 }
 
 type safetyRig struct {
-	svc   *Service
-	store *memStore
-	sess  *Session
+	svc   *coach.Service
+	guard *safety.Guard
+	store *storeFake
+	sess  *coach.Session
 	model *fakeModel
 	audit *fakeAudit
 	esc   *fakeEscalator
@@ -103,31 +105,31 @@ func newSafetyRig(t *testing.T, mode safety.Mode, scripts []script, extra ...saf
 	}
 	g := &safety.Guard{Mode: mode, Screen: screen, Classifiers: extra, Failure: safety.FailClosed,
 		Timeout: 200 * time.Millisecond, Holdback: safety.DefaultHoldback, Resources: safety.BuiltinResources()}
-	rig := &safetyRig{store: newMemStore(), model: &fakeModel{scripts: scripts}, audit: &fakeAudit{}, esc: &fakeEscalator{}}
-	rig.svc = New(Deps{
-		Store: rig.store, Upstreams: []Upstream{{Name: "default", Model: rig.model}},
-		Contracts: []Contract{echoContract{}}, Options: testOptions(),
+	rig := &safetyRig{guard: g, store: newStoreFake(), model: &fakeModel{scripts: scripts}, audit: &fakeAudit{}, esc: &fakeEscalator{}}
+	rig.svc = coach.New(coach.Deps{
+		Store: rig.store, Upstreams: []coach.Upstream{{Name: "default", Model: rig.model}},
+		Contracts: []coach.Contract{echoContract{}}, Options: testOptions(),
 		Safety: g, Audit: rig.audit, Escalator: rig.esc, MaskPII: true,
 	})
-	rig.sess, err = rig.svc.CreateSession(context.Background(), "t1", "echo", NewSession{Locale: "en-US", Learner: "learner-1"})
+	rig.sess, err = rig.svc.CreateSession(context.Background(), "t1", "echo", coach.NewSession{Locale: "en-US", Learner: "learner-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rig
 }
 
-func (rig *safetyRig) turn(t *testing.T, msg string) ([]Event, Report) {
+func (rig *safetyRig) turn(t *testing.T, msg string) ([]coach.Event, coach.Report) {
 	t.Helper()
-	run, err := rig.svc.StartTurn(context.Background(), "t1", rig.sess.ID, TurnInput{Message: &msg})
+	run, err := rig.svc.StartTurn(context.Background(), "t1", rig.sess.ID, coach.TurnInput{Message: &msg})
 	if err != nil {
 		t.Fatalf("StartTurn: %v", err)
 	}
-	var got []Event
-	rep := run.Run(context.Background(), EmitFunc(func(e Event) error { got = append(got, e); return nil }))
+	var got []coach.Event
+	rep := run.Run(context.Background(), coach.EmitFunc(func(e coach.Event) error { got = append(got, e); return nil }))
 	return got, rep
 }
 
-func (rig *safetyRig) stored(t *testing.T) *Session {
+func (rig *safetyRig) stored(t *testing.T) *coach.Session {
 	t.Helper()
 	s, err := rig.store.Get(context.Background(), "t1", rig.sess.ID)
 	if err != nil {
@@ -142,10 +144,10 @@ func TestCrisisTurnGetsResourcesAndHolds(t *testing.T) {
 	// The model would go on with the lesson; nothing of it may reach the learner.
 	rig := newSafetyRig(t, safety.ModeEnforce, []script{{frags: []string{"Next ", "lesson ", "block."}}})
 	got, rep := rig.turn(t, crisisMessage)
-	if rep.Outcome != OutcomeCrisis {
-		t.Fatalf("outcome = %q, want %q (%v)", rep.Outcome, OutcomeCrisis, rep.Err)
+	if rep.Outcome != coach.OutcomeCrisis {
+		t.Fatalf("outcome = %q, want %q (%v)", rep.Outcome, coach.OutcomeCrisis, rep.Err)
 	}
-	if len(got) != 3 || got[0].Type != EventSafety || got[1].Type != EventDelta || got[2].Type != EventResult {
+	if len(got) != 3 || got[0].Type != coach.EventSafety || got[1].Type != coach.EventDelta || got[2].Type != coach.EventResult {
 		t.Fatalf("lines = %s, want safety, one delta, result", lines(got))
 	}
 	n := got[0].Safety
@@ -209,7 +211,7 @@ func TestCrisisTurnGetsResourcesAndHolds(t *testing.T) {
 	// without the model, and no second escalation.
 	calls := rig.model.calls()
 	got, rep = rig.turn(t, "ok, what's next in the lesson?")
-	if rep.Outcome != OutcomeHeld || len(got) != 3 || got[0].Type != EventSafety {
+	if rep.Outcome != coach.OutcomeHeld || len(got) != 3 || got[0].Type != coach.EventSafety {
 		t.Errorf("held turn: outcome %q, lines %s; want held, safety delta result", rep.Outcome, lines(got))
 	}
 	if rig.model.calls() != calls || rig.esc.count() != 1 {
@@ -234,7 +236,7 @@ func TestNoLineBeforeTheInputVerdict(t *testing.T) {
 	// and checks then that nothing has reached the learner.
 	streamed := make(chan struct{})
 	var mu sync.Mutex
-	var got []Event
+	var got []coach.Event
 	var leaked []string
 	slow := &fakeClassifier{wait: func(ctx context.Context) error {
 		select {
@@ -254,13 +256,13 @@ func TestNoLineBeforeTheInputVerdict(t *testing.T) {
 		return true
 	}}}
 	rig := newSafetyRig(t, safety.ModeEnforce, scripts, safety.NamedClassifier{Name: "slow", Classifier: slow})
-	rig.svc.safety.Timeout = 5 * time.Second
+	rig.guard.Timeout = 5 * time.Second
 	msg := "I feel like I'm dying when I panic"
-	run, err := rig.svc.StartTurn(context.Background(), "t1", rig.sess.ID, TurnInput{Message: &msg})
+	run, err := rig.svc.StartTurn(context.Background(), "t1", rig.sess.ID, coach.TurnInput{Message: &msg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := run.Run(context.Background(), EmitFunc(func(e Event) error {
+	rep := run.Run(context.Background(), coach.EmitFunc(func(e coach.Event) error {
 		mu.Lock()
 		defer mu.Unlock()
 		got = append(got, e)
@@ -281,14 +283,14 @@ func TestNoLineBeforeTheInputVerdict(t *testing.T) {
 func TestCrisisCancelsTheModelCall(t *testing.T) {
 	// A model that never ends: the crisis must not wait for it.
 	rig := newSafetyRig(t, safety.ModeEnforce, []script{{frags: []string{"Let's"}, block: true}})
-	done := make(chan Report, 1)
+	done := make(chan coach.Report, 1)
 	go func() {
 		_, rep := rig.turn(t, "quiero matarme")
 		done <- rep
 	}()
 	select {
 	case rep := <-done:
-		if rep.Outcome != OutcomeCrisis {
+		if rep.Outcome != coach.OutcomeCrisis {
 			t.Errorf("outcome = %q (%v), want crisis", rep.Outcome, rep.Err)
 		}
 	case <-time.After(10 * time.Second):
@@ -307,7 +309,7 @@ func TestUnsafeOutputIsRetractedAndRetried(t *testing.T) {
 		{name: "second answer is safe", scripts: []script{{frags: unsafe}, {frags: []string{"Let's breathe."}}},
 			want: "delta:Breathing helps.  reset:unsafe_output delta:Let's breathe. result"},
 		{name: "both unsafe: safe fallback", scripts: []script{{frags: unsafe}, {frags: unsafe}},
-			want: "delta:Breathing helps.  reset:unsafe_output delta:Breathing helps.  reset:unsafe_output delta:" + safeText("en") + " result", fallback: true},
+			want: "delta:Breathing helps.  reset:unsafe_output delta:Breathing helps.  reset:unsafe_output delta:" + coach.SafeText("en") + " result", fallback: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -390,8 +392,8 @@ func TestClassifierFailure(t *testing.T) {
 		wantOutcome string
 		wantRan     string
 	}{
-		{"closed, error", safety.FailClosed, &fakeClassifier{err: errors.New("503")}, OutcomeCrisis, "error"},
-		{"closed, hang", safety.FailClosed, &fakeClassifier{wait: hang}, OutcomeCrisis, "timeout"},
+		{"closed, error", safety.FailClosed, &fakeClassifier{err: errors.New("503")}, coach.OutcomeCrisis, "error"},
+		{"closed, hang", safety.FailClosed, &fakeClassifier{wait: hang}, coach.OutcomeCrisis, "timeout"},
 		{"open, error", safety.FailOpen, &fakeClassifier{err: errors.New("503")}, "ok", "error"},
 		{"open, hang", safety.FailOpen, &fakeClassifier{wait: hang}, "ok", "timeout"},
 	}
@@ -399,11 +401,11 @@ func TestClassifierFailure(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rig := newSafetyRig(t, safety.ModeEnforce, []script{{frags: []string{"Hello."}}, {frags: []string{"Hello."}}},
 				safety.NamedClassifier{Name: "moderation", Classifier: tt.classifier})
-			rig.svc.safety.Failure = tt.failure
-			rig.svc.safety.Timeout = 30 * time.Millisecond
-			done := make(chan Report, 1)
+			rig.guard.Failure = tt.failure
+			rig.guard.Timeout = 30 * time.Millisecond
+			done := make(chan coach.Report, 1)
 			go func() { _, rep := rig.turn(t, "hello there"); done <- rep }()
-			var rep Report
+			var rep coach.Report
 			select {
 			case rep = <-done:
 			case <-time.After(10 * time.Second):
@@ -444,13 +446,13 @@ func TestPIIMaskedBeforeTheModel(t *testing.T) {
 
 func TestHeldSessionRefusesProposalDecisions(t *testing.T) {
 	rig := newSafetyRig(t, safety.ModeEnforce, nil)
-	if _, rep := rig.turn(t, crisisMessage); rep.Outcome != OutcomeCrisis {
+	if _, rep := rig.turn(t, crisisMessage); rep.Outcome != coach.OutcomeCrisis {
 		t.Fatalf("outcome = %q, want crisis", rep.Outcome)
 	}
-	move := func(*Session) (json.RawMessage, error) { return json.RawMessage(`{"turns":9}`), nil }
+	move := func(*coach.Session) (json.RawMessage, error) { return json.RawMessage(`{"turns":9}`), nil }
 	_, err := rig.svc.Update(context.Background(), "t1", rig.sess.ID, "echo", json.RawMessage(`{"action":"accept"}`), move)
-	if AsError(err).Code != CodeSafetyHold {
-		t.Errorf("a decision on a held session: error %v, want %s", err, CodeSafetyHold)
+	if coach.AsError(err).Code != coach.CodeSafetyHold {
+		t.Errorf("a decision on a held session: error %v, want %s", err, coach.CodeSafetyHold)
 	}
 	if s := rig.stored(t); string(s.State) != `{"turns":0}` || rig.store.locked(s.ID) {
 		t.Errorf("state %s (locked %v), want it unchanged and released", s.State, rig.store.locked(s.ID))

@@ -1,23 +1,25 @@
-package coach
+package coach_test
 
 import (
 	"context"
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/coachgw/coachgw/internal/coach"
 )
 
 // hold puts session id on a safety hold through the store, as a crisis turn's commit does.
-func hold(t *testing.T, st *memStore, tenant, id string) {
+func hold(t *testing.T, st *storeFake, tenant, id string) {
 	t.Helper()
 	ctx := context.Background()
 	s, token, err := st.Claim(ctx, tenant, id, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Safety = &SafetyHold{Hold: true, Since: time.Unix(1700000000, 0).UTC(), Episode: "ep"}
+	s.Safety = &coach.SafetyHold{Hold: true, Since: time.Unix(1700000000, 0).UTC(), Episode: "ep"}
 	s.Version++
-	if err := st.Commit(ctx, s, token, CommitExtra{}); err != nil {
+	if err := st.Commit(ctx, s, token, coach.CommitExtra{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -32,8 +34,8 @@ func TestClearSafetyHold(t *testing.T) {
 	}{
 		{name: "held", held: true, wantVersion: 3},
 		{name: "not held is unchanged", held: false, wantVersion: 1},
-		{name: "another tenant's session", held: true, tenant: "other", wantErr: ErrNotFound, wantVersion: 2},
-		{name: "malformed id", held: true, id: "nope", wantErr: ErrNotFound, wantVersion: 2},
+		{name: "another tenant's session", held: true, tenant: "other", wantErr: coach.ErrNotFound, wantVersion: 2},
+		{name: "malformed id", held: true, id: "nope", wantErr: coach.ErrNotFound, wantVersion: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,7 +51,7 @@ func TestClearSafetyHold(t *testing.T) {
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("ClearSafetyHold: error %v, want %v", err, tt.wantErr)
 			}
-			stored := st.sessions[sess.ID]
+			stored := st.stored(t, sess.ID)
 			if stored.Version != tt.wantVersion {
 				t.Errorf("stored version %d, want %d", stored.Version, tt.wantVersion)
 			}
@@ -85,26 +87,24 @@ func TestClearSafetyHoldRacesATurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.ClearSafetyHold(ctx, "", sess.ID); !errors.Is(err, ErrBusy) {
+	if _, err := svc.ClearSafetyHold(ctx, "", sess.ID); !errors.Is(err, coach.ErrBusy) {
 		t.Fatalf("clear while the turn holds the session: error %v, want ErrBusy", err)
 	}
-	if stored := st.sessions[sess.ID]; !stored.Held() {
+	if stored := st.stored(t, sess.ID); !stored.Held() {
 		t.Fatal("a busy clear ended the hold")
 	}
 
 	// The turn's lock expires (its instance stalled past the lock TTL).
-	st.mu.Lock()
-	delete(st.locks, sess.ID)
-	st.mu.Unlock()
+	st.expire(t, sess.ID)
 	cleared, err := svc.ClearSafetyHold(ctx, "", sess.ID)
 	if err != nil {
 		t.Fatalf("clear after the lock expired: %v", err)
 	}
 	turn.Version++
-	if err := st.Commit(ctx, turn, token, CommitExtra{}); !errors.Is(err, ErrConflict) {
+	if err := st.Commit(ctx, turn, token, coach.CommitExtra{}); !errors.Is(err, coach.ErrConflict) {
 		t.Fatalf("the stale turn's commit: error %v, want ErrConflict", err)
 	}
-	stored := st.sessions[sess.ID]
+	stored := st.stored(t, sess.ID)
 	if stored.Safety != nil || stored.Version != cleared.Version {
 		t.Errorf("stored after the race: safety %+v version %d, want none at the clear's version %d", stored.Safety, stored.Version, cleared.Version)
 	}

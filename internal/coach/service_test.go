@@ -1,4 +1,4 @@
-package coach
+package coach_test
 
 import (
 	"context"
@@ -10,26 +10,28 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coachgw/coachgw/internal/coach"
 )
 
 func ptr(s string) *string { return &s }
 
-func testOptions() Options {
-	o := DefaultOptions()
+func testOptions() coach.Options {
+	o := coach.DefaultOptions()
 	o.BackoffBase, o.BackoffMax = time.Millisecond, 2*time.Millisecond
 	o.RetryAfterCap = 5 * time.Millisecond
 	o.FirstByteTimeout, o.IdleTimeout = time.Second, time.Second
 	return o
 }
 
-func newTestService(t *testing.T, m *fakeModel, opts Options, c Contract) (*Service, *memStore, *Session) {
+func newTestService(t *testing.T, m *fakeModel, opts coach.Options, c coach.Contract) (*coach.Service, *storeFake, *coach.Session) {
 	t.Helper()
-	st := newMemStore()
+	st := newStoreFake()
 	if c == nil {
 		c = echoContract{}
 	}
-	svc := NewService(st, m, []Contract{c}, opts, nil)
-	sess, err := svc.CreateSession(context.Background(), "", "echo", NewSession{})
+	svc := coach.NewService(st, m, []coach.Contract{c}, opts, nil)
+	sess, err := svc.CreateSession(context.Background(), "", "echo", coach.NewSession{})
 	if err != nil {
 		t.Fatalf("CreateSession: %v", err)
 	}
@@ -37,17 +39,17 @@ func newTestService(t *testing.T, m *fakeModel, opts Options, c Contract) (*Serv
 }
 
 // lines renders events compactly: "delta:Hi", "reset:stalled", "result", "error:code".
-func lines(events []Event) string {
+func lines(events []coach.Event) string {
 	var b []string
 	for _, e := range events {
 		switch e.Type {
-		case EventDelta:
+		case coach.EventDelta:
 			b = append(b, "delta:"+e.Text)
-		case EventReset:
+		case coach.EventReset:
 			b = append(b, "reset:"+e.Reason)
-		case EventError:
+		case coach.EventError:
 			b = append(b, "error:"+e.Code)
-		case EventCard:
+		case coach.EventCard:
 			b = append(b, "card:"+string(e.Card))
 		default:
 			b = append(b, e.Type)
@@ -56,24 +58,24 @@ func lines(events []Event) string {
 	return strings.Join(b, " ")
 }
 
-func runTurn(t *testing.T, svc *Service, id string) ([]Event, Report) {
+func runTurn(t *testing.T, svc *coach.Service, id string) ([]coach.Event, coach.Report) {
 	t.Helper()
-	run, err := svc.StartTurn(context.Background(), "", id, TurnInput{Message: ptr("hi")})
+	run, err := svc.StartTurn(context.Background(), "", id, coach.TurnInput{Message: ptr("hi")})
 	if err != nil {
 		t.Fatalf("StartTurn: %v", err)
 	}
-	var got []Event
-	rep := run.Run(context.Background(), EmitFunc(func(e Event) error { got = append(got, e); return nil }))
+	var got []coach.Event
+	rep := run.Run(context.Background(), coach.EmitFunc(func(e coach.Event) error { got = append(got, e); return nil }))
 	return got, rep
 }
 
 func TestTurnOutcomes(t *testing.T) {
-	retryable := &ModelError{Class: "server", Retryable: true, Err: errors.New("503")}
-	cut := &ModelError{Class: "stream", Retryable: true, Err: io.ErrUnexpectedEOF}
+	retryable := &coach.ModelError{Class: "server", Retryable: true, Err: errors.New("503")}
+	cut := &coach.ModelError{Class: "stream", Retryable: true, Err: io.ErrUnexpectedEOF}
 	tests := []struct {
 		name      string
 		scripts   []script
-		opts      func(*Options)
+		opts      func(*coach.Options)
 		want      string
 		wantCalls int
 		stored    bool
@@ -83,11 +85,11 @@ func TestTurnOutcomes(t *testing.T) {
 			want: "delta:Hel delta:lo. result", wantCalls: 1, stored: true},
 		{name: "retry before any delta", scripts: []script{{openErr: retryable}, {frags: []string{"ok."}}},
 			want: "delta:ok. result", wantCalls: 2, stored: true},
-		{name: "rate limited with Retry-After", scripts: []script{{openErr: &ModelError{Class: "rate_limited", Retryable: true, RetryAfter: time.Hour, Err: errors.New("429")}}, {frags: []string{"ok."}}},
+		{name: "rate limited with Retry-After", scripts: []script{{openErr: &coach.ModelError{Class: "rate_limited", Retryable: true, RetryAfter: time.Hour, Err: errors.New("429")}}, {frags: []string{"ok."}}},
 			want: "delta:ok. result", wantCalls: 2, stored: true},
 		{name: "retries exhausted", scripts: []script{{openErr: retryable}, {openErr: retryable}, {openErr: retryable}},
 			want: "error:coach_stream_failed", wantCalls: 3},
-		{name: "client error is not retried", scripts: []script{{openErr: &ModelError{Class: "client", Err: errors.New("401")}}},
+		{name: "client error is not retried", scripts: []script{{openErr: &coach.ModelError{Class: "client", Err: errors.New("401")}}},
 			want: "error:coach_stream_failed", wantCalls: 1},
 		{name: "cut before any delta is retried silently", scripts: []script{{err: cut}, {frags: []string{"ok."}}},
 			want: "delta:ok. result", wantCalls: 2, stored: true},
@@ -102,15 +104,15 @@ func TestTurnOutcomes(t *testing.T) {
 		{name: "empty response", scripts: []script{{frags: []string{"EMPTY"}}, {frags: []string{"EMPTY"}}},
 			want: "delta:EMPTY reset:invalid_output delta:EMPTY error:coach_empty_response", wantCalls: 2},
 		{name: "no recovery configured", scripts: []script{{frags: []string{"x"}}},
-			opts: func(o *Options) { o.Recoveries = -1 }, want: "delta:x error:coach_validation_failed", wantCalls: 1},
+			opts: func(o *coach.Options) { o.Recoveries = -1 }, want: "delta:x error:coach_validation_failed", wantCalls: 1},
 		{name: "stall after deltas resets", scripts: []script{{frags: []string{"a"}, block: true}, {frags: []string{"b."}}},
-			opts: func(o *Options) { o.IdleTimeout = 20 * time.Millisecond },
+			opts: func(o *coach.Options) { o.IdleTimeout = 20 * time.Millisecond },
 			want: "delta:a reset:stalled delta:b. result", wantCalls: 2, stored: true},
 		{name: "no first byte is retried", scripts: []script{{block: true}, {frags: []string{"b."}}},
-			opts: func(o *Options) { o.FirstByteTimeout = 20 * time.Millisecond },
+			opts: func(o *coach.Options) { o.FirstByteTimeout = 20 * time.Millisecond },
 			want: "delta:b. result", wantCalls: 2, stored: true},
 		{name: "turn deadline", scripts: []script{{frags: []string{"a"}, block: true}},
-			opts: func(o *Options) { o.TurnTimeout, o.IdleTimeout = 30*time.Millisecond, time.Hour },
+			opts: func(o *coach.Options) { o.TurnTimeout, o.IdleTimeout = 30*time.Millisecond, time.Hour },
 			want: "delta:a error:coach_stream_failed", wantCalls: 1},
 	}
 	for _, tt := range tests {
@@ -171,7 +173,7 @@ func TestTurnStoresStateAndHistory(t *testing.T) {
 
 func TestPreludeComesFirst(t *testing.T) {
 	m := &fakeModel{scripts: []script{{frags: []string{"a."}}}}
-	svc, _, sess := newTestService(t, m, testOptions(), echoContract{prelude: []Event{{Type: EventCard, Card: json.RawMessage(`{"type":"level_up"}`)}}})
+	svc, _, sess := newTestService(t, m, testOptions(), echoContract{prelude: []coach.Event{{Type: coach.EventCard, Card: json.RawMessage(`{"type":"level_up"}`)}}})
 	got, _ := runTurn(t, svc, sess.ID)
 	if g, want := lines(got), `card:{"type":"level_up"} delta:a. result`; g != want {
 		t.Errorf("lines = %q, want %q", g, want)
@@ -181,12 +183,12 @@ func TestPreludeComesFirst(t *testing.T) {
 func TestClientGoneCancelsAndWritesNothing(t *testing.T) {
 	m := &fakeModel{scripts: []script{{frags: []string{"a", "b"}, block: true}}}
 	svc, st, sess := newTestService(t, m, testOptions(), nil)
-	run, err := svc.StartTurn(context.Background(), "", sess.ID, TurnInput{Message: ptr("hi")})
+	run, err := svc.StartTurn(context.Background(), "", sess.ID, coach.TurnInput{Message: ptr("hi")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
-	rep := run.Run(context.Background(), EmitFunc(func(e Event) error {
+	rep := run.Run(context.Background(), coach.EmitFunc(func(e coach.Event) error {
 		n++
 		if n == 2 {
 			return errors.New("broken pipe")
@@ -196,48 +198,46 @@ func TestClientGoneCancelsAndWritesNothing(t *testing.T) {
 	if rep.Outcome != "cancelled" {
 		t.Errorf("outcome = %q, want cancelled", rep.Outcome)
 	}
-	if st.commits != 0 || st.locked(sess.ID) {
-		t.Errorf("commits = %d, locked = %v; want nothing written and the lock released", st.commits, st.locked(sess.ID))
+	if n := st.commitCount(); n != 0 || st.locked(sess.ID) {
+		t.Errorf("commits = %d, locked = %v; want nothing written and the lock released", n, st.locked(sess.ID))
 	}
 }
 
 func TestDrainEndsTurnWithErrorLine(t *testing.T) {
 	m := &fakeModel{scripts: []script{{frags: []string{"a"}, block: true}}}
 	svc, st, sess := newTestService(t, m, testOptions(), nil)
-	run, err := svc.StartTurn(context.Background(), "", sess.ID, TurnInput{Message: ptr("hi")})
+	run, err := svc.StartTurn(context.Background(), "", sess.ID, coach.TurnInput{Message: ptr("hi")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
-	var got []Event
-	rep := run.Run(ctx, EmitFunc(func(e Event) error {
+	var got []coach.Event
+	rep := run.Run(ctx, coach.EmitFunc(func(e coach.Event) error {
 		got = append(got, e)
-		if e.Type == EventDelta {
-			cancel(ErrShuttingDown)
+		if e.Type == coach.EventDelta {
+			cancel(coach.ErrShuttingDown)
 		}
 		return nil
 	}))
 	if g, want := lines(got), "delta:a error:shutting_down"; g != want {
 		t.Errorf("lines = %q, want %q (outcome %s)", g, want, rep.Outcome)
 	}
-	if st.commits != 0 {
-		t.Errorf("commits = %d, want 0", st.commits)
+	if n := st.commitCount(); n != 0 {
+		t.Errorf("commits = %d, want 0", n)
 	}
 }
 
 func TestStoreDownAtCommit(t *testing.T) {
 	m := &fakeModel{scripts: []script{{frags: []string{"a."}}}}
 	svc, st, sess := newTestService(t, m, testOptions(), nil)
-	run, err := svc.StartTurn(context.Background(), "", sess.ID, TurnInput{Message: ptr("hi")})
+	run, err := svc.StartTurn(context.Background(), "", sess.ID, coach.TurnInput{Message: ptr("hi")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []Event
-	run.Run(context.Background(), EmitFunc(func(e Event) error {
+	var got []coach.Event
+	run.Run(context.Background(), coach.EmitFunc(func(e coach.Event) error {
 		got = append(got, e)
-		st.mu.Lock()
-		st.down = true
-		st.mu.Unlock()
+		st.setDown(true)
 		return nil
 	}))
 	if g, want := lines(got), "delta:a. error:store_unavailable"; g != want {
@@ -251,18 +251,18 @@ func TestStartTurnErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		id   string
-		in   TurnInput
+		in   coach.TurnInput
 		want string
 	}{
-		{"malformed id", "../etc", TurnInput{Message: ptr("x")}, CodeSessionNotFound},
-		{"key injection", "abc}:s\r\nFLUSHALL", TurnInput{Message: ptr("x")}, CodeSessionNotFound},
-		{"unknown session", NewID(), TurnInput{Message: ptr("x")}, CodeSessionNotFound},
-		{"input rejected", sess.ID, TurnInput{}, CodeInvalidInput},
+		{"malformed id", "../etc", coach.TurnInput{Message: ptr("x")}, coach.CodeSessionNotFound},
+		{"key injection", "abc}:s\r\nFLUSHALL", coach.TurnInput{Message: ptr("x")}, coach.CodeSessionNotFound},
+		{"unknown session", coach.NewID(), coach.TurnInput{Message: ptr("x")}, coach.CodeSessionNotFound},
+		{"input rejected", sess.ID, coach.TurnInput{}, coach.CodeInvalidInput},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := svc.StartTurn(context.Background(), "", tt.id, tt.in)
-			if got := AsError(err).Code; got != tt.want {
+			if got := coach.AsError(err).Code; got != tt.want {
 				t.Errorf("StartTurn error code = %q (%v), want %q", got, err, tt.want)
 			}
 			if st.locked(sess.ID) {
@@ -271,17 +271,17 @@ func TestStartTurnErrors(t *testing.T) {
 		})
 	}
 	t.Run("busy", func(t *testing.T) {
-		run, err := svc.StartTurn(context.Background(), "", sess.ID, TurnInput{Message: ptr("x")})
+		run, err := svc.StartTurn(context.Background(), "", sess.ID, coach.TurnInput{Message: ptr("x")})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer run.Abort()
-		if _, err := svc.StartTurn(context.Background(), "", sess.ID, TurnInput{Message: ptr("x")}); !errors.Is(err, ErrBusy) {
+		if _, err := svc.StartTurn(context.Background(), "", sess.ID, coach.TurnInput{Message: ptr("x")}); !errors.Is(err, coach.ErrBusy) {
 			t.Errorf("second StartTurn error = %v, want ErrBusy", err)
 		}
 	})
 	t.Run("other tenant", func(t *testing.T) {
-		if _, err := svc.StartTurn(context.Background(), "tenant-b", sess.ID, TurnInput{Message: ptr("x")}); !errors.Is(err, ErrNotFound) {
+		if _, err := svc.StartTurn(context.Background(), "tenant-b", sess.ID, coach.TurnInput{Message: ptr("x")}); !errors.Is(err, coach.ErrNotFound) {
 			t.Errorf("StartTurn by another tenant error = %v, want ErrNotFound", err)
 		}
 	})
@@ -289,22 +289,22 @@ func TestStartTurnErrors(t *testing.T) {
 
 func TestUpdate(t *testing.T) {
 	svc, st, sess := newTestService(t, &fakeModel{}, testOptions(), nil)
-	got, err := svc.Update(context.Background(), "", sess.ID, "echo", nil, func(s *Session) (json.RawMessage, error) {
+	got, err := svc.Update(context.Background(), "", sess.ID, "echo", nil, func(s *coach.Session) (json.RawMessage, error) {
 		return json.RawMessage(`{"turns":9}`), nil
 	})
 	if err != nil || got.Version != 2 || string(got.State) != `{"turns":9}` {
 		t.Fatalf("Update = %+v, %v; want version 2 with the new state", got, err)
 	}
-	_, err = svc.Update(context.Background(), "", sess.ID, "other", nil, func(s *Session) (json.RawMessage, error) {
-		return nil, Errorf(KindInternal, CodeInternal, "a change for another contract's state must not run")
+	_, err = svc.Update(context.Background(), "", sess.ID, "other", nil, func(s *coach.Session) (json.RawMessage, error) {
+		return nil, coach.Errorf(coach.KindInternal, coach.CodeInternal, "a change for another contract's state must not run")
 	})
-	if AsError(err).Code != CodeInvalidRequest {
+	if coach.AsError(err).Code != coach.CodeInvalidRequest {
 		t.Errorf("Update on a session of another contract error = %v, want invalid_request", err)
 	}
-	_, err = svc.Update(context.Background(), "", sess.ID, "echo", nil, func(s *Session) (json.RawMessage, error) {
-		return nil, Errorf(KindConflict, CodeNoPendingProposal, "none")
+	_, err = svc.Update(context.Background(), "", sess.ID, "echo", nil, func(s *coach.Session) (json.RawMessage, error) {
+		return nil, coach.Errorf(coach.KindConflict, coach.CodeNoPendingProposal, "none")
 	})
-	if AsError(err).Code != CodeNoPendingProposal || st.locked(sess.ID) {
+	if coach.AsError(err).Code != coach.CodeNoPendingProposal || st.locked(sess.ID) {
 		t.Errorf("Update whose change fails: error %v, locked %v; want the change's error and no lock", err, st.locked(sess.ID))
 	}
 }
@@ -312,14 +312,14 @@ func TestUpdate(t *testing.T) {
 func TestCreateSessionErrors(t *testing.T) {
 	svc, _, _ := newTestService(t, &fakeModel{}, testOptions(), nil)
 	for _, tt := range []struct{ contract, locale, want string }{
-		{"nope", "", CodeUnknownContract},
-		{"echo", "fr", CodeInvalidRequest},
-		{"echo", "es-MEX", CodeInvalidRequest},
-		{"echo", "es-1x", CodeInvalidRequest},
+		{"nope", "", coach.CodeUnknownContract},
+		{"echo", "fr", coach.CodeInvalidRequest},
+		{"echo", "es-MEX", coach.CodeInvalidRequest},
+		{"echo", "es-1x", coach.CodeInvalidRequest},
 	} {
 		t.Run(tt.contract+"/"+tt.locale, func(t *testing.T) {
-			_, err := svc.CreateSession(context.Background(), "", tt.contract, NewSession{Locale: tt.locale})
-			if AsError(err).Code != tt.want {
+			_, err := svc.CreateSession(context.Background(), "", tt.contract, coach.NewSession{Locale: tt.locale})
+			if coach.AsError(err).Code != tt.want {
 				t.Errorf("CreateSession error = %v, want %s", err, tt.want)
 			}
 		})
@@ -332,14 +332,14 @@ func TestCreateSessionLocaleAndLearner(t *testing.T) {
 		{"", "", "en", "en", ""},
 		{"es-mx", "stu-42", "es-MX", "es", ""},
 		{"EN-us", "", "en-US", "en", ""},
-		{"es", "a b", "", "", CodeInvalidRequest},
-		{"es", "x/y", "", "", CodeInvalidRequest},
-		{"es", strings.Repeat("x", 129), "", "", CodeInvalidRequest},
+		{"es", "a b", "", "", coach.CodeInvalidRequest},
+		{"es", "x/y", "", "", coach.CodeInvalidRequest},
+		{"es", strings.Repeat("x", 129), "", "", coach.CodeInvalidRequest},
 	} {
 		t.Run(tt.locale+"/"+tt.learner, func(t *testing.T) {
-			s, err := svc.CreateSession(context.Background(), "", "echo", NewSession{Locale: tt.locale, Learner: tt.learner})
+			s, err := svc.CreateSession(context.Background(), "", "echo", coach.NewSession{Locale: tt.locale, Learner: tt.learner})
 			if tt.wantErr != "" {
-				if AsError(err).Code != tt.wantErr {
+				if coach.AsError(err).Code != tt.wantErr {
 					t.Fatalf("got error %v, want %s", err, tt.wantErr)
 				}
 				return
@@ -355,34 +355,34 @@ func TestCreateSessionLocaleAndLearner(t *testing.T) {
 }
 
 func TestAppendHistoryCutsAtUserMessage(t *testing.T) {
-	var old []Message
+	var old []coach.Message
 	for i := 0; i < 4; i++ {
 		old = append(old,
-			Message{Role: RoleUser, Content: fmt.Sprint("u", i)},
-			Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: fmt.Sprint("c", i)}}},
-			Message{Role: RoleTool, ToolCallID: fmt.Sprint("c", i)})
+			coach.Message{Role: coach.RoleUser, Content: fmt.Sprint("u", i)},
+			coach.Message{Role: coach.RoleAssistant, ToolCalls: []coach.ToolCall{{ID: fmt.Sprint("c", i)}}},
+			coach.Message{Role: coach.RoleTool, ToolCallID: fmt.Sprint("c", i)})
 	}
-	got := appendHistory(old, nil, 5, DefaultHistoryBytes)
+	got := coach.AppendHistory(old, nil, 5, coach.DefaultHistoryBytes)
 	if len(got) != 3 || got[0].Content != "u3" {
 		t.Errorf("appendHistory kept %+v, want the last whole exchange starting at u3", got)
 	}
 }
 
 func TestDeltaBufferJoinsPiecesOfOneFragment(t *testing.T) {
-	var got []Event
-	send := func(e Event) { got = append(got, e) }
-	var d deltaBuffer
-	for _, e := range []Event{
-		Delta("Good "), Delta("\n"), Delta("day"),
-		{Type: EventDelta, Text: "A", Block: 0, BlockType: "heading"},
-		{Type: EventDelta, Text: "B", Block: 1, BlockType: "paragraph"},
-		{Type: EventDelta, Text: "C", Block: 1, BlockType: "paragraph"},
-		{Type: EventCard, Card: json.RawMessage(`{}`)},
-		Delta("x"),
+	var got []coach.Event
+	send := func(e coach.Event) { got = append(got, e) }
+	var d coach.DeltaBuffer
+	for _, e := range []coach.Event{
+		coach.Delta("Good "), coach.Delta("\n"), coach.Delta("day"),
+		{Type: coach.EventDelta, Text: "A", Block: 0, BlockType: "heading"},
+		{Type: coach.EventDelta, Text: "B", Block: 1, BlockType: "paragraph"},
+		{Type: coach.EventDelta, Text: "C", Block: 1, BlockType: "paragraph"},
+		{Type: coach.EventCard, Card: json.RawMessage(`{}`)},
+		coach.Delta("x"),
 	} {
-		d.add(e, send)
+		d.Add(e, send)
 	}
-	d.flush(send)
+	d.Flush(send)
 	want := []string{"delta:Good \nday", "delta:A", "delta:BC", "card:{}", "delta:x"}
 	if g := lines(got); g != strings.Join(want, " ") {
 		t.Errorf("lines = %q, want %q", g, strings.Join(want, " "))
@@ -428,7 +428,7 @@ func TestFallbackAfterTheCorrectiveRetry(t *testing.T) {
 // carries the failed reply, as the model's own message, and the correction, and a retry after an endpoint failure repeats the corrected request.
 // The turn builds the request for every attempt instead of the engine keeping one.
 func TestRequestPerAttempt(t *testing.T) {
-	unavailable := &ModelError{Class: "server", Retryable: true, Err: errors.New("503")}
+	unavailable := &coach.ModelError{Class: "server", Retryable: true, Err: errors.New("503")}
 	m := &fakeModel{scripts: []script{{frags: []string{"bad"}}, {openErr: unavailable}, {frags: []string{"good."}}}}
 	svc, _, sess := newTestService(t, m, testOptions(), fallbackContract{})
 	if _, rep := runTurn(t, svc, sess.ID); rep.Outcome != "ok" {
@@ -455,23 +455,18 @@ func TestRequestPerAttempt(t *testing.T) {
 func TestReleaseIsRetriedWhileTheStoreIsDown(t *testing.T) {
 	m := &fakeModel{scripts: []script{{frags: []string{"a."}}}}
 	svc, st, sess := newTestService(t, m, testOptions(), nil)
-	run, err := svc.StartTurn(context.Background(), "", sess.ID, TurnInput{Message: ptr("hi")})
+	run, err := svc.StartTurn(context.Background(), "", sess.ID, coach.TurnInput{Message: ptr("hi")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	setDown := func(down bool) {
-		st.mu.Lock()
-		st.down = down
-		st.mu.Unlock()
-	}
-	run.Run(context.Background(), EmitFunc(func(e Event) error {
-		setDown(true) // the store dies before the turn can commit or release
+	run.Run(context.Background(), coach.EmitFunc(func(e coach.Event) error {
+		st.setDown(true) // the store dies before the turn can commit or release
 		return nil
 	}))
 	if !st.locked(sess.ID) {
 		t.Fatal("the lock was released while the store was down")
 	}
-	setDown(false)
+	st.setDown(false)
 	deadline := time.Now().Add(5 * time.Second)
 	for st.locked(sess.ID) {
 		if time.Now().After(deadline) {
@@ -484,8 +479,8 @@ func TestReleaseIsRetriedWhileTheStoreIsDown(t *testing.T) {
 // recordingSink records emitted lines and flushes in order.
 type recordingSink struct{ got []string }
 
-func (r *recordingSink) Emit(e Event) error {
-	r.got = append(r.got, lines([]Event{e}))
+func (r *recordingSink) Emit(e coach.Event) error {
+	r.got = append(r.got, lines([]coach.Event{e}))
 	return nil
 }
 
@@ -511,8 +506,8 @@ func TestLinesHeldOnlyWhileTheNextIsInHand(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			svc, _, sess := newTestService(t, &fakeModel{scripts: []script{{frags: frags, batch: tt.batch}}}, Options{}, echoContract{})
-			run, err := svc.StartTurn(context.Background(), "", sess.ID, TurnInput{Message: ptr("hi")})
+			svc, _, sess := newTestService(t, &fakeModel{scripts: []script{{frags: frags, batch: tt.batch}}}, coach.Options{}, echoContract{})
+			run, err := svc.StartTurn(context.Background(), "", sess.ID, coach.TurnInput{Message: ptr("hi")})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,10 +1,12 @@
-package coach
+package coach_test
 
 import (
 	"context"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coachgw/coachgw/internal/coach"
 )
 
 // TestSlowClientIsNotAModelStall writes to a client that takes three idle timeouts to accept
@@ -15,12 +17,12 @@ func TestSlowClientIsNotAModelStall(t *testing.T) {
 	opts := testOptions()
 	opts.FirstByteTimeout, opts.IdleTimeout = 100*time.Millisecond, 100*time.Millisecond
 	svc, st, sess := newTestService(t, m, opts, nil)
-	run, err := svc.StartTurn(context.Background(), "", sess.ID, TurnInput{Message: ptr("hi")})
+	run, err := svc.StartTurn(context.Background(), "", sess.ID, coach.TurnInput{Message: ptr("hi")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []Event
-	rep := run.Run(context.Background(), EmitFunc(func(e Event) error {
+	var got []coach.Event
+	rep := run.Run(context.Background(), coach.EmitFunc(func(e coach.Event) error {
 		time.Sleep(3 * opts.IdleTimeout)
 		got = append(got, e)
 		return nil
@@ -60,7 +62,7 @@ func TestStalledModelStillTimesOut(t *testing.T) {
 // whose renewals stopped would stall (and fail) instead of passing.
 func TestLockRenewedDuringLongTurn(t *testing.T) {
 	const frags = 8
-	var st *memStore
+	var st *storeFake
 	afterRenewal := func(ctx context.Context, i int) bool {
 		for st.renewals() < i+1 {
 			select {
@@ -95,26 +97,24 @@ func TestLostLockEndsTheTurn(t *testing.T) {
 	opts.LockTTL = 60 * time.Millisecond
 	opts.FirstByteTimeout, opts.IdleTimeout = 10*time.Second, 10*time.Second
 	svc, st, sess := newTestService(t, m, opts, nil)
-	run, err := svc.StartTurn(context.Background(), "", sess.ID, TurnInput{Message: ptr("hi")})
+	run, err := svc.StartTurn(context.Background(), "", sess.ID, coach.TurnInput{Message: ptr("hi")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.mu.Lock()
-	st.locks[sess.ID] = "another writer"
-	st.mu.Unlock()
+	other := st.takeOver(t, sess.ID)
 	start := time.Now()
-	var got []Event
-	rep := run.Run(context.Background(), EmitFunc(func(e Event) error { got = append(got, e); return nil }))
-	if g := lines(got); g != "delta:Hel error:"+CodeVersionConflict {
-		t.Errorf("lines = %q, want the error line %s", g, CodeVersionConflict)
+	var got []coach.Event
+	rep := run.Run(context.Background(), coach.EmitFunc(func(e coach.Event) error { got = append(got, e); return nil }))
+	if g := lines(got); g != "delta:Hel error:"+coach.CodeVersionConflict {
+		t.Errorf("lines = %q, want the error line %s", g, coach.CodeVersionConflict)
 	}
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("the turn took %v to notice its lost lock, want about a third of the lock TTL", took)
 	}
-	if stored, _ := st.Get(context.Background(), "", sess.ID); stored.Version != 1 || rep.Outcome != CodeVersionConflict {
-		t.Errorf("stored version %d, outcome %q; want 1 (nothing written), %s", stored.Version, rep.Outcome, CodeVersionConflict)
+	if stored, _ := st.Get(context.Background(), "", sess.ID); stored.Version != 1 || rep.Outcome != coach.CodeVersionConflict {
+		t.Errorf("stored version %d, outcome %q; want 1 (nothing written), %s", stored.Version, rep.Outcome, coach.CodeVersionConflict)
 	}
-	if st.locks[sess.ID] != "another writer" {
+	if !st.holds(sess.ID, other) {
 		t.Errorf("the lock of the other writer was touched")
 	}
 }

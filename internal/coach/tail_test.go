@@ -1,16 +1,18 @@
-package coach
+package coach_test
 
 import (
 	"testing"
+
+	"github.com/coachgw/coachgw/internal/coach"
 )
 
 // tailContract is echoContract whose outcomes carry a tail, placed as tail says.
 type tailContract struct {
 	echoContract
-	tail Outcome
+	tail coach.Outcome
 }
 
-func (c tailContract) Begin(s *Session, in TurnInput) (Turn, error) {
+func (c tailContract) Begin(s *coach.Session, in coach.TurnInput) (coach.Turn, error) {
 	t, err := c.echoContract.Begin(s, in)
 	if err != nil {
 		return nil, err
@@ -20,10 +22,10 @@ func (c tailContract) Begin(s *Session, in TurnInput) (Turn, error) {
 
 type tailTurn struct {
 	*echoTurn
-	tail Outcome
+	tail coach.Outcome
 }
 
-func (t *tailTurn) Finish() (*Outcome, error) {
+func (t *tailTurn) Finish() (*coach.Outcome, error) {
 	out, err := t.echoTurn.Finish()
 	if err != nil {
 		return nil, err
@@ -37,24 +39,24 @@ func (t *tailTurn) Finish() (*Outcome, error) {
 func TestTailDelta(t *testing.T) {
 	tests := []struct {
 		name      string
-		tail      Outcome
+		tail      coach.Outcome
 		block     int
 		blockType string
 	}{
-		{"outside any block", Outcome{Tail: " And you?"}, -1, ""},
-		{"in block 0", Outcome{Tail: "Aquí sigo.", TailBlock: 0, TailBlockType: "paragraph"}, 0, "paragraph"},
-		{"in a later block", Outcome{Tail: "Tip.", TailBlock: 2, TailBlockType: "tip"}, 2, "tip"},
+		{"outside any block", coach.Outcome{Tail: " And you?"}, -1, ""},
+		{"in block 0", coach.Outcome{Tail: "Aquí sigo.", TailBlock: 0, TailBlockType: "paragraph"}, 0, "paragraph"},
+		{"in a later block", coach.Outcome{Tail: "Tip.", TailBlock: 2, TailBlockType: "tip"}, 2, "tip"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := &fakeModel{scripts: []script{{frags: []string{"Hi."}}}}
-			svc, _, sess := newTestService(t, m, Options{}, tailContract{tail: tt.tail})
+			svc, _, sess := newTestService(t, m, coach.Options{}, tailContract{tail: tt.tail})
 			got, _ := runTurn(t, svc, sess.ID)
-			if len(got) < 2 || got[len(got)-1].Type != EventResult {
+			if len(got) < 2 || got[len(got)-1].Type != coach.EventResult {
 				t.Fatalf("lines %s, want a result last", lines(got))
 			}
 			e := got[len(got)-2]
-			if e.Type != EventDelta || e.Text != tt.tail.Tail || e.Block != tt.block || e.BlockType != tt.blockType {
+			if e.Type != coach.EventDelta || e.Text != tt.tail.Tail || e.Block != tt.block || e.BlockType != tt.blockType {
 				t.Errorf("line before the result = %+v, want delta %q in block %d %q", e, tt.tail.Tail, tt.block, tt.blockType)
 			}
 		})

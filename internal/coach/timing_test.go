@@ -1,4 +1,4 @@
-package coach
+package coach_test
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coachgw/coachgw/internal/coach"
 )
 
 // stepClock is a clock that moves only when told to, so that a test decides whose time passes.
@@ -29,12 +31,12 @@ func (c *stepClock) advance(d time.Duration) {
 // clockedModel takes open on the clock to take a request and per for each fragment (and the
 // stream's end): the model's own time.
 type clockedModel struct {
-	inner     Model
+	inner     coach.Model
 	clock     *stepClock
 	open, per time.Duration
 }
 
-func (m clockedModel) Stream(ctx context.Context, req ModelRequest, hooks StreamHooks) (Stream, error) {
+func (m clockedModel) Stream(ctx context.Context, req coach.ModelRequest, hooks coach.StreamHooks) (coach.Stream, error) {
 	m.clock.advance(m.open)
 	st, err := m.inner.Stream(ctx, req, hooks)
 	if err != nil {
@@ -44,12 +46,12 @@ func (m clockedModel) Stream(ctx context.Context, req ModelRequest, hooks Stream
 }
 
 type clockedStream struct {
-	Stream
+	coach.Stream
 	clock *stepClock
 	per   time.Duration
 }
 
-func (s clockedStream) Next() (Fragment, error) {
+func (s clockedStream) Next() (coach.Fragment, error) {
 	s.clock.advance(s.per)
 	return s.Stream.Next()
 }
@@ -60,7 +62,7 @@ func TestTimingSplitsGatewayAndModel(t *testing.T) {
 		name    string
 		scripts []script
 		// want is the report's timing and overheads; deltas the deltas it counts.
-		wantTiming            Timing
+		wantTiming            coach.Timing
 		wantFirst, wantTurn   time.Duration
 		wantDeltas            int
 		wantFirstLineObserved bool
@@ -70,16 +72,16 @@ func TestTimingSplitsGatewayAndModel(t *testing.T) {
 			scripts: []script{{frags: []string{"Hel", "lo."}}},
 			// Two fragments and the end: three waits of per after the request's open. The
 			// gateway's time is its writes: each line after the first delta's start.
-			wantTiming: Timing{ModelFirstByte: open + per, ModelToFirstLine: open + per, Model: open + 3*per},
+			wantTiming: coach.Timing{ModelFirstByte: open + per, ModelToFirstLine: open + per, Model: open + 3*per},
 			wantFirst:  0, wantTurn: 3 * write, wantDeltas: 2, wantFirstLineObserved: true,
 		},
 		{
 			name: "a retry before text counts both attempts' waits",
 			scripts: []script{
-				{openErr: &ModelError{Class: "server", Retryable: true, Err: errors.New("503")}},
+				{openErr: &coach.ModelError{Class: "server", Retryable: true, Err: errors.New("503")}},
 				{frags: []string{"Hi."}},
 			},
-			wantTiming: Timing{ModelFirstByte: 2*open + per, ModelToFirstLine: 2*open + per, Model: 2*open + 2*per},
+			wantTiming: coach.Timing{ModelFirstByte: 2*open + per, ModelToFirstLine: 2*open + per, Model: 2*open + 2*per},
 			wantFirst:  0, wantTurn: 2 * write, wantDeltas: 1, wantFirstLineObserved: true,
 		},
 	}
@@ -87,18 +89,18 @@ func TestTimingSplitsGatewayAndModel(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := &stepClock{t: time.Unix(1e9, 0)}
 			fm := &fakeModel{scripts: tt.scripts}
-			svc := NewService(newMemStore(), clockedModel{inner: fm, clock: clock, open: open, per: per},
-				[]Contract{echoContract{}}, testOptions(), nil)
-			svc.now = clock.now
-			sess, err := svc.CreateSession(context.Background(), "", "echo", NewSession{})
+			svc := coach.NewService(newStoreFake(), clockedModel{inner: fm, clock: clock, open: open, per: per},
+				[]coach.Contract{echoContract{}}, testOptions(), nil)
+			svc.SetNow(clock.now)
+			sess, err := svc.CreateSession(context.Background(), "", "echo", coach.NewSession{})
 			if err != nil {
 				t.Fatalf("CreateSession: %v", err)
 			}
-			run, err := svc.StartTurn(context.Background(), "", sess.ID, TurnInput{Message: ptr("hi")})
+			run, err := svc.StartTurn(context.Background(), "", sess.ID, coach.TurnInput{Message: ptr("hi")})
 			if err != nil {
 				t.Fatalf("StartTurn: %v", err)
 			}
-			rep := run.Run(context.Background(), EmitFunc(func(Event) error { clock.advance(write); return nil }))
+			rep := run.Run(context.Background(), coach.EmitFunc(func(coach.Event) error { clock.advance(write); return nil }))
 			if rep.Outcome != "ok" {
 				t.Fatalf("got outcome %q (%v), want ok", rep.Outcome, rep.Err)
 			}

@@ -1,4 +1,4 @@
-package coach
+package coach_test
 
 import (
 	"context"
@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/coachgw/coachgw/internal/coach"
 )
 
 // transcriptLines renders a page compactly: "1 learner {...}", "2 coach card {...}",
 // "3 coach result {...} fallback=false".
-func transcriptLines(page TranscriptPage) string {
+func transcriptLines(page coach.TranscriptPage) string {
 	var b []string
 	for _, e := range page.Entries {
 		switch {
@@ -27,11 +29,11 @@ func transcriptLines(page TranscriptPage) string {
 }
 
 func TestTranscript(t *testing.T) {
-	prelude := []Event{{Type: EventCard, Card: json.RawMessage(`{"type":"level_up"}`), Block: -1}}
+	prelude := []coach.Event{{Type: coach.EventCard, Card: json.RawMessage(`{"type":"level_up"}`), Block: -1}}
 	m := &fakeModel{scripts: []script{
 		{frags: []string{"Fine."}},
-		{openErr: &ModelError{Class: "client", Err: errors.New("400")}}, // a failed turn
-		{frags: []string{"bad"}}, {frags: []string{"worse"}},            // a fallback
+		{openErr: &coach.ModelError{Class: "client", Err: errors.New("400")}}, // a failed turn
+		{frags: []string{"bad"}}, {frags: []string{"worse"}}, // a fallback
 	}}
 	svc, _, sess := newTestService(t, m, testOptions(), fallbackContract{echoContract{prelude: prelude}})
 	ctx := context.Background()
@@ -41,12 +43,12 @@ func TestTranscript(t *testing.T) {
 			t.Fatalf("turn %d lines = %s, want it to end with %s", i+1, l, want)
 		}
 	}
-	if _, err := svc.Update(ctx, "", sess.ID, "echo", json.RawMessage(`{"action":"accept"}`), func(s *Session) (json.RawMessage, error) {
+	if _, err := svc.Update(ctx, "", sess.ID, "echo", json.RawMessage(`{"action":"accept"}`), func(s *coach.Session) (json.RawMessage, error) {
 		return s.State, nil
 	}); err != nil {
 		t.Fatalf("Update: %v", err)
 	}
-	if _, err := svc.Update(ctx, "", sess.ID, "echo", nil, func(s *Session) (json.RawMessage, error) { return s.State, nil }); err != nil {
+	if _, err := svc.Update(ctx, "", sess.ID, "echo", nil, func(s *coach.Session) (json.RawMessage, error) { return s.State, nil }); err != nil {
 		t.Fatalf("Update without input: %v", err)
 	}
 	page, err := svc.Transcript(ctx, "", sess.ID, 0, 0)
@@ -96,11 +98,11 @@ func TestTranscriptArguments(t *testing.T) {
 		field  string
 		err    error
 	}{
-		{"limit too large", sess.ID, 0, MaxTranscriptPage + 1, "limit", nil},
+		{"limit too large", sess.ID, 0, coach.MaxTranscriptPage + 1, "limit", nil},
 		{"negative limit", sess.ID, 0, -1, "limit", nil},
 		{"negative before", sess.ID, -1, 10, "before", nil},
-		{"malformed id", "../x", 0, 10, "", ErrNotFound},
-		{"unknown id", NewID(), 0, 10, "", ErrNotFound},
+		{"malformed id", "../x", 0, 10, "", coach.ErrNotFound},
+		{"unknown id", coach.NewID(), 0, 10, "", coach.ErrNotFound},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := svc.Transcript(ctx, "", tt.id, tt.before, tt.limit)
@@ -110,12 +112,12 @@ func TestTranscriptArguments(t *testing.T) {
 				}
 				return
 			}
-			if e := AsError(err); e.Code != CodeInvalidInput || e.Field != tt.field {
+			if e := coach.AsError(err); e.Code != coach.CodeInvalidInput || e.Field != tt.field {
 				t.Errorf("error = %v (field %q), want invalid_input on %q", err, e.Field, tt.field)
 			}
 		})
 	}
-	if _, err := svc.Transcript(ctx, "someone else", sess.ID, 0, 10); err != ErrNotFound {
+	if _, err := svc.Transcript(ctx, "someone else", sess.ID, 0, 10); err != coach.ErrNotFound {
 		t.Errorf("Transcript by another tenant error = %v, want ErrNotFound", err)
 	}
 }

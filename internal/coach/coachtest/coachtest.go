@@ -1,10 +1,10 @@
 // Package coachtest holds the one set of hand-written fakes of the engine's ports that every
 // package driving a coach.Service in its tests shares: an in-memory coach.Store with the Redis
-// store's lock, version and tenant rules, and a scripted coach.Model. Each package once carried
-// its own copy, and the copies drifted (one let Delete ignore the tenant, another had no Commit
-// version check), so a test could pass against a fake that the real store would refuse. The
-// engine's own tests (package coach) keep fakes of their own: they cannot import this package
-// without an import cycle.
+// store's lock, version and tenant rules, and a scripted coach.Model. There is one in-memory
+// store, held by the conformance suite of package storetest to the rules the real stores are
+// held to, so that no test passes against a fake that the real store would refuse. The engine's
+// own tests use it too, from package coach_test (this package imports coach); what they need
+// beyond the store's rules (faults, counts, a lock taken over) wraps it rather than copying it.
 package coachtest
 
 import (

@@ -1,15 +1,17 @@
 // Package storetest is the conformance suite of coach.Store: the behaviour the engine relies on,
 // checked through the interface alone, so that every store (redisstore on a single server and on
 // a Cluster, and coachtest.MemStore that the engine's tests use) is held to the same rules and
-// the in-memory one cannot drift from the real one unnoticed. The optional interfaces the
-// engine type-asserts (coach.LearnerStore, coach.SafetyAudit with coach.LearnerAudit) are
-// checked when the store has them.
+// the in-memory one cannot drift from the real one unnoticed. The other store ports the engine
+// type-asserts (coach.UsageStore, coach.LearnerStore, coach.LearnerTombstones,
+// coach.LearnerHolds, coach.SafetyAudit with coach.LearnerAudit) are checked when the store has
+// them, and their cases are skipped when it has not.
 package storetest
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -22,7 +24,8 @@ import (
 const ttl = time.Minute
 
 // Run runs the conformance suite, one subtest per rule, each on a new store from newStore. The
-// stores of one run may share a backend: every case uses sessions and learners of its own.
+// stores of one run may share a backend: every case uses sessions and learners of its own, and
+// every budget case a tenant of its own.
 func Run(t *testing.T, newStore func(t *testing.T) coach.Store) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, newStore(t)) })
@@ -244,6 +247,137 @@ var cases = []struct {
 		get(t, s, "globex", otherTenant)
 		wantErr(t, "EraseLearner again", ls.EraseLearner(ctx, "acme", learner), nil)
 	}},
+	{"a learner's hold is the learner's of the tenant, and only its episode's clear ends it", func(t *testing.T, s coach.Store) {
+		lh, ok := s.(coach.LearnerHolds)
+		if !ok {
+			t.Skip("the store keeps no learner holds")
+		}
+		ctx := context.Background()
+		learner := "pupil-" + coach.NewID()
+		since := time.Now().UTC().Truncate(time.Millisecond)
+		wantHold(t, lh, "acme", learner, "")
+		for _, ep := range []string{"episode-1", "episode-2"} {
+			wantErr(t, "HoldLearner", lh.HoldLearner(ctx, "acme", learner, coach.SafetyHold{Hold: true, Since: since, Episode: ep}), nil)
+		}
+		wantErr(t, "ClearLearnerHold of the replaced episode", lh.ClearLearnerHold(ctx, "acme", learner, "episode-1"), nil)
+		if h := wantHold(t, lh, "acme", learner, "episode-2"); h != nil && (!h.Hold || !h.Since.Equal(since)) {
+			t.Errorf("LearnerHold = %+v, want held since %v", h, since)
+		}
+		wantHold(t, lh, "globex", learner, "")
+		wantHold(t, lh, "acme", "other-"+learner, "")
+		wantErr(t, "ClearLearnerHold by another tenant", lh.ClearLearnerHold(ctx, "globex", learner, "episode-2"), nil)
+		wantHold(t, lh, "acme", learner, "episode-2")
+		wantErr(t, "ClearLearnerHold", lh.ClearLearnerHold(ctx, "acme", learner, "episode-2"), nil)
+		wantHold(t, lh, "acme", learner, "")
+		wantErr(t, "ClearLearnerHold of no hold", lh.ClearLearnerHold(ctx, "acme", learner, "episode-2"), nil)
+		ls, ok := s.(coach.LearnerStore)
+		if !ok {
+			return
+		}
+		wantErr(t, "HoldLearner", lh.HoldLearner(ctx, "acme", learner, coach.SafetyHold{Hold: true, Since: since, Episode: "episode-3"}), nil)
+		wantErr(t, "EraseLearner", ls.EraseLearner(ctx, "acme", learner), nil)
+		wantHold(t, lh, "acme", learner, "")
+	}},
+	{"a tombstone tells when the learner of the tenant was last erased", func(t *testing.T, s coach.Store) {
+		ts, ok := s.(coach.LearnerTombstones)
+		if !ok {
+			t.Skip("the store keeps no tombstones")
+		}
+		ctx := context.Background()
+		learner := "pupil-" + coach.NewID()
+		wantErased(t, ts, "acme", learner, time.Time{})
+		first := time.Now().UTC().Truncate(time.Millisecond)
+		wantErr(t, "MarkErased", ts.MarkErased(ctx, "acme", learner, first, ttl), nil)
+		wantErased(t, ts, "acme", learner, first)
+		wantErased(t, ts, "globex", learner, time.Time{})
+		wantErased(t, ts, "acme", "other-"+learner, time.Time{})
+		later := first.Add(time.Minute)
+		wantErr(t, "MarkErased again", ts.MarkErased(ctx, "acme", learner, later, ttl), nil)
+		wantErased(t, ts, "acme", learner, later)
+	}},
+	{"a reservation within the budget comes with the claim, and the commit settles it", func(t *testing.T, s coach.Store) {
+		us := usageStore(t, s)
+		b := newBudget(t, s, us, 100)
+		sess := create(t, s, b.tenant, "")
+		claimed, token := b.reserve(t, sess.ID, "t1", 100, coach.Granted)
+		same(t, claimed, sess)
+		_, _, err := s.Claim(context.Background(), b.tenant, sess.ID, ttl)
+		wantErr(t, "Claim of the reserved session", err, coach.ErrBusy)
+		// The reservation fills the budget until the turn settles what it used.
+		other := create(t, s, b.tenant, "").ID
+		_, busy := b.reserve(t, other, "t2", 1, coach.BudgetBusy)
+		wantErr(t, "Release", s.Release(context.Background(), other, busy), nil)
+		b.settle(t, claimed, token, "t1", 10)
+		_, token = b.reserve(t, other, "t3", 1, coach.Granted)
+		wantErr(t, "Release", s.Release(context.Background(), other, token), nil)
+	}},
+	{"a claim reserving another tenant's or a missing session is not found", func(t *testing.T, s coach.Store) {
+		us := usageStore(t, s)
+		b := newBudget(t, s, us, 100)
+		sess := create(t, s, "acme", "")
+		for _, id := range []string{sess.ID, coach.NewID()} {
+			_, _, _, err := us.ClaimReserving(context.Background(), b.tenant, id, ttl, b.reservation(id, coach.NewID(), 10))
+			wantErr(t, "ClaimReserving", err, coach.ErrNotFound)
+		}
+		claim(t, s, "acme", sess.ID)
+	}},
+	{"a tenant that spent its budget is refused; other tenants and the next day are not", func(t *testing.T, s coach.Store) {
+		us := usageStore(t, s)
+		ctx := context.Background()
+		b := newBudget(t, s, us, 100)
+		sess := create(t, s, b.tenant, "")
+		claimed, token := b.reserve(t, sess.ID, "t1", 10, coach.Granted)
+		b.settle(t, claimed, token, "t1", 100)
+		// The refused reservation still claims the session, for the caller to release.
+		_, token = b.reserve(t, sess.ID, "t2", 10, coach.BudgetSpent)
+		_, _, err := s.Claim(ctx, b.tenant, sess.ID, ttl)
+		wantErr(t, "Claim of a session claimed by a refused reservation", err, coach.ErrBusy)
+		wantErr(t, "ReleaseCharging with no charge", us.ReleaseCharging(ctx, sess.ID, token, nil), nil)
+		// One tenant's spending refuses no one else, nor its own next day.
+		other := newBudget(t, s, us, 100)
+		other.reserve(t, create(t, s, other.tenant, "").ID, "t1", 10, coach.Granted)
+		tomorrow := *b
+		tomorrow.day = b.day.Add(24 * time.Hour)
+		claimed, token = tomorrow.reserve(t, sess.ID, "t3", 10, coach.Granted)
+		commit(t, s, next(claimed), token)
+	}},
+	{"a turn is charged once however often its settlement is sent", func(t *testing.T, s coach.Store) {
+		us := usageStore(t, s)
+		ctx := context.Background()
+		b := newBudget(t, s, us, 100)
+		sess := create(t, s, b.tenant, "")
+		claimed, token := b.reserve(t, sess.ID, "t1", 10, coach.Granted)
+		n := next(claimed)
+		charge := b.usage(sess.ID, "t1", 60)
+		for range 2 {
+			wantErr(t, "Commit", s.Commit(ctx, n, token, coach.CommitExtra{Usage: charge}), nil)
+		}
+		wantErr(t, "ReleaseCharging of the committed turn", us.ReleaseCharging(ctx, sess.ID, token, charge), nil)
+		// Charged once, 60 of 100 leave room; charged twice they would not.
+		claimed, token = b.reserve(t, sess.ID, "t2", 1, coach.Granted)
+		// A commit that conflicts settles all the same: the tokens were spent.
+		wantErr(t, "Commit with a foreign token", s.Commit(ctx, next(claimed), "not-"+token, coach.CommitExtra{Usage: b.usage(sess.ID, "t2", 40)}), coach.ErrConflict)
+		wantErr(t, "Release", s.Release(ctx, sess.ID, token), nil)
+		_, token = b.reserve(t, sess.ID, "t3", 1, coach.BudgetSpent)
+		wantErr(t, "Release", s.Release(ctx, sess.ID, token), nil)
+	}},
+	{"a session's largest attempt raises what its own turns reserve, not other sessions'", func(t *testing.T, s coach.Store) {
+		us := usageStore(t, s)
+		ctx := context.Background()
+		b := newBudget(t, s, us, 540)
+		big := create(t, s, b.tenant, "")
+		claimed, token := b.reserve(t, big.ID, "t1", 10, coach.Granted)
+		charge := b.usage(big.ID, "t1", 50)
+		charge.Largest = 500
+		wantErr(t, "Commit", s.Commit(ctx, next(claimed), token, coach.CommitExtra{Usage: charge}), nil)
+		// Other sessions reserve their own estimates: 50 charged and 20 reserved leave room.
+		for i := range 2 {
+			b.reserve(t, create(t, s, b.tenant, "").ID, fmt.Sprint("small-", i), 10, coach.Granted)
+		}
+		// The big session's turn reserves its largest attempt, 500: 570 fill the budget.
+		b.reserve(t, big.ID, "t2", 10, coach.Granted)
+		b.reserve(t, create(t, s, b.tenant, "").ID, "t3", 10, coach.BudgetBusy)
+	}},
 	{"the safety audit finds and erases one learner's records", func(t *testing.T, s coach.Store) {
 		a, ok := s.(LearnerSafetyAudit)
 		if !ok {
@@ -251,6 +385,89 @@ var cases = []struct {
 		}
 		auditCase(t, a)
 	}},
+}
+
+// wantHold fails t unless the hold of learner of tenant is of episode ("": no hold), and
+// returns it.
+func wantHold(t *testing.T, lh coach.LearnerHolds, tenant, learner, episode string) *coach.SafetyHold {
+	t.Helper()
+	h, err := lh.LearnerHold(context.Background(), tenant, learner)
+	switch {
+	case err != nil:
+		t.Errorf("LearnerHold(%s, %s): %v", tenant, learner, err)
+	case episode == "" && h != nil:
+		t.Errorf("LearnerHold(%s, %s) = %+v, want none", tenant, learner, h)
+	case episode != "" && (h == nil || h.Episode != episode):
+		t.Errorf("LearnerHold(%s, %s) = %+v, want the hold of %s", tenant, learner, h, episode)
+	}
+	return h
+}
+
+// wantErased fails t unless the tombstone of learner of tenant says it was erased at want
+// (zero: no tombstone).
+func wantErased(t *testing.T, ts coach.LearnerTombstones, tenant, learner string, want time.Time) {
+	t.Helper()
+	at, ok, err := ts.ErasedAt(context.Background(), tenant, learner)
+	if err != nil || ok != !want.IsZero() || !at.Equal(want) {
+		t.Errorf("ErasedAt(%s, %s) = %v, %v, %v; want %v, %v", tenant, learner, at, ok, err, want, !want.IsZero())
+	}
+}
+
+// usageStore returns s as a coach.UsageStore, skipping t when it keeps no budgets.
+func usageStore(t *testing.T, s coach.Store) coach.UsageStore {
+	t.Helper()
+	us, ok := s.(coach.UsageStore)
+	if !ok {
+		t.Skip("the store keeps no token budgets")
+	}
+	return us
+}
+
+// budget is a tenant of its own with a daily token budget, so that no other case's turns
+// count against it.
+type budget struct {
+	s      coach.Store
+	us     coach.UsageStore
+	tenant string
+	day    time.Time
+	tokens int64
+}
+
+func newBudget(t *testing.T, s coach.Store, us coach.UsageStore, tokens int64) *budget {
+	t.Helper()
+	return &budget{s: s, us: us, tenant: "budget-" + coach.NewID(), day: time.Now().UTC(), tokens: tokens}
+}
+
+// reservation returns the reservation of turn on session id, estimated at tokens.
+func (b *budget) reservation(id, turn string, tokens int64) coach.Reservation {
+	return coach.Reservation{Turn: turn, Tenant: b.tenant, Day: b.day, Budget: b.tokens, Session: id, Tokens: tokens}
+}
+
+// reserve claims session id reserving tokens for turn, and fails t unless the reservation's
+// answer is want. The session is claimed whatever the answer.
+func (b *budget) reserve(t *testing.T, id, turn string, tokens int64, want coach.Refusal) (*coach.Session, string) {
+	t.Helper()
+	sess, token, refusal, err := b.us.ClaimReserving(context.Background(), b.tenant, id, ttl, b.reservation(id, turn, tokens))
+	if err != nil {
+		t.Fatalf("ClaimReserving of turn %s: %v", turn, err)
+	}
+	if refusal != want {
+		t.Errorf("ClaimReserving of turn %s = refusal %d, want %d", turn, refusal, want)
+	}
+	return sess, token
+}
+
+// usage returns the settlement of turn on session id that charges prompt tokens.
+func (b *budget) usage(id, turn string, prompt int) *coach.TenantUsage {
+	return &coach.TenantUsage{Turn: turn, Tenant: b.tenant, Day: b.day, Usage: coach.Usage{PromptTokens: prompt}, Session: id}
+}
+
+// settle commits the next version of the claimed session, charging prompt tokens to turn.
+func (b *budget) settle(t *testing.T, claimed *coach.Session, token, turn string, prompt int) {
+	t.Helper()
+	if err := b.s.Commit(context.Background(), next(claimed), token, coach.CommitExtra{Usage: b.usage(claimed.ID, turn, prompt)}); err != nil {
+		t.Fatalf("Commit settling turn %s: %v", turn, err)
+	}
 }
 
 // LearnerSafetyAudit is a safety audit that finds and erases one learner's records, as the

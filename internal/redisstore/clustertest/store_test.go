@@ -51,6 +51,10 @@ func TestClusterStore(t *testing.T) {
 	storetest.StoreContract(t, func(t *testing.T) *storetest.Fixture { return newFixture(t, c.url) })
 	t.Run("coach.Store conformance", func(t *testing.T) {
 		coachstoretest.Run(t, func(t *testing.T) coach.Store { return newFixture(t, c.url).Store })
+		coachstoretest.RunAudit(t, func(t *testing.T) coachstoretest.LearnerSafetyAudit {
+			f := newFixture(t, c.url)
+			return redisstore.NewSafetyAudit(f.Client, f.Prefix, time.Hour, 1000)
+		})
 	})
 	storetest.LearnerContract(t, func(t *testing.T) *storetest.Fixture { return newFixture(t, c.url) })
 	t.Run("sessions spread over the masters, each in one slot", func(t *testing.T) {
