@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -464,7 +465,11 @@ func concurrentWriters(t *testing.T, f *Fixture) {
 					}
 					s, token, err := f.Store.Claim(ctx, "acme", id, LongTTL)
 					if errors.Is(err, coach.ErrBusy) {
-						time.Sleep(time.Millisecond) // back off instead of spinning on Redis
+						// Back off instead of spinning on Redis, a few random milliseconds so
+						// that 96 writers do not retry in step: the embedded Redis serves one
+						// command at a time, and under the race detector on a loaded machine
+						// writers retrying every millisecond queue up past the client's timeouts.
+						time.Sleep(time.Duration(1+rand.IntN(8)) * time.Millisecond)
 						continue
 					}
 					if err != nil {
