@@ -48,7 +48,7 @@ func (s *Server) pendingMessage(c echo.Context, entries []coach.TranscriptEntry)
 		return nil
 	}
 	ctx, id := c.Request().Context(), c.Param("id")
-	turn, running, err := s.deps.Turns.Log().Current(ctx, id)
+	turn, running, _, err := s.deps.Turns.Log().Current(ctx, id)
 	if err != nil {
 		logger(c).Warn().Err(err).Str("session", id).Msg("reading the running turn for chat/messages")
 		return nil
