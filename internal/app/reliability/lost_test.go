@@ -262,3 +262,37 @@ func (r *readStream) Close() { r.resp.Body.Close() }
 
 // kinds renders lines as apptest.TurnResponse.Kinds does.
 func kinds(lines []apptest.Line) string { return apptest.TurnResponse{Lines: lines}.Kinds() }
+
+// TestInstanceLeavesAtShutdown checks an instance's liveness key: one per instance, living two
+// thirds of COACH_TURN_LOST_AFTER at a time and kept alive while the instance runs, and gone
+// as soon as it has shut down gracefully, so that a turn it could not finish is found lost at
+// once rather than at the key's expiry.
+func TestInstanceLeavesAtShutdown(t *testing.T) {
+	const lostAfter = 3 * time.Second
+	url := redistest.URL(t)
+	c := redisClient(t, url)
+	prefix := redistest.Prefix(t, url)
+	ctx := context.Background()
+	keys := func() []string {
+		t.Helper()
+		k, err := c.Keys(ctx, prefix+":inst:*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	g := apptest.StartWith(t, apptest.Options{Prefix: prefix, Config: func(c *config.Config) { c.TurnLostAfter = lostAfter }})
+	k := keys()
+	if len(k) != 1 {
+		t.Fatalf("liveness keys of one instance: %v, want one", k)
+	}
+	// Past its first life, the key is still there: the instance refreshed it.
+	time.Sleep(lostAfter)
+	if ttl, err := c.PTTL(ctx, k[0]).Result(); err != nil || ttl <= 0 || ttl > lostAfter*2/3 {
+		t.Errorf("PTTL %s after %v = %v, %v; want it kept alive, at most %v ahead", k[0], lostAfter, ttl, err, lostAfter*2/3)
+	}
+	g.Stop()
+	if k := keys(); len(k) != 0 {
+		t.Errorf("liveness keys after a graceful shutdown: %v, want none", k)
+	}
+}
