@@ -66,8 +66,8 @@ func (s *Server) getCurrentTurn(c echo.Context) error {
 
 // getChatStream is GET /v1/sessions/{id}/chat/stream: the session's running or last turn as a
 // UI message stream from its start (useChat's resume), whose message id is the turn's id (see
-// openUIStream). A turn that ended without being stored is 204, as no turn is, and the replay
-// leaves out what resets already discarded (see chatReplay).
+// openUIStream). A turn that ended without being stored, or was lost with its instance, is 204,
+// as no turn is, and the replay leaves out what resets already discarded (see chatReplay).
 func (s *Server) getChatStream(c echo.Context) error {
 	turn, err := s.currentTurn(c, "")
 	if err != nil {
@@ -75,6 +75,11 @@ func (s *Server) getChatStream(c echo.Context) error {
 	}
 	if turn == "" {
 		return c.NoContent(http.StatusNoContent)
+	}
+	// A turn whose instance died is ended as lost first, so that it is 204 as any turn that
+	// ended in an error, rather than replayed until a reader finds it lost.
+	if _, err := s.deps.Turns.Lost(c.Request().Context(), c.Param("id"), turn); err != nil {
+		return err
 	}
 	plan, err := s.planChatReplay(c.Request().Context(), c.Param("id"), turn)
 	if err != nil {

@@ -26,7 +26,8 @@ import (
 // is then killed with SIGKILL, so nothing of it runs to say goodbye. The reader gets the turn's
 // lines, then one turn_lost error line, within COACH_TURN_LOST_AFTER (plus a generous slack for
 // a shared machine); a resume after those lines gets the same last line; the turn cannot be
-// stopped (404 no_running_turn) and chat/stream has nothing to replay (204); and once the
+// stopped (404 no_running_turn) and chat/stream has nothing to replay (204), nor for lost turns
+// that no reader followed, whose learner message chat/messages no longer shows pending; and once the
 // session's lock has expired (COACH_LOCK_TTL, no longer than the bound) a new turn of the
 // session through instance 2 is answered.
 func TestKilledInstanceTurnIsLost(t *testing.T) {
@@ -89,16 +90,23 @@ func TestKilledInstanceTurnIsLost(t *testing.T) {
 			c.FirstByteTimeout, c.IdleTimeout, c.TurnTimeout = time.Minute, time.Minute, 2*time.Minute
 		},
 	})
-	id := two.Create("toulmin", nil).ID
-
-	turn, err := apptest.OpenStream(turnURL(one, id), apptest.Msg("Cities should ban cars; stall now."))
-	if err != nil {
-		t.Fatal(err)
+	// Three sessions run a turn on instance 1: id's is followed through instance 2; nobody
+	// follows the others', which instance 2 finds lost when asked for chat/stream (replay) and
+	// chat/messages (pending) of their sessions.
+	id, replayed, pending := two.Create("toulmin", nil).ID, two.Create("toulmin", nil).ID, two.Create("toulmin", nil).ID
+	for _, s := range []string{id, replayed, pending} {
+		turn, err := apptest.OpenStream(turnURL(one, s), apptest.Msg("Cities should ban cars; stall now."))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer turn.Close()
+		if l, err := turn.Next(); err != nil || l.Type != "delta" {
+			t.Fatalf("instance 1's turn of %s: first line %+v, %v; want a delta", s, l, err)
+		}
 	}
-	defer turn.Close()
-	if l, err := turn.Next(); err != nil || l.Type != "delta" {
-		t.Fatalf("instance 1's turn: first line %+v, %v; want a delta", l, err)
-	}
+	waitFor(t, "chat/messages on instance 2 shows the pending message of a turn on instance 1", 10*time.Second, func() bool {
+		return chatMessages(t, two, pending) == 1
+	})
 
 	// The turn's log is written in the background: its first line can reach its client before
 	// the log names the turn, and a resume finds no turn (204) until it does.
@@ -182,6 +190,13 @@ read:
 	if code := get(two.URL + "/v1/sessions/" + id + "/chat/stream"); code != http.StatusNoContent {
 		t.Errorf("GET …/chat/stream of the lost turn = %d, want 204", code)
 	}
+	// The turns nobody followed are found lost as they are asked for.
+	if code := get(two.URL + "/v1/sessions/" + replayed + "/chat/stream"); code != http.StatusNoContent {
+		t.Errorf("GET …/chat/stream of a lost turn nobody followed = %d, want 204", code)
+	}
+	if n := chatMessages(t, two, pending); n != 0 {
+		t.Errorf("GET …/chat/messages of a session whose turn was lost shows %d messages, want none pending", n)
+	}
 
 	// The lock of the dead instance's turn expires LockTTL after its last renewal, which was
 	// before the kill; until then a new turn is 409 session_busy.
@@ -197,6 +212,16 @@ read:
 		t.Fatalf("a new turn %v after the kill: %d %s %s; want its result", time.Since(killed).Round(time.Millisecond), next.Status, next.Kinds(), next.Body)
 	}
 	t.Logf("a new turn of the session was answered %v after the kill (COACH_LOCK_TTL=%v)", time.Since(killed).Round(time.Millisecond), lockTTL)
+}
+
+// chatMessages returns how many messages GET …/chat/messages of session id shows.
+func chatMessages(t *testing.T, g *apptest.Gateway, id string) int {
+	t.Helper()
+	var page struct{ Messages []json.RawMessage }
+	if code := g.Call(http.MethodGet, "/v1/sessions/"+id+"/chat/messages", nil, &page); code != http.StatusOK {
+		t.Fatalf("GET …/chat/messages: %d", code)
+	}
+	return len(page.Messages)
 }
 
 // readStream is an NDJSON answer to a GET, read line by line.
