@@ -22,7 +22,7 @@ type Instances interface {
 // before it died, so it is dead at most ttl later, and a reader that waits for lines at most
 // ReadBlock at a time sees that within ttl plus ReadBlock (11/12 of lostAfter), leaving the rest
 // for the round trips. An instance whose refreshes all fail for ttl minus a period (half of
-// lostAfter) is taken for dead.
+// lostAfter) may be taken for dead.
 func Heartbeat(lostAfter time.Duration) (ttl, period time.Duration) {
 	return lostAfter * 2 / 3, lostAfter / 6
 }
