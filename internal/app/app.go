@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
@@ -193,11 +194,19 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 		Observer:     obs,
 		LearnerAudit: auditBatch,
 	})
-	turnLog := redisstore.NewTurnLog(client, cfg.RedisPrefix)
+	// The instance's id is drawn at its start, so that an instance found dead stays dead: a
+	// restart is another instance.
+	instance := rand.Text()
+	instances := redisstore.NewInstances(client, cfg.RedisPrefix)
+	turnLog := redisstore.NewTurnLog(client, cfg.RedisPrefix, instance)
 	running := turns.New(turns.Config{
 		Log: turnLog, ResumeTTL: cfg.ResumeTTL, CancelOnDisconnect: cfg.TurnOnDisconnect == "cancel",
 		MaxPerTenant: cfg.MaxTurnsPerTenant, MaxPerLearner: cfg.MaxTurnsPerLearner, Refused: m.TurnOverTenantCap,
+		Instances: instances, LostAfter: cfg.TurnLostAfter,
 	})
+	if cfg.ResumeTTL > 0 {
+		a.keepAlive(instances, instance, cfg.TurnLostAfter)
+	}
 	a.api = httpapi.New(httpapi.Deps{
 		Service:         svc,
 		Modules:         moduleCatalog{modules},
@@ -228,6 +237,44 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 		}
 	}
 	return a, nil
+}
+
+// keepAlive keeps instance alive in instances (see turns.Heartbeat) until the App closes, which
+// is after Serve has drained its turns; it then lets go at once. The first beat is made before
+// New returns, ahead of any turn; one that fails is logged, and the next period tries again.
+func (a *App) keepAlive(instances *redisstore.Instances, instance string, lostAfter time.Duration) {
+	ttl, period := turns.Heartbeat(lostAfter)
+	beat := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), period)
+		defer cancel()
+		if err := instances.Beat(ctx, instance, ttl); err != nil {
+			a.log.Warn().Err(err).Str("instance", instance).Msg("cannot keep this instance alive in Redis; other instances will find its running turns lost")
+		}
+	}
+	beat()
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(period)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				beat()
+			}
+		}
+	}()
+	a.closers = append(a.closers, func() {
+		close(stop)
+		<-done
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := instances.Leave(ctx, instance); err != nil {
+			a.log.Warn().Err(err).Str("instance", instance).Msg("cannot remove this instance from Redis; it is found dead once its key expires")
+		}
+	})
 }
 
 // redis returns the configured Redis client, or an embedded one when none is configured.

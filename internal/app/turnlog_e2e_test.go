@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/coachgw/coachgw/internal/apptest"
+	"github.com/coachgw/coachgw/internal/config"
 	"github.com/coachgw/coachgw/internal/fakellm"
 )
 
@@ -19,6 +20,9 @@ func TestTurnLogRoundTripsPerBatchNotPerDelta(t *testing.T) {
 	const words, delay = 120, 4 * time.Millisecond
 	g := apptest.StartWith(t, apptest.Options{
 		LLM: fakellm.Options{DelayMin: delay, DelayMax: delay},
+		// The instance's liveness key is set on a timer of its own, once per instance whatever
+		// its turns: a bound of an hour keeps it out of the turn's count.
+		Config: func(c *config.Config) { c.TurnLostAfter = time.Hour },
 	})
 	if g.Config.ResumeTTL <= 0 {
 		t.Fatal("the line log is off by default; this test is about its cost when on")

@@ -93,6 +93,8 @@ const (
 	// CodeTooManyTurns refuses a turn of a tenant that already runs as many turns at once as
 	// it may, turns whose clients left included.
 	CodeTooManyTurns = "too_many_turns"
+	// CodeTurnLost ends, for its readers, a turn whose instance died while it ran.
+	CodeTurnLost = "turn_lost"
 
 	CodeStreamFailed     = "coach_stream_failed"
 	CodeValidationFailed = "coach_validation_failed"
@@ -112,6 +114,10 @@ var (
 	ErrTurnCancelled = Errorf(KindStream, CodeTurnCancelled, "the turn was stopped; nothing was stored")
 	// ErrSessionDeleted ends a turn whose learner was erased while it ran: nothing is stored.
 	ErrSessionDeleted = Errorf(KindStream, CodeSessionDeleted, "the session's learner was erased while the turn ran; nothing was stored")
+	// ErrTurnLost ends, for its readers, a turn whose instance died while it ran. The instance
+	// may have died after the turn's commit, so the message does not claim that nothing was
+	// stored.
+	ErrTurnLost = Errorf(KindStream, CodeTurnLost, "the gateway instance running the turn stopped before the turn ended; the session's transcript shows whether its answer was stored")
 )
 
 // maxEcho is how many characters of a client's input an error message repeats.

@@ -92,7 +92,10 @@ type Config struct {
 	TurnOnDisconnect string
 	// ResumeTTL is COACH_RESUME_TTL: how long after its end a turn's lines are kept for resume;
 	// 0 keeps none (no resume; a stop reaches only the instance's own turns).
-	ResumeTTL       time.Duration
+	ResumeTTL time.Duration
+	// TurnLostAfter is COACH_TURN_LOST_AFTER: how long after its instance dies a running turn
+	// ends, for its readers, with a turn_lost error line.
+	TurnLostAfter   time.Duration
 	MaxBodyBytes    int64         // COACH_MAX_BODY_BYTES
 	BodyReadTimeout time.Duration // COACH_BODY_READ_TIMEOUT: how long a request body may take to arrive
 	MaxMessageChars int           // COACH_MAX_MESSAGE_CHARS
@@ -267,6 +270,7 @@ func Default() Config {
 		ShutdownTimeout:      30 * time.Second,
 		TurnOnDisconnect:     "continue",
 		ResumeTTL:            5 * time.Minute,
+		TurnLostAfter:        15 * time.Second,
 		MaxBodyBytes:         64 << 10,
 		BodyReadTimeout:      15 * time.Second,
 		DowngradeTTL:         10 * time.Minute,
@@ -383,6 +387,7 @@ func Load(getenv func(string) string) (Config, error) {
 		errs = append(errs, fmt.Errorf("COACH_TURN_ON_DISCONNECT=%q: want continue or cancel", c.TurnOnDisconnect))
 	}
 	dur("COACH_RESUME_TTL", &c.ResumeTTL)
+	dur("COACH_TURN_LOST_AFTER", &c.TurnLostAfter)
 	var maxBody int
 	num("COACH_MAX_BODY_BYTES", &maxBody)
 	if maxBody > 0 {
@@ -504,6 +509,9 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.DowngradeTTL < time.Second {
 		errs = append(errs, fmt.Errorf("COACH_DOWNGRADE_TTL must be at least 1s"))
 	}
+	if c.TurnLostAfter <= 0 {
+		errs = append(errs, fmt.Errorf("COACH_TURN_LOST_AFTER=%v: want a positive duration", c.TurnLostAfter))
+	}
 	if c.LockTTL < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("COACH_LOCK_TTL=%v: want at least 100ms (a running turn renews its lock every third of it)", c.LockTTL))
 	}
@@ -543,6 +551,7 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 		Str("responseFormat", c.ResponseFormat).
 		Str("turnOnDisconnect", c.TurnOnDisconnect).
 		Dur("resumeTTL", c.ResumeTTL).
+		Dur("turnLostAfter", c.TurnLostAfter).
 		Dur("firstByteTimeout", c.FirstByteTimeout).
 		Dur("idleTimeout", c.IdleTimeout).
 		Dur("turnTimeout", c.TurnTimeout).

@@ -43,6 +43,8 @@ func TestLoadErrors(t *testing.T) {
 		{"bad format", "COACH_RESPONSE_FORMAT", "xml"},
 		{"bad log level", "COACH_LOG_LEVEL", "loud"},
 		{"lock TTL too short to renew", "COACH_LOCK_TTL", "10ms"},
+		{"turns never lost", "COACH_TURN_LOST_AFTER", "0s"},
+		{"turns lost before they start", "COACH_TURN_LOST_AFTER", "-1s"},
 		{"bad output bound", "COACH_MAX_OUTPUT_BYTES", "lots"},
 		{"no save interval", "COACH_SAVE_INTERVAL", "0s"},
 		{"a transcript of no entries", "COACH_TRANSCRIPT_MAX_ENTRIES", "0"},

@@ -40,7 +40,7 @@ func (s *Server) keepInput(c echo.Context, session, turn string, in coach.TurnIn
 // pendingMessage returns the learner message of the session's running turn, for the newest page
 // of GET …/chat/messages (entries, before 0): nil when no turn runs, when entries already hold
 // the turn (it committed and its pointer has not yet said it ended), or when its input is not
-// kept. A turn that ended without being stored leaves nothing. It is best effort: a failure to
+// kept. A turn that ended without being stored, or was lost with its instance, leaves nothing. It is best effort: a failure to
 // read is logged, and the page is answered without it.
 func (s *Server) pendingMessage(c echo.Context, entries []coach.TranscriptEntry) *uistream.UIMessage {
 	ti := s.deps.Turns.Inputs()
@@ -48,7 +48,7 @@ func (s *Server) pendingMessage(c echo.Context, entries []coach.TranscriptEntry)
 		return nil
 	}
 	ctx, id := c.Request().Context(), c.Param("id")
-	turn, running, err := s.deps.Turns.Log().Current(ctx, id)
+	turn, running, _, err := s.deps.Turns.Log().Current(ctx, id)
 	if err != nil {
 		logger(c).Warn().Err(err).Str("session", id).Msg("reading the running turn for chat/messages")
 		return nil
@@ -60,6 +60,14 @@ func (s *Server) pendingMessage(c echo.Context, entries []coach.TranscriptEntry)
 		if e.Turn == turn {
 			return nil
 		}
+	}
+	// A turn whose instance died will never answer: it is ended as lost here, not shown as
+	// pending until its pointer expires.
+	if lost, err := s.deps.Turns.Lost(ctx, id, turn); err != nil || lost {
+		if err != nil {
+			logger(c).Warn().Err(err).Str("session", id).Str("turn", turn).Msg("checking that the running turn's instance is alive for chat/messages")
+		}
+		return nil
 	}
 	input, err := ti.Input(ctx, id, turn)
 	if err != nil {

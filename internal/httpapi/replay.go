@@ -34,7 +34,7 @@ type chatReplay struct {
 // could miss the last batch of a turn that the pointer then says has ended.
 func (s *Server) planChatReplay(ctx context.Context, session, turn string) (chatReplay, error) {
 	log := s.deps.Turns.Log()
-	cur, running, err := log.Current(ctx, session)
+	cur, running, _, err := log.Current(ctx, session)
 	if err != nil {
 		return chatReplay{}, err
 	}

@@ -16,6 +16,7 @@ const (
 	lineResult = `{"type":"result","result":{"assistantText":"a"},"turn":"t1"}` + "\n"
 	lineError  = `{"type":"error","error":"turn_cancelled","message":"stopped","turn":"t1"}` + "\n"
 	lineCard   = `{"type":"card","card":{"type":"level_up"}}` + "\n"
+	lineLost   = `{"type":"error","error":"turn_lost","message":"gone","turn":"t1"}` + "\n"
 )
 
 // TestChatReplayPlan reads logs as GET …/chat/stream does before it answers: whether the turn
@@ -33,6 +34,8 @@ func TestChatReplayPlan(t *testing.T) {
 		{"crisis stored", []turns.Batch{{Lines: []byte(lineSafety + lineDelta + lineResult), End: true}},
 			chatReplay{ended: true}},
 		{"stopped", []turns.Batch{{Lines: []byte(lineDelta + lineDelta)}, {First: 2, Lines: []byte(lineError), End: true}},
+			chatReplay{ended: true, unstored: true}},
+		{"lost", []turns.Batch{{Lines: []byte(lineDelta + lineDelta)}, {First: 2, Lines: []byte(lineLost), End: true}},
 			chatReplay{ended: true, unstored: true}},
 		{"failed before a line", []turns.Batch{{}, {Lines: []byte(lineError), End: true}},
 			chatReplay{ended: true, unstored: true}},

@@ -18,10 +18,6 @@ const (
 	codeNoRunningTurn = "no_running_turn"
 )
 
-// readBlock is how long one read of a turn's log waits for new lines before the reader checks
-// its own deadline and asks again.
-const readBlock = 5 * time.Second
-
 // currentTurn finds the session's current turn for a resume: the session must be the caller's
 // tenant's (as for GET /v1/sessions/{id}), then its pointer names the turn. want, when not
 // empty, must be that turn. It returns "" when there is no turn to resume.
@@ -35,7 +31,7 @@ func (s *Server) currentTurn(c echo.Context, want string) (string, error) {
 	if log == nil {
 		return "", nil
 	}
-	turn, _, err := log.Current(ctx, id)
+	turn, _, _, err := log.Current(ctx, id)
 	if err != nil {
 		return "", err
 	}
@@ -70,8 +66,8 @@ func (s *Server) getCurrentTurn(c echo.Context) error {
 
 // getChatStream is GET /v1/sessions/{id}/chat/stream: the session's running or last turn as a
 // UI message stream from its start (useChat's resume), whose message id is the turn's id (see
-// openUIStream). A turn that ended without being stored is 204, as no turn is, and the replay
-// leaves out what resets already discarded (see chatReplay).
+// openUIStream). A turn that ended without being stored, or was lost with its instance, is 204,
+// as no turn is, and the replay leaves out what resets already discarded (see chatReplay).
 func (s *Server) getChatStream(c echo.Context) error {
 	turn, err := s.currentTurn(c, "")
 	if err != nil {
@@ -79,6 +75,11 @@ func (s *Server) getChatStream(c echo.Context) error {
 	}
 	if turn == "" {
 		return c.NoContent(http.StatusNoContent)
+	}
+	// A turn whose instance died is ended as lost first, so that it is 204 as any turn that
+	// ended in an error, rather than replayed until a reader finds it lost.
+	if _, err := s.deps.Turns.Lost(c.Request().Context(), c.Param("id"), turn); err != nil {
+		return err
 	}
 	plan, err := s.planChatReplay(c.Request().Context(), c.Param("id"), turn)
 	if err != nil {
@@ -109,9 +110,12 @@ func (s *Server) follow(c echo.Context, turn string, after int64, out coach.Sink
 	defer cancel()
 	raw, _ := out.(*lineWriter)
 	log := s.deps.Turns.Log()
+	// Each read waits at most this long for new lines before the reader checks its deadline
+	// and that the turn is not lost, and asks again.
+	block := s.deps.Turns.ReadBlock()
 	cursor := ""
 	for {
-		batches, err := log.Read(ctx, id, turn, cursor, readBlock)
+		batches, err := log.Read(ctx, id, turn, cursor, block)
 		if err != nil {
 			if ctx.Err() == nil {
 				logger(c).Warn().Err(err).Str("session", id).Str("turn", turn).Msg("reading a turn's lines")
@@ -122,9 +126,15 @@ func (s *Server) follow(c echo.Context, turn string, after int64, out coach.Sink
 			if ctx.Err() != nil {
 				return nil
 			}
-			// Nothing new for a while: a log that is gone (expired, or its instance died
-			// before writing its end) will never end.
-			cur, running, err := log.Current(ctx, id)
+			// Nothing new for a while: a turn whose instance died is ended in its log, with
+			// a turn_lost line that the next read gets, by whichever reader finds it first.
+			if lost, err := s.deps.Turns.Lost(ctx, id, turn); err != nil {
+				logger(c).Warn().Err(err).Str("session", id).Str("turn", turn).Msg("checking that a turn's instance is alive")
+			} else if lost {
+				continue
+			}
+			// A log that is gone (expired) will never end.
+			cur, running, _, err := log.Current(ctx, id)
 			if err != nil || cur != turn || !running {
 				if more, _ := log.Read(ctx, id, turn, cursor, time.Millisecond); len(more) == 0 {
 					return nil
@@ -169,7 +179,8 @@ func (s *Server) follow(c echo.Context, turn string, after int64, out coach.Sink
 
 // deleteCurrentTurn is DELETE /v1/sessions/{id}/turns/current: it stops the session's running
 // turn wherever it runs. The turn ends with a turn_cancelled error line, which every reader
-// gets, and stores nothing.
+// gets, and stores nothing. A turn whose instance died runs nowhere: it is ended as lost
+// (turns.Turns.Lost), and the answer is 404 no_running_turn.
 func (s *Server) deleteCurrentTurn(c echo.Context) error {
 	ctx := c.Request().Context()
 	id := c.Param("id")

@@ -13,7 +13,7 @@ func TestTurnInput(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
 			ctx := context.Background()
-			log := NewTurnLog(f.client, f.prefix)
+			log := NewTurnLog(f.client, f.prefix, "")
 			const session, other = "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"
 			input := `{"message":"Cities should ban cars."}`
 			if got, err := log.Input(ctx, session, "t1"); err != nil || got != nil {

@@ -17,7 +17,8 @@ import (
 //
 // A session has, besides the keys of Store, a current-turn pointer and one log per recent turn:
 //
-//	{prefix}:{<id>}:turn          a hash: id (the turn's) and state (running or ended)
+//	{prefix}:{<id>}:turn          a hash: id (the turn's), state (running or ended) and inst
+//	                              (the id of the instance that runs it, see Instances)
 //	{prefix}:{<id>}:tl:<turn>     a stream: one entry per batch of lines, with members
 //	                              f (the number of lines before it), l (the lines) and, on the
 //	                              turn's last batch, e
@@ -28,23 +29,30 @@ import (
 // batch. Readers follow a log with blocking XREADs. Stops are published on the channel
 // {prefix}:turnstop as "<session> <turn>"; every instance subscribes to it once (Subscribe).
 //
+// A turn whose instance died is ended by EndLost: one script on the session's slot appends the
+// last batch and marks the pointer ended, so that of the readers on every instance that find it
+// lost at once only one ends it.
+//
 // The embedded Redis (miniredis) supports all of it, XREAD BLOCK and pub/sub included; its
 // keys expire on its clock's ticks (embeddedTick) rather than to the millisecond.
 type TurnLog struct {
 	client redis.UniversalClient
 	prefix string
+	// instance is the id of this instance, which the pointer of every turn it runs names.
+	instance string
 }
 
 // logMaxEntries bounds a turn's log: a batch is written at most every 100 ms, so this holds
 // the whole of any turn shorter than about seven minutes; a longer one loses its oldest lines.
 const logMaxEntries = 4096
 
-// NewTurnLog returns the TurnLog of client under prefix (Options.Prefix; "" for the default).
-func NewTurnLog(client redis.UniversalClient, prefix string) *TurnLog {
+// NewTurnLog returns the TurnLog of client under prefix (Options.Prefix; "" for the default) for
+// the turns of instance, the id this instance keeps alive in Instances.
+func NewTurnLog(client redis.UniversalClient, prefix, instance string) *TurnLog {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
-	return &TurnLog{client: client, prefix: prefix}
+	return &TurnLog{client: client, prefix: prefix, instance: instance}
 }
 
 var _ turns.Log = (*TurnLog)(nil)
@@ -69,7 +77,7 @@ func (l *TurnLog) Append(ctx context.Context, session, turn string, first int64,
 			p.PExpire(ctx, key, ttl)
 		}
 		if state != "" {
-			p.HSet(ctx, ptr, "id", turn, "state", state)
+			p.HSet(ctx, ptr, "id", turn, "state", state, "inst", l.instance)
 			p.PExpire(ctx, ptr, ttl)
 		}
 		return nil
@@ -78,14 +86,53 @@ func (l *TurnLog) Append(ctx context.Context, session, turn string, first int64,
 }
 
 // Current reads the session's current-turn pointer.
-func (l *TurnLog) Current(ctx context.Context, session string) (string, bool, error) {
-	v, err := l.client.HMGet(ctx, l.pointerKey(session), "id", "state").Result()
+func (l *TurnLog) Current(ctx context.Context, session string) (string, bool, string, error) {
+	v, err := l.client.HMGet(ctx, l.pointerKey(session), "id", "state", "inst").Result()
 	if err != nil {
-		return "", false, failure("turn log", err)
+		return "", false, "", failure("turn log", err)
 	}
 	id, _ := v[0].(string)
 	state, _ := v[1].(string)
-	return id, state == turns.Running, nil
+	instance, _ := v[2].(string)
+	return id, state == turns.Running, instance, nil
+}
+
+// endLostScript is EndLost. KEYS: the pointer, the turn's log. ARGV: the turn, its instance,
+// the last line, the ttl in milliseconds, logMaxEntries. The last line's number follows the
+// log's last batch (its f and its lines), so that a reader resuming after N lines gets it.
+var endLostScript = redis.NewScript(`
+local p = redis.call('HMGET', KEYS[1], 'id', 'state', 'inst')
+if p[1] ~= ARGV[1] or p[2] ~= 'running' or p[3] ~= ARGV[2] then
+  return 0
+end
+local first = 0
+local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
+if #last > 0 then
+  local fields = last[1][2]
+  for i = 1, #fields, 2 do
+    if fields[i] == 'f' then
+      first = first + tonumber(fields[i + 1])
+    elseif fields[i] == 'l' then
+      local _, n = string.gsub(fields[i + 1], '\n', '')
+      first = first + n
+    end
+  end
+end
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], '*', 'f', first, 'l', ARGV[3], 'e', 1)
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
+redis.call('HSET', KEYS[1], 'state', 'ended')
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1
+`)
+
+// EndLost ends a lost turn (see turns.Log) in one script.
+func (l *TurnLog) EndLost(ctx context.Context, session, turn, instance string, line []byte, ttl time.Duration) (bool, error) {
+	keys := []string{l.pointerKey(session), l.logKey(session, turn)}
+	n, err := endLostScript.Run(ctx, l.client, keys, turn, instance, line, max(ttl, time.Millisecond).Milliseconds(), logMaxEntries).Int()
+	if err != nil {
+		return false, failure("turn log", err)
+	}
+	return n == 1, nil
 }
 
 // Read returns the batches after cursor, blocking up to block (at least a millisecond) for

@@ -17,16 +17,16 @@ func TestTurnLog(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
 			ctx := context.Background()
-			log := NewTurnLog(f.client, f.prefix)
+			log := NewTurnLog(f.client, f.prefix, "")
 			const session, turn = "0123456789abcdef0123456789abcdef", "t1"
 
-			if id, running, err := log.Current(ctx, session); err != nil || id != "" || running {
+			if id, running, _, err := log.Current(ctx, session); err != nil || id != "" || running {
 				t.Fatalf("Current before any turn = %q, %v, %v; want \"\", false, nil", id, running, err)
 			}
 			if err := log.Append(ctx, session, turn, 0, []byte("{\"type\":\"delta\",\"text\":\"a\"}\n{\"type\":\"delta\",\"text\":\"b\"}\n"), turns.Running, time.Minute); err != nil {
 				t.Fatalf("Append: %v", err)
 			}
-			if id, running, err := log.Current(ctx, session); err != nil || id != turn || !running {
+			if id, running, _, err := log.Current(ctx, session); err != nil || id != turn || !running {
 				t.Fatalf("Current while running = %q, %v, %v; want %q, true, nil", id, running, err, turn)
 			}
 			got, err := log.Read(ctx, session, turn, "", 10*time.Millisecond)
@@ -58,7 +58,7 @@ func TestTurnLog(t *testing.T) {
 			case <-time.After(15 * time.Second):
 				t.Fatal("a blocked Read was not woken by the next Append")
 			}
-			if id, running, err := log.Current(ctx, session); err != nil || id != turn || running {
+			if id, running, _, err := log.Current(ctx, session); err != nil || id != turn || running {
 				t.Fatalf("Current after the end = %q, %v, %v; want %q, false, nil", id, running, err, turn)
 			}
 			if bs, err := log.Read(ctx, session, turn, cursor, 50*time.Millisecond); err != nil || len(bs) != 0 {
@@ -74,7 +74,7 @@ func TestTurnLog(t *testing.T) {
 			subCtx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			stops := make(chan [2]string, 1)
-			if err := NewTurnLog(b.dial(t), f.prefix).Subscribe(subCtx, func(s, tn string) { stops <- [2]string{s, tn} }); err != nil {
+			if err := NewTurnLog(b.dial(t), f.prefix, "").Subscribe(subCtx, func(s, tn string) { stops <- [2]string{s, tn} }); err != nil {
 				t.Fatalf("Subscribe: %v", err)
 			}
 			if err := log.Stop(ctx, session, "t2"); err != nil {
@@ -89,7 +89,7 @@ func TestTurnLog(t *testing.T) {
 				t.Fatal("the stop was not delivered")
 			}
 			// Another prefix's stops are not this one's.
-			if err := NewTurnLog(f.client, f.prefix+"-other").Stop(ctx, session, "t3"); err != nil {
+			if err := NewTurnLog(f.client, f.prefix+"-other", "").Stop(ctx, session, "t3"); err != nil {
 				t.Fatal(err)
 			}
 			select {

@@ -18,14 +18,21 @@ type Log interface {
 	// first batch, Ended with the last. The log and the pointer expire ttl after the batch (the
 	// caller passes the turn's whole remaining life while it runs).
 	Append(ctx context.Context, session, turn string, first int64, lines []byte, state string, ttl time.Duration) error
-	// Current returns the session's current turn: its id and whether it still runs; id is ""
-	// when the session has none (or it expired).
-	Current(ctx context.Context, session string) (id string, running bool, err error)
+	// Current returns the session's current turn: its id, whether it still runs and the
+	// instance that runs or ran it ("" when unknown); id is "" when the session has none (or it
+	// expired).
+	Current(ctx context.Context, session string) (id string, running bool, instance string, err error)
 	// Read returns the batches of turn's log after cursor ("" from the start), waiting up to
 	// block for one when there is none yet; none and a nil error when block passed.
 	Read(ctx context.Context, session, turn, cursor string, block time.Duration) ([]Batch, error)
 	// Stop asks every instance to stop turn of session.
 	Stop(ctx context.Context, session, turn string) error
+	// EndLost ends turn of session, whose instance died, for every reader: if the session's
+	// pointer still names turn as running on instance, it appends line, one encoded NDJSON
+	// line, as the log's last batch (numbered after the lines already logged) and marks the
+	// pointer Ended, both to expire ttl later, all at once. It reports whether it did: of any
+	// number of calls, on any instances, one does.
+	EndLost(ctx context.Context, session, turn, instance string, line []byte, ttl time.Duration) (bool, error)
 }
 
 // Batch is one batch of a turn's log.

@@ -2,7 +2,9 @@
 // ports: a turn outlives the client that asked for it, its lines are teed into a Log that every
 // instance reads (resume), and the turns running on this instance are registered so that a stop,
 // asked here or delivered from another instance, finds the turn to cancel, and counted per
-// tenant so that no tenant runs more of them at once than its cap (see Admit).
+// tenant so that no tenant runs more of them at once than its cap (see Admit). A turn whose
+// instance dies cannot end itself: the first reader, or stop, that finds its instance dead
+// (Instances) ends its log for it (Lost).
 //
 // It sits next to package coach and imports it, rather than living inside it: coach runs one
 // turn against its store and model and knows nothing of instances, logs or clients that come
@@ -41,6 +43,10 @@ type Config struct {
 	MaxPerLearner int
 	// Refused, when set, hears of every turn Admit or Admission.Learner refuses, with its tenant.
 	Refused func(tenant string)
+	// Instances tells which instances are alive, so that a turn whose instance died is found
+	// lost (see Lost) within LostAfter (COACH_TURN_LOST_AFTER) of the death; nil finds none.
+	Instances Instances
+	LostAfter time.Duration
 }
 
 // Turns are the turns of one instance.
@@ -68,7 +74,8 @@ func (t *Turns) Log() Log {
 func (t *Turns) StopLocal(session, turn string) { t.running.stop(session, turn) }
 
 // Stop stops the session's running turn wherever it runs: here at once, elsewhere through the
-// log's stop. It reports whether the session had a running turn.
+// log's stop. It reports whether the session had a running turn: a lost one (see Lost) is
+// ended as lost instead, and does not count.
 func (t *Turns) Stop(ctx context.Context, session string) (bool, error) {
 	if turn := t.running.running(session); turn != "" {
 		t.running.stop(session, turn)
@@ -78,8 +85,11 @@ func (t *Turns) Stop(ctx context.Context, session string) (bool, error) {
 	if log == nil {
 		return false, nil
 	}
-	turn, running, err := log.Current(ctx, session)
+	turn, running, instance, err := log.Current(ctx, session)
 	if err != nil || !running {
+		return false, err
+	}
+	if lost, err := t.lost(ctx, session, turn, instance); err != nil || lost {
 		return false, err
 	}
 	if err := log.Stop(ctx, session, turn); err != nil {

@@ -99,11 +99,16 @@ func (m *memLog) Append(_ context.Context, _, _ string, _ int64, lines []byte, s
 	}
 	return nil
 }
-func (m *memLog) Current(context.Context, string) (string, bool, error) { return "", false, nil }
+func (m *memLog) Current(context.Context, string) (string, bool, string, error) {
+	return "", false, "", nil
+}
 func (m *memLog) Read(context.Context, string, string, string, time.Duration) ([]Batch, error) {
 	return nil, nil
 }
 func (m *memLog) Stop(context.Context, string, string) error { return nil }
+func (m *memLog) EndLost(context.Context, string, string, string, []byte, time.Duration) (bool, error) {
+	return false, nil
+}
 
 // TestGoneClientKeepsTheLog checks that a client that is gone neither ends the turn (its
 // errors do not reach the engine) nor costs the log a line, and that with cancel on disconnect

@@ -124,7 +124,7 @@ func contents(ctx context.Context, c redis.Cmdable, key string) (string, error) 
 func learnerTurn(t *testing.T, f *Fixture, tenant, id, text string) {
 	t.Helper()
 	commitTurns(t, f.Store, tenant, id, []coach.TranscriptEntry{Learner(fmt.Sprintf(`{"message":%q}`, text))})
-	log := redisstore.NewTurnLog(f.Client, f.Prefix)
+	log := redisstore.NewTurnLog(f.Client, f.Prefix, "")
 	turn := coach.NewID()[:16]
 	ctx := context.Background()
 	line := []byte(fmt.Sprintf(`{"type":"delta","text":%q}`+"\n", text))
