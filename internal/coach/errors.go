@@ -90,6 +90,9 @@ const (
 	// CodeSessionDeleted ends a turn whose learner was erased while it ran: nothing of it is
 	// stored.
 	CodeSessionDeleted = "session_deleted"
+	// CodeTooManyReaders refuses a resumer of a turn that has as many as it may on the
+	// instance asked (COACH_MAX_READERS_PER_TURN).
+	CodeTooManyReaders = "too_many_readers"
 
 	CodeStreamFailed     = "coach_stream_failed"
 	CodeValidationFailed = "coach_validation_failed"

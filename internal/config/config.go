@@ -146,6 +146,11 @@ type Config struct {
 	// learner reference of a tenant across its sessions, whether the model answers them or the
 	// gateway does (a held session's); 0 turns it off.
 	TurnRateLimit int
+
+	// MaxReadersPerTurn is COACH_MAX_READERS_PER_TURN: resumers of one turn an instance serves
+	// at once, all fed by its one reader of the turn's log; one more is 429 too_many_readers.
+	MaxReadersPerTurn int
+
 	// MaxHeaderBytes (COACH_MAX_HEADER_BYTES) bounds a request's header; MaxConns
 	// (COACH_MAX_CONNS) the connections served at once (0: no cap); MaxConnsPerClient
 	// (COACH_MAX_CONNS_PER_CLIENT) those of one client address, an IPv6 /64 (0: no cap).
@@ -259,6 +264,7 @@ func Default() Config {
 		ShutdownTimeout:      30 * time.Second,
 		TurnOnDisconnect:     "continue",
 		ResumeTTL:            5 * time.Minute,
+		MaxReadersPerTurn:    8,
 		MaxBodyBytes:         64 << 10,
 		BodyReadTimeout:      15 * time.Second,
 		DowngradeTTL:         10 * time.Minute,
@@ -373,6 +379,10 @@ func Load(getenv func(string) string) (Config, error) {
 		errs = append(errs, fmt.Errorf("COACH_TURN_ON_DISCONNECT=%q: want continue or cancel", c.TurnOnDisconnect))
 	}
 	dur("COACH_RESUME_TTL", &c.ResumeTTL)
+	num("COACH_MAX_READERS_PER_TURN", &c.MaxReadersPerTurn)
+	if c.MaxReadersPerTurn < 1 {
+		errs = append(errs, fmt.Errorf("COACH_MAX_READERS_PER_TURN=%d: want at least 1", c.MaxReadersPerTurn))
+	}
 	var maxBody int
 	num("COACH_MAX_BODY_BYTES", &maxBody)
 	if maxBody > 0 {
@@ -531,6 +541,7 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 		Str("responseFormat", c.ResponseFormat).
 		Str("turnOnDisconnect", c.TurnOnDisconnect).
 		Dur("resumeTTL", c.ResumeTTL).
+		Int("maxReadersPerTurn", c.MaxReadersPerTurn).
 		Dur("firstByteTimeout", c.FirstByteTimeout).
 		Dur("idleTimeout", c.IdleTimeout).
 		Dur("turnTimeout", c.TurnTimeout).

@@ -47,6 +47,7 @@ func TestLoadErrors(t *testing.T) {
 		{"no save interval", "COACH_SAVE_INTERVAL", "0s"},
 		{"a transcript of no entries", "COACH_TRANSCRIPT_MAX_ENTRIES", "0"},
 		{"a transcript of no bytes", "COACH_TRANSCRIPT_MAX_BYTES", "0"},
+		{"a turn no one may resume", "COACH_MAX_READERS_PER_TURN", "0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

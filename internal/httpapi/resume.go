@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/turns"
 )
 
 // Codes of the resume and stop routes' errors.
@@ -17,10 +18,6 @@ const (
 	codeTurnNotFound  = "turn_not_found"
 	codeNoRunningTurn = "no_running_turn"
 )
-
-// readBlock is how long one read of a turn's log waits for new lines before the reader checks
-// its own deadline and asks again.
-const readBlock = 5 * time.Second
 
 // currentTurn finds the session's current turn for a resume: the session must be the caller's
 // tenant's (as for GET /v1/sessions/{id}), then its pointer names the turn. want, when not
@@ -63,9 +60,14 @@ func (s *Server) getCurrentTurn(c echo.Context) error {
 	if turn == "" {
 		return c.NoContent(http.StatusNoContent)
 	}
+	f, err := s.deps.Turns.Follow(c.Param("id"), turn)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
 	c.Response().Header().Set(HeaderTurn, turn)
 	s.writeHeader(c)
-	return s.follow(c, turn, after, newLineWriter(c.Response()), nil)
+	return s.follow(c, f, turn, after, newLineWriter(c.Response()), nil)
 }
 
 // getChatStream is GET /v1/sessions/{id}/chat/stream: the session's running or last turn as a
@@ -87,20 +89,28 @@ func (s *Server) getChatStream(c echo.Context) error {
 	if plan.unstored {
 		return c.NoContent(http.StatusNoContent)
 	}
+	f, err := s.deps.Turns.Follow(c.Param("id"), turn)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
 	c.Response().Header().Set(HeaderTurn, turn)
 	w, err := openUIStream(c, turn)
 	if err != nil {
 		return err
 	}
-	return s.follow(c, turn, 0, w, plan.decoder())
+	return s.follow(c, f, turn, 0, w, plan.decoder())
 }
 
 // follow writes the lines of turn's log after the first after to out until the turn's last
 // line, the client's leaving, or the turn's longest life. Raw lines go to a lineWriter as they
-// are (decode is nil then); any other Sink gets them decoded by decode.
-func (s *Server) follow(c echo.Context, turn string, after int64, out coach.Sink, decode func([]byte) (coach.Event, bool)) error {
+// are (decode is nil then); any other Sink gets them decoded by decode. The lines come from f,
+// fed by the turn's one reader on this instance (turns.Turns.Follow, which the caller asks
+// before its stream starts, so that a turn with as many resumers as it may have here is a
+// plain 429); a client that does not take its lines as fast as the turn writes them is
+// dropped, its response ended: it resumes with ?after=N.
+func (s *Server) follow(c echo.Context, f *turns.Follower, turn string, after int64, out coach.Sink, decode func([]byte) (coach.Event, bool)) error {
 	req := c.Request()
-	id := c.Param("id")
 	opts := s.deps.Service.Options()
 	deadline := time.Now().Add(opts.TurnTimeout + writeGrace)
 	rc := http.NewResponseController(c.Response().Writer)
@@ -108,61 +118,42 @@ func (s *Server) follow(c echo.Context, turn string, after int64, out coach.Sink
 	ctx, cancel := context.WithDeadline(req.Context(), deadline)
 	defer cancel()
 	raw, _ := out.(*lineWriter)
-	log := s.deps.Turns.Log()
-	cursor := ""
 	for {
-		batches, err := log.Read(ctx, id, turn, cursor, readBlock)
-		if err != nil {
-			if ctx.Err() == nil {
-				logger(c).Warn().Err(err).Str("session", id).Str("turn", turn).Msg("reading a turn's lines")
+		b, ok := f.Next(ctx)
+		if !ok {
+			if err := f.Err(); err != nil {
+				logger(c).Warn().Err(err).Str("session", c.Param("id")).Str("turn", turn).Msg("following a turn's lines")
 			}
 			return nil
 		}
-		if len(batches) == 0 {
-			if ctx.Err() != nil {
+		n := b.First
+		lines := b.Lines
+		for len(lines) > 0 {
+			i := bytes.IndexByte(lines, '\n')
+			if i < 0 {
+				i = len(lines) - 1
+			}
+			line := lines[:i+1]
+			lines = lines[i+1:]
+			n++
+			if n <= after {
+				continue
+			}
+			var err error
+			if raw != nil {
+				_, err = raw.w.Write(line)
+			} else if e, ok := decode(bytes.TrimSuffix(line, []byte("\n"))); ok {
+				err = out.Emit(e)
+			}
+			if err != nil {
 				return nil
 			}
-			// Nothing new for a while: a log that is gone (expired, or its instance died
-			// before writing its end) will never end.
-			cur, running, err := log.Current(ctx, id)
-			if err != nil || cur != turn || !running {
-				if more, _ := log.Read(ctx, id, turn, cursor, time.Millisecond); len(more) == 0 {
-					return nil
-				}
-			}
-			continue
 		}
-		for _, b := range batches {
-			cursor = b.Cursor
-			n := b.First
-			lines := b.Lines
-			for len(lines) > 0 {
-				i := bytes.IndexByte(lines, '\n')
-				if i < 0 {
-					i = len(lines) - 1
-				}
-				line := lines[:i+1]
-				lines = lines[i+1:]
-				n++
-				if n <= after {
-					continue
-				}
-				var err error
-				if raw != nil {
-					_, err = raw.w.Write(line)
-				} else if e, ok := decode(bytes.TrimSuffix(line, []byte("\n"))); ok {
-					err = out.Emit(e)
-				}
-				if err != nil {
-					return nil
-				}
-			}
-			if err := out.Flush(); err != nil {
-				return nil
-			}
-			if b.End {
-				return nil
-			}
+		if err := out.Flush(); err != nil {
+			return nil
+		}
+		if b.End {
+			return nil
 		}
 	}
 }

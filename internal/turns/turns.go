@@ -12,6 +12,7 @@ package turns
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -31,16 +32,26 @@ type Config struct {
 	// CancelOnDisconnect (COACH_TURN_ON_DISCONNECT=cancel) ends a turn when its client goes
 	// away; otherwise the turn runs to its end.
 	CancelOnDisconnect bool
+	// MaxReadersPerTurn (COACH_MAX_READERS_PER_TURN) is how many resumers of one turn this
+	// instance serves at once (0: DefaultMaxReadersPerTurn); one more gets ErrTooManyReaders.
+	MaxReadersPerTurn int
 }
 
 // Turns are the turns of one instance.
 type Turns struct {
 	cfg     Config
 	running registry
+	readers *hub
 }
 
 // New returns the Turns of cfg.
-func New(cfg Config) *Turns { return &Turns{cfg: cfg} }
+func New(cfg Config) *Turns {
+	t := &Turns{cfg: cfg}
+	if log := t.Log(); log != nil {
+		t.readers = newHub(log, cfg.MaxReadersPerTurn)
+	}
+	return t
+}
 
 // Log returns the log that keeps turns' lines, or nil when turns are not resumable.
 func (t *Turns) Log() Log {
@@ -49,6 +60,20 @@ func (t *Turns) Log() Log {
 	}
 	return t.cfg.Log
 }
+
+// Follow adds a resumer of turn of session: every resumer of a turn on this instance takes its
+// batches from one reader of the turn's log, so that resumers cost the log one blocking read
+// per turn however many they are. It returns ErrTooManyReaders when the turn has
+// MaxReadersPerTurn resumers here already. The caller must Close the Follower. Turns that are
+// not resumable (Log returns nil) have none to follow.
+func (t *Turns) Follow(session, turn string) (*Follower, error) {
+	if t.readers == nil {
+		return nil, errNotResumable
+	}
+	return t.readers.follow(session, turn)
+}
+
+var errNotResumable = errors.New("turns: turns are not resumable here")
 
 // StopLocal stops turn of session if it runs on this instance: what a stop published by any
 // instance (Log.Stop) is delivered to.
