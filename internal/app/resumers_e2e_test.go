@@ -144,6 +144,7 @@ func TestResumersOfOneTurnCannotStarveOthers(t *testing.T) {
 	type resumed struct {
 		status int
 		body   string
+		header http.Header
 		err    error
 	}
 	crowd := make(chan resumed, resumers)
@@ -152,8 +153,8 @@ func TestResumersOfOneTurnCannotStarveOthers(t *testing.T) {
 	for range resumers {
 		go func() {
 			gate.Wait()
-			code, body, _, err := keyed(resumerKeyA, "GET", g.URL+"/v1/sessions/"+sessionA+"/turns/current", nil)
-			crowd <- resumed{code, body, err}
+			code, body, h, err := keyed(resumerKeyA, "GET", g.URL+"/v1/sessions/"+sessionA+"/turns/current", nil)
+			crowd <- resumed{code, body, h, err}
 		}()
 	}
 	gate.Done()
@@ -223,6 +224,9 @@ func TestResumersOfOneTurnCannotStarveOthers(t *testing.T) {
 			}
 		case r.status == http.StatusTooManyRequests && strings.Contains(r.body, `"error":"too_many_readers"`):
 			refused++
+			if got := r.header.Get("Retry-After"); got != "5" {
+				t.Errorf("a refused resumer's Retry-After = %q, want 5", got)
+			}
 		default:
 			t.Errorf("a resumer got %d %s, want 200 or 429 too_many_readers", r.status, r.body)
 		}

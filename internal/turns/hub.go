@@ -10,8 +10,13 @@ import (
 )
 
 // ErrTooManyReaders refuses a resumer of a turn that already has as many on this instance as
-// Config.MaxReadersPerTurn allows.
-var ErrTooManyReaders = coach.Errorf(coach.KindLimited, coach.CodeTooManyReaders, "this turn has as many readers as it may; retry later")
+// Config.MaxReadersPerTurn allows. A place frees when a resumer leaves or the turn ends; its
+// RetryAfter spreads a refused crowd's retries over a read's block rather than letting each
+// ask again at once.
+var ErrTooManyReaders = &coach.Error{
+	Kind: coach.KindLimited, Code: coach.CodeTooManyReaders,
+	Message: "this turn has as many readers on this instance as it may; retry later", RetryAfter: readBlock,
+}
 
 // ErrFellBehind ends a follower that did not take its batches as fast as the turn wrote them:
 // its client can resume from the last line it got.
