@@ -194,15 +194,21 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 		Observer:     obs,
 		LearnerAudit: auditBatch,
 	})
+	readers, err := a.readers(client)
+	if err != nil {
+		return nil, err
+	}
+	readers.AddHook(m.RedisHook())
 	// The instance's id is drawn at its start, so that an instance found dead stays dead: a
 	// restart is another instance.
 	instance := rand.Text()
 	instances := redisstore.NewInstances(client, cfg.RedisPrefix)
-	turnLog := redisstore.NewTurnLog(client, cfg.RedisPrefix, instance)
+	turnLog := redisstore.NewTurnLog(client, cfg.RedisPrefix, instance).WithReaders(readers)
 	running := turns.New(turns.Config{
 		Log: turnLog, ResumeTTL: cfg.ResumeTTL, CancelOnDisconnect: cfg.TurnOnDisconnect == "cancel",
 		MaxPerTenant: cfg.MaxTurnsPerTenant, MaxPerLearner: cfg.MaxTurnsPerLearner, Refused: m.TurnOverTenantCap,
-		Instances: instances, LostAfter: cfg.TurnLostAfter,
+		MaxReadersPerTurn: cfg.MaxReadersPerTurn,
+		Instances:         instances, LostAfter: cfg.TurnLostAfter,
 	})
 	if cfg.ResumeTTL > 0 {
 		a.keepAlive(instances, instance, cfg.TurnLostAfter)
@@ -297,6 +303,30 @@ func (a *App) redis() (redis.UniversalClient, error) {
 	}
 	a.closers = append(a.closers, func() { _ = client.Close() })
 	return client, nil
+}
+
+// readerConns is the pool of the turn log's readers: each distinct turn resumed on this
+// instance holds one of them while its one reader blocks (turns.Turns.Follow). More turns
+// followed at once than this share them, each read waiting for a connection up to the pool's
+// timeout, which is longer than a read's block; a resumer whose wait runs out has its response
+// ended and resumes with ?after=N. The store's own pool, and readiness, are never touched.
+const readerConns = 16
+
+// readers returns the client of the turn log's blocking reads: a second client of the store's
+// Redis (client) with a pool of its own (readerConns).
+func (a *App) readers(client redis.UniversalClient) (redis.UniversalClient, error) {
+	var readers redis.UniversalClient
+	var err error
+	if a.cfg.RedisURL == "" {
+		readers, err = redisstore.ReadersOf(client, readerConns)
+	} else {
+		readers, err = redisstore.OpenReaders(a.cfg.RedisURL, readerConns)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the turn log's readers: %w", err)
+	}
+	a.closers = append(a.closers, func() { _ = readers.Close() })
+	return readers, nil
 }
 
 // tracer returns the tracer of the engine's spans when OpenTelemetry's variables ask for traces,

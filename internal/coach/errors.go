@@ -95,6 +95,9 @@ const (
 	CodeTooManyTurns = "too_many_turns"
 	// CodeTurnLost ends, for its readers, a turn whose instance died while it ran.
 	CodeTurnLost = "turn_lost"
+	// CodeTooManyReaders refuses a resumer of a turn that has as many as it may on the
+	// instance asked (COACH_MAX_READERS_PER_TURN).
+	CodeTooManyReaders = "too_many_readers"
 
 	CodeStreamFailed     = "coach_stream_failed"
 	CodeValidationFailed = "coach_validation_failed"

@@ -157,6 +157,9 @@ type Config struct {
 	// tenant may run at once on one instance, within the tenant's; one more is 429
 	// too_many_turns. 0 turns the bound off.
 	MaxTurnsPerLearner int
+	// MaxReadersPerTurn is COACH_MAX_READERS_PER_TURN: resumers of one turn an instance serves
+	// at once, all fed by its one reader of the turn's log; one more is 429 too_many_readers.
+	MaxReadersPerTurn int
 	// MaxHeaderBytes (COACH_MAX_HEADER_BYTES) bounds a request's header; MaxConns
 	// (COACH_MAX_CONNS) the connections served at once (0: no cap); MaxConnsPerClient
 	// (COACH_MAX_CONNS_PER_CLIENT) those of one client address, an IPv6 /64 (0: no cap).
@@ -271,6 +274,7 @@ func Default() Config {
 		TurnOnDisconnect:     "continue",
 		ResumeTTL:            5 * time.Minute,
 		TurnLostAfter:        15 * time.Second,
+		MaxReadersPerTurn:    8,
 		MaxBodyBytes:         64 << 10,
 		BodyReadTimeout:      15 * time.Second,
 		DowngradeTTL:         10 * time.Minute,
@@ -388,6 +392,10 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	dur("COACH_RESUME_TTL", &c.ResumeTTL)
 	dur("COACH_TURN_LOST_AFTER", &c.TurnLostAfter)
+	num("COACH_MAX_READERS_PER_TURN", &c.MaxReadersPerTurn)
+	if c.MaxReadersPerTurn < 1 {
+		errs = append(errs, fmt.Errorf("COACH_MAX_READERS_PER_TURN=%d: want at least 1", c.MaxReadersPerTurn))
+	}
 	var maxBody int
 	num("COACH_MAX_BODY_BYTES", &maxBody)
 	if maxBody > 0 {
@@ -552,6 +560,7 @@ func (c Config) MarshalZerologObject(e *zerolog.Event) {
 		Str("turnOnDisconnect", c.TurnOnDisconnect).
 		Dur("resumeTTL", c.ResumeTTL).
 		Dur("turnLostAfter", c.TurnLostAfter).
+		Int("maxReadersPerTurn", c.MaxReadersPerTurn).
 		Dur("firstByteTimeout", c.FirstByteTimeout).
 		Dur("idleTimeout", c.IdleTimeout).
 		Dur("turnTimeout", c.TurnTimeout).

@@ -52,6 +52,7 @@ func TestLoadErrors(t *testing.T) {
 		{"negative turns per tenant", "COACH_MAX_TURNS_PER_TENANT", "-1"},
 		{"turns per tenant in words", "COACH_MAX_TURNS_PER_TENANT", "many"},
 		{"negative turns per learner", "COACH_MAX_TURNS_PER_LEARNER", "-1"},
+		{"a turn no one may resume", "COACH_MAX_READERS_PER_TURN", "0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/coachgw/coachgw/internal/coach"
+	"github.com/coachgw/coachgw/internal/turns"
 )
 
 // Codes of the resume and stop routes' errors.
@@ -59,9 +60,14 @@ func (s *Server) getCurrentTurn(c echo.Context) error {
 	if turn == "" {
 		return c.NoContent(http.StatusNoContent)
 	}
+	f, err := s.deps.Turns.Follow(c.Param("id"), turn)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
 	c.Response().Header().Set(HeaderTurn, turn)
 	s.writeHeader(c)
-	return s.follow(c, turn, after, newLineWriter(c.Response()), nil)
+	return s.follow(c, f, turn, after, newLineWriter(c.Response()), nil)
 }
 
 // getChatStream is GET /v1/sessions/{id}/chat/stream: the session's running or last turn as a
@@ -88,20 +94,28 @@ func (s *Server) getChatStream(c echo.Context) error {
 	if plan.unstored {
 		return c.NoContent(http.StatusNoContent)
 	}
+	f, err := s.deps.Turns.Follow(c.Param("id"), turn)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
 	c.Response().Header().Set(HeaderTurn, turn)
 	w, err := openUIStream(c, turn)
 	if err != nil {
 		return err
 	}
-	return s.follow(c, turn, 0, w, plan.decoder())
+	return s.follow(c, f, turn, 0, w, plan.decoder())
 }
 
 // follow writes the lines of turn's log after the first after to out until the turn's last
 // line, the client's leaving, or the turn's longest life. Raw lines go to a lineWriter as they
-// are (decode is nil then); any other Sink gets them decoded by decode.
-func (s *Server) follow(c echo.Context, turn string, after int64, out coach.Sink, decode func([]byte) (coach.Event, bool)) error {
+// are (decode is nil then); any other Sink gets them decoded by decode. The lines come from f,
+// fed by the turn's one reader on this instance (turns.Turns.Follow, which the caller asks
+// before its stream starts, so that a turn with as many resumers as it may have here is a
+// plain 429); a client that does not take its lines as fast as the turn writes them is
+// dropped, its response ended: it resumes with ?after=N.
+func (s *Server) follow(c echo.Context, f *turns.Follower, turn string, after int64, out coach.Sink, decode func([]byte) (coach.Event, bool)) error {
 	req := c.Request()
-	id := c.Param("id")
 	opts := s.deps.Service.Options()
 	deadline := time.Now().Add(opts.TurnTimeout + writeGrace)
 	rc := http.NewResponseController(c.Response().Writer)
@@ -109,70 +123,42 @@ func (s *Server) follow(c echo.Context, turn string, after int64, out coach.Sink
 	ctx, cancel := context.WithDeadline(req.Context(), deadline)
 	defer cancel()
 	raw, _ := out.(*lineWriter)
-	log := s.deps.Turns.Log()
-	// Each read waits at most this long for new lines before the reader checks its deadline
-	// and that the turn is not lost, and asks again.
-	block := s.deps.Turns.ReadBlock()
-	cursor := ""
 	for {
-		batches, err := log.Read(ctx, id, turn, cursor, block)
-		if err != nil {
-			if ctx.Err() == nil {
-				logger(c).Warn().Err(err).Str("session", id).Str("turn", turn).Msg("reading a turn's lines")
+		b, ok := f.Next(ctx)
+		if !ok {
+			if err := f.Err(); err != nil {
+				logger(c).Warn().Err(err).Str("session", c.Param("id")).Str("turn", turn).Msg("following a turn's lines")
 			}
 			return nil
 		}
-		if len(batches) == 0 {
-			if ctx.Err() != nil {
-				return nil
+		n := b.First
+		lines := b.Lines
+		for len(lines) > 0 {
+			i := bytes.IndexByte(lines, '\n')
+			if i < 0 {
+				i = len(lines) - 1
 			}
-			// Nothing new for a while: a turn whose instance died is ended in its log, with
-			// a turn_lost line that the next read gets, by whichever reader finds it first.
-			if lost, err := s.deps.Turns.Lost(ctx, id, turn); err != nil {
-				logger(c).Warn().Err(err).Str("session", id).Str("turn", turn).Msg("checking that a turn's instance is alive")
-			} else if lost {
+			line := lines[:i+1]
+			lines = lines[i+1:]
+			n++
+			if n <= after {
 				continue
 			}
-			// A log that is gone (expired) will never end.
-			cur, running, _, err := log.Current(ctx, id)
-			if err != nil || cur != turn || !running {
-				if more, _ := log.Read(ctx, id, turn, cursor, time.Millisecond); len(more) == 0 {
-					return nil
-				}
+			var err error
+			if raw != nil {
+				_, err = raw.w.Write(line)
+			} else if e, ok := decode(bytes.TrimSuffix(line, []byte("\n"))); ok {
+				err = out.Emit(e)
 			}
-			continue
+			if err != nil {
+				return nil
+			}
 		}
-		for _, b := range batches {
-			cursor = b.Cursor
-			n := b.First
-			lines := b.Lines
-			for len(lines) > 0 {
-				i := bytes.IndexByte(lines, '\n')
-				if i < 0 {
-					i = len(lines) - 1
-				}
-				line := lines[:i+1]
-				lines = lines[i+1:]
-				n++
-				if n <= after {
-					continue
-				}
-				var err error
-				if raw != nil {
-					_, err = raw.w.Write(line)
-				} else if e, ok := decode(bytes.TrimSuffix(line, []byte("\n"))); ok {
-					err = out.Emit(e)
-				}
-				if err != nil {
-					return nil
-				}
-			}
-			if err := out.Flush(); err != nil {
-				return nil
-			}
-			if b.End {
-				return nil
-			}
+		if err := out.Flush(); err != nil {
+			return nil
+		}
+		if b.End {
+			return nil
 		}
 	}
 }

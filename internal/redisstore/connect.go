@@ -43,6 +43,40 @@ func Open(rawURL string) (redis.UniversalClient, error) {
 	return t.bounded().client(), nil
 }
 
+// OpenReaders returns a second client of rawURL, as Open does, with a pool of its own of size
+// connections (per node, for a cluster): the client of the turn log's blocking reads
+// (TurnLog.WithReaders). A blocking XREAD holds its connection for as long as it waits, so on
+// the store's client enough of them would take every connection the sessions need; on a pool of
+// their own, more reads than connections wait for one (up to the pool's timeout, longer than a
+// read's block), and only the readers do.
+func OpenReaders(rawURL string, size int) (redis.UniversalClient, error) {
+	t, err := parseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case t.failover != nil:
+		t.failover.PoolSize = size
+	case t.cluster != nil:
+		t.cluster.PoolSize = size
+	default:
+		t.single.PoolSize = size
+	}
+	return t.bounded().client(), nil
+}
+
+// ReadersOf is OpenReaders for a client of the embedded Redis (Embedded, StartSaved): a second
+// client of the same server with the same options and a pool of size connections.
+func ReadersOf(client redis.UniversalClient, size int) (redis.UniversalClient, error) {
+	c, ok := client.(*redis.Client)
+	if !ok {
+		return nil, fmt.Errorf("redisstore: readers of a %T: want the embedded Redis's client", client)
+	}
+	o := *c.Options()
+	o.PoolSize = size
+	return redis.NewClient(&o), nil
+}
+
 // DefaultTimeout bounds every exchange with Redis that the client makes on its own (dialling,
 // reading a reply, writing a command) unless the URL sets its own. Store also gives each operation a deadline of Options.Timeout (which is usually the
 // shorter), so that a Redis that stops answering (paused, partitioned) gets a

@@ -26,7 +26,8 @@ import (
 // Both share the session's hash tag, so a batch and the pointer are written in one pipeline to
 // one node. Each Append is that one round trip: XADD (trimmed to about logMaxEntries entries)
 // and PEXPIRE of the log, with HSET and PEXPIRE of the pointer on a turn's first and last
-// batch. Readers follow a log with blocking XREADs. Stops are published on the channel
+// batch. Readers follow a log with blocking XREADs, on a client of their own (WithReaders) so
+// that however long they block they never hold a connection the session store needs. Stops are published on the channel
 // {prefix}:turnstop as "<session> <turn>"; every instance subscribes to it once (Subscribe).
 //
 // A turn whose instance died is ended by EndLost: one script on the session's slot appends the
@@ -37,7 +38,9 @@ import (
 // keys expire on its clock's ticks (embeddedTick) rather than to the millisecond.
 type TurnLog struct {
 	client redis.UniversalClient
-	prefix string
+	// readers is the client of Read: client unless WithReaders gave one of its own.
+	readers redis.UniversalClient
+	prefix  string
 	// instance is the id of this instance, which the pointer of every turn it runs names.
 	instance string
 }
@@ -52,7 +55,15 @@ func NewTurnLog(client redis.UniversalClient, prefix, instance string) *TurnLog 
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
-	return &TurnLog{client: client, prefix: prefix, instance: instance}
+	return &TurnLog{client: client, readers: client, prefix: prefix, instance: instance}
+}
+
+// WithReaders returns a TurnLog like l whose Read blocks on readers (see OpenReaders), while its
+// writes, Current, Stop and Subscribe stay on l's client.
+func (l *TurnLog) WithReaders(readers redis.UniversalClient) *TurnLog {
+	c := *l
+	c.readers = readers
+	return &c
 }
 
 var _ turns.Log = (*TurnLog)(nil)
@@ -141,7 +152,7 @@ func (l *TurnLog) Read(ctx context.Context, session, turn, cursor string, block 
 	if cursor == "" {
 		cursor = "0"
 	}
-	res, err := l.client.XRead(ctx, &redis.XReadArgs{
+	res, err := l.readers.XRead(ctx, &redis.XReadArgs{
 		Streams: []string{l.logKey(session, turn), cursor}, Count: 256, Block: max(block, time.Millisecond),
 	}).Result()
 	if errors.Is(err, redis.Nil) {

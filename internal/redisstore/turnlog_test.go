@@ -2,8 +2,11 @@ package redisstore
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/coachgw/coachgw/internal/turns"
 )
@@ -96,6 +99,91 @@ func TestTurnLog(t *testing.T) {
 			case got := <-stops:
 				t.Errorf("a stop under another prefix was delivered: %q", got)
 			case <-time.After(200 * time.Millisecond):
+			}
+		})
+	}
+}
+
+// TestTurnLogReadsOnTheirOwnConnections attacks the store's pool from the readers' side: with
+// the store's client and the readers' each of one connection, two blocking reads at once never
+// take the store's connection (Current answers while they block), and the second read waits
+// for the readers' one connection rather than failing: both get their batch.
+func TestTurnLogReadsOnTheirOwnConnections(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			store, err := ReadersOf(f.client, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			readers, err := ReadersOf(f.client, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer readers.Close()
+			log := NewTurnLog(store, f.prefix, "i1").WithReaders(readers)
+			ctx := context.Background()
+			const session = "0123456789abcdef0123456789abcdef"
+
+			type read struct {
+				batches []turns.Batch
+				err     error
+			}
+			done := make(chan read, 2)
+			for _, turn := range []string{"t1", "t2"} {
+				go func() {
+					got, err := log.Read(ctx, session, turn, "", 5*time.Second)
+					done <- read{got, err}
+				}()
+			}
+			time.Sleep(100 * time.Millisecond) // the reads block
+			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			_, _, _, err = log.Current(cctx, session)
+			cancel()
+			if err != nil {
+				t.Errorf("Current while two reads block: %v, want an answer on the store's own connection", err)
+			}
+			for _, turn := range []string{"t1", "t2"} {
+				if err := log.Append(ctx, session, turn, 0, []byte("{\"type\":\"delta\",\"text\":\""+turn+"\"}\n"), turns.Running, time.Minute); err != nil {
+					t.Fatalf("Append: %v", err)
+				}
+			}
+			for range 2 {
+				r := <-done
+				if r.err != nil || len(r.batches) != 1 {
+					t.Errorf("a read sharing the readers' one connection = %+v, %v; want its batch", r.batches, r.err)
+				}
+			}
+		})
+	}
+}
+
+// TestOpenReaders checks that the readers' client keeps the URL's options but its pool size.
+func TestOpenReaders(t *testing.T) {
+	tests := []struct {
+		name, url string
+		// options describes the client's pool size and, where it has one, its database.
+		options func(redis.UniversalClient) string
+		want    string
+	}{
+		{"redis", "redis://127.0.0.1:6379/11?pool_size=20", func(c redis.UniversalClient) string {
+			o := c.(*redis.Client).Options()
+			return fmt.Sprintf("pool %d, db %d", o.PoolSize, o.DB)
+		}, "pool 3, db 11"},
+		{"cluster", "redis+cluster://127.0.0.1:7000,127.0.0.1:7001?pool_size=20", func(c redis.UniversalClient) string {
+			return fmt.Sprintf("pool %d", c.(*redis.ClusterClient).Options().PoolSize)
+		}, "pool 3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := OpenReaders(tt.url, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if got := tt.options(c); got != tt.want {
+				t.Errorf("OpenReaders(%q, 3): got %s, want %s", tt.url, got, tt.want)
 			}
 		})
 	}

@@ -15,6 +15,7 @@ package turns
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -47,6 +48,9 @@ type Config struct {
 	// lost (see Lost) within LostAfter (COACH_TURN_LOST_AFTER) of the death; nil finds none.
 	Instances Instances
 	LostAfter time.Duration
+	// MaxReadersPerTurn (COACH_MAX_READERS_PER_TURN) is how many resumers of one turn this
+	// instance serves at once (0: DefaultMaxReadersPerTurn); one more gets ErrTooManyReaders.
+	MaxReadersPerTurn int
 }
 
 // Turns are the turns of one instance.
@@ -56,10 +60,17 @@ type Turns struct {
 	perTenant tenantCounts
 	// perLearner counts by tenant and learner reference.
 	perLearner tenantCounts
+	readers    *hub
 }
 
 // New returns the Turns of cfg.
-func New(cfg Config) *Turns { return &Turns{cfg: cfg} }
+func New(cfg Config) *Turns {
+	t := &Turns{cfg: cfg}
+	if log := t.Log(); log != nil {
+		t.readers = newHub(log, cfg.MaxReadersPerTurn, t.ReadBlock(), t.lost)
+	}
+	return t
+}
 
 // Log returns the log that keeps turns' lines, or nil when turns are not resumable.
 func (t *Turns) Log() Log {
@@ -68,6 +79,20 @@ func (t *Turns) Log() Log {
 	}
 	return t.cfg.Log
 }
+
+// Follow adds a resumer of turn of session: every resumer of a turn on this instance takes its
+// batches from one reader of the turn's log, so that resumers cost the log one blocking read
+// per turn however many they are. It returns ErrTooManyReaders when the turn has
+// MaxReadersPerTurn resumers here already. The caller must Close the Follower. Turns that are
+// not resumable (Log returns nil) have none to follow.
+func (t *Turns) Follow(session, turn string) (*Follower, error) {
+	if t.readers == nil {
+		return nil, errNotResumable
+	}
+	return t.readers.follow(session, turn)
+}
+
+var errNotResumable = errors.New("turns: turns are not resumable here")
 
 // StopLocal stops turn of session if it runs on this instance: what a stop published by any
 // instance (Log.Stop) is delivered to.
