@@ -22,10 +22,14 @@ import (
 //	                              f (the number of lines before it), l (the lines) and, on the
 //	                              turn's last batch, e
 //
-// Both share the session's hash tag, so a batch and the pointer are written in one pipeline to
-// one node. Each Append is that one round trip: XADD (trimmed to about logMaxEntries entries)
-// and PEXPIRE of the log, with HSET and PEXPIRE of the pointer on a turn's first and last
-// batch. Readers follow a log with blocking XREADs. Stops are published on the channel
+// Both share the session's hash tag (as does the turn's learner input), so a batch, the
+// pointer and the input are written in one pipeline to one node. Each Append is that one round
+// trip: a turn's first batch is XADD and PEXPIRE of the log, HSET and PEXPIRE of the pointer and
+// SET of the input (five commands), its last XADD, HSET and the two PEXPIREs that shorten the
+// expiry to the resume TTL (four), and every batch between them a bare XADD: a running log
+// expires with its turn's whole life, set once. The log's size is bounded by its writer
+// (internal/turns), which keeps a turn's first lines, so the XADD does not trim. Readers follow
+// a log with blocking XREADs. Stops are published on the channel
 // {prefix}:turnstop as "<session> <turn>"; every instance subscribes to it once (Subscribe).
 //
 // The embedded Redis (miniredis) supports all of it, XREAD BLOCK and pub/sub included; its
@@ -34,10 +38,6 @@ type TurnLog struct {
 	client redis.UniversalClient
 	prefix string
 }
-
-// logMaxEntries bounds a turn's log: a batch is written at most every 100 ms, so this holds
-// the whole of any turn shorter than about seven minutes; a longer one loses its oldest lines.
-const logMaxEntries = 4096
 
 // NewTurnLog returns the TurnLog of client under prefix (Options.Prefix; "" for the default).
 func NewTurnLog(client redis.UniversalClient, prefix string) *TurnLog {
@@ -55,22 +55,30 @@ func (l *TurnLog) logKey(session, turn string) string {
 }
 func (l *TurnLog) channel() string { return l.prefix + ":turnstop" }
 
-// Append writes one batch (see turns.Log) in one round trip.
-func (l *TurnLog) Append(ctx context.Context, session, turn string, first int64, lines []byte, state string, ttl time.Duration) error {
-	key, ptr := l.logKey(session, turn), l.pointerKey(session)
-	end := state == turns.Ended
-	_, err := l.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		if len(lines) > 0 || end {
-			values := []any{"f", first, "l", lines}
-			if end {
-				values = append(values, "e", 1)
-			}
-			p.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: logMaxEntries, Approx: true, Values: values})
-			p.PExpire(ctx, key, ttl)
+// Append writes one batch (see turns.Write) in one round trip. A write with a State always adds
+// an entry, empty or not, so that the log exists, and has its expiry, before the writes between
+// the first and the last, which add an entry and nothing else.
+func (l *TurnLog) Append(ctx context.Context, session, turn string, w turns.Write) error {
+	key := l.logKey(session, turn)
+	values := []any{"f", w.First, "l", w.Lines}
+	if w.State == turns.Ended {
+		values = append(values, "e", 1)
+	}
+	xadd := &redis.XAddArgs{Stream: key, Values: values}
+	if w.State == "" {
+		if len(w.Lines) == 0 {
+			return nil
 		}
-		if state != "" {
-			p.HSet(ctx, ptr, "id", turn, "state", state)
-			p.PExpire(ctx, ptr, ttl)
+		return wrapErr(l.client.XAdd(ctx, xadd).Err())
+	}
+	_, err := l.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.XAdd(ctx, xadd)
+		p.PExpire(ctx, key, w.TTL)
+		ptr := l.pointerKey(session)
+		p.HSet(ctx, ptr, "id", turn, "state", w.State)
+		p.PExpire(ctx, ptr, w.TTL)
+		if w.Input != nil {
+			p.Set(ctx, l.inputKey(session, turn), w.Input, w.TTL)
 		}
 		return nil
 	})
