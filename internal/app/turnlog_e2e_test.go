@@ -16,7 +16,9 @@ import (
 // 250 ms, and its last make the rest. A log that appended per line, per 100 ms, or with its own
 // round trip for the input would fail.
 func TestTurnLogRoundTripsPerBatchNotPerDelta(t *testing.T) {
-	const words, delay = 120, 4 * time.Millisecond
+	// The bench's model stream: 150 chunks 10 ms apart, a turn of 1.5 s, long enough that a log
+	// writing per 100 ms window exceeds the bound.
+	const words, delay = 150, 10 * time.Millisecond
 	g := apptest.StartWith(t, apptest.Options{
 		LLM: fakellm.Options{DelayMin: delay, DelayMax: delay},
 	})
