@@ -87,6 +87,9 @@ const (
 	CodeInternal         = "internal"
 	// CodeTurnCancelled ends a turn that was stopped (DELETE …/turns/current).
 	CodeTurnCancelled = "turn_cancelled"
+	// CodeTurnLogTruncated ends a resumed turn whose log could not keep all of its lines (see
+	// docs/operations.md): the live stream never has it.
+	CodeTurnLogTruncated = "turn_log_truncated"
 	// CodeSessionDeleted ends a turn whose learner was erased while it ran: nothing of it is
 	// stored.
 	CodeSessionDeleted = "session_deleted"

@@ -108,8 +108,9 @@ func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open ope
 		run.Abort()
 		return err
 	}
-	sink := tr.Sink(w, s.deps.Service.Options().TurnTimeout+writeGrace, logger(c))
-	s.keepInput(c, id, turnID, in)
+	// The learner's input goes out with the log's first batch, for chat/messages' pending
+	// message (see pendingMessage).
+	sink := tr.Sink(w, s.deps.Service.Options().TurnTimeout+writeGrace, &in, logger(c))
 	rep := run.Run(tr.Context(), limitsSink{Sink: sink, limits: s.limits(run.Session().Contract)})
 	timingTrailer(c.Response().Header(), rep)
 

@@ -4,10 +4,13 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/coachgw/coachgw/internal/turns"
 )
 
-// TestTurnInput keeps a running turn's input and reads it back, on the real Redis and the
-// embedded one: per turn, absent before it is kept and for another turn or session.
+// TestTurnInput keeps a running turn's input with its log's first batch and reads it back, on
+// the real Redis and the embedded one: per turn, absent before it is kept and for another turn
+// or session.
 func TestTurnInput(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
@@ -17,10 +20,10 @@ func TestTurnInput(t *testing.T) {
 			const session, other = "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"
 			input := `{"message":"Cities should ban cars."}`
 			if got, err := log.Input(ctx, session, "t1"); err != nil || got != nil {
-				t.Fatalf("Input before KeepInput = %q, %v; want nil, nil", got, err)
+				t.Fatalf("Input before the first batch = %q, %v; want nil, nil", got, err)
 			}
-			if err := log.KeepInput(ctx, session, "t1", []byte(input), time.Minute); err != nil {
-				t.Fatalf("KeepInput: %v", err)
+			if err := log.Append(ctx, session, "t1", turns.Write{State: turns.Running, TTL: time.Minute, Input: []byte(input)}); err != nil {
+				t.Fatalf("Append: %v", err)
 			}
 			tests := []struct {
 				session, turn, want string

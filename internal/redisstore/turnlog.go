@@ -23,11 +23,16 @@ import (
 //	                              f (the number of lines before it), l (the lines) and, on the
 //	                              turn's last batch, e
 //
-// Both share the session's hash tag, so a batch and the pointer are written in one pipeline to
-// one node. Each Append is that one round trip: XADD (trimmed to about logMaxEntries entries)
-// and PEXPIRE of the log, with HSET and PEXPIRE of the pointer on a turn's first and last
-// batch. Readers follow a log with blocking XREADs, on a client of their own (WithReaders) so
-// that however long they block they never hold a connection the session store needs. Stops are published on the channel
+// Both share the session's hash tag (as does the turn's learner input), so a batch, the
+// pointer and the input are written in one pipeline to one node. Each Append is that one round
+// trip: a turn's first batch is XADD and PEXPIRE of the log, HSET and PEXPIRE of the pointer and
+// SET of the input (five commands), its last XADD, HSET and the two PEXPIREs that shorten the
+// expiry to the resume TTL (four), and every batch between them a bare XADD: a running log
+// expires with its turn's whole life, set once. The log's size is bounded by its writer
+// (internal/turns), which keeps a turn's first lines, so the XADD does not trim. Readers follow
+// a log with blocking XREADs, on a client of their own (WithReaders) so that however long they
+// block they never hold a connection the session store needs. Stops are published on the
+// channel
 // {prefix}:turnstop as "<session> <turn>"; every instance subscribes to it once (Subscribe).
 //
 // A turn whose instance died is ended by EndLost: one script on the session's slot appends the
@@ -44,10 +49,6 @@ type TurnLog struct {
 	// instance is the id of this instance, which the pointer of every turn it runs names.
 	instance string
 }
-
-// logMaxEntries bounds a turn's log: a batch is written at most every 100 ms, so this holds
-// the whole of any turn shorter than about seven minutes; a longer one loses its oldest lines.
-const logMaxEntries = 4096
 
 // NewTurnLog returns the TurnLog of client under prefix (Options.Prefix; "" for the default) for
 // the turns of instance, the id this instance keeps alive in Instances.
@@ -74,22 +75,30 @@ func (l *TurnLog) logKey(session, turn string) string {
 }
 func (l *TurnLog) channel() string { return l.prefix + ":turnstop" }
 
-// Append writes one batch (see turns.Log) in one round trip.
-func (l *TurnLog) Append(ctx context.Context, session, turn string, first int64, lines []byte, state string, ttl time.Duration) error {
-	key, ptr := l.logKey(session, turn), l.pointerKey(session)
-	end := state == turns.Ended
-	_, err := l.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		if len(lines) > 0 || end {
-			values := []any{"f", first, "l", lines}
-			if end {
-				values = append(values, "e", 1)
-			}
-			p.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: logMaxEntries, Approx: true, Values: values})
-			p.PExpire(ctx, key, ttl)
+// Append writes one batch (see turns.Write) in one round trip. A write with a State always adds
+// an entry, empty or not, so that the log exists, and has its expiry, before the writes between
+// the first and the last, which add an entry and nothing else.
+func (l *TurnLog) Append(ctx context.Context, session, turn string, w turns.Write) error {
+	key := l.logKey(session, turn)
+	values := []any{"f", w.First, "l", w.Lines}
+	if w.State == turns.Ended {
+		values = append(values, "e", 1)
+	}
+	xadd := &redis.XAddArgs{Stream: key, Values: values}
+	if w.State == "" {
+		if len(w.Lines) == 0 {
+			return nil
 		}
-		if state != "" {
-			p.HSet(ctx, ptr, "id", turn, "state", state, "inst", l.instance)
-			p.PExpire(ctx, ptr, ttl)
+		return wrapErr(l.client.XAdd(ctx, xadd).Err())
+	}
+	_, err := l.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.XAdd(ctx, xadd)
+		p.PExpire(ctx, key, w.TTL)
+		ptr := l.pointerKey(session)
+		p.HSet(ctx, ptr, "id", turn, "state", w.State, "inst", l.instance)
+		p.PExpire(ctx, ptr, w.TTL)
+		if w.Input != nil {
+			p.Set(ctx, l.inputKey(session, turn), w.Input, w.TTL)
 		}
 		return nil
 	})
@@ -109,7 +118,7 @@ func (l *TurnLog) Current(ctx context.Context, session string) (string, bool, st
 }
 
 // endLostScript is EndLost. KEYS: the pointer, the turn's log. ARGV: the turn, its instance,
-// the last line, the ttl in milliseconds, logMaxEntries. The last line's number follows the
+// the last line, the ttl in milliseconds. The last line's number follows the
 // log's last batch (its f and its lines), so that a reader resuming after N lines gets it.
 var endLostScript = redis.NewScript(`
 local p = redis.call('HMGET', KEYS[1], 'id', 'state', 'inst')
@@ -129,7 +138,7 @@ if #last > 0 then
     end
   end
 end
-redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], '*', 'f', first, 'l', ARGV[3], 'e', 1)
+redis.call('XADD', KEYS[2], '*', 'f', first, 'l', ARGV[3], 'e', 1)
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
 redis.call('HSET', KEYS[1], 'state', 'ended')
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
@@ -139,7 +148,7 @@ return 1
 // EndLost ends a lost turn (see turns.Log) in one script.
 func (l *TurnLog) EndLost(ctx context.Context, session, turn, instance string, line []byte, ttl time.Duration) (bool, error) {
 	keys := []string{l.pointerKey(session), l.logKey(session, turn)}
-	n, err := endLostScript.Run(ctx, l.client, keys, turn, instance, line, max(ttl, time.Millisecond).Milliseconds(), logMaxEntries).Int()
+	n, err := endLostScript.Run(ctx, l.client, keys, turn, instance, line, max(ttl, time.Millisecond).Milliseconds()).Int()
 	if err != nil {
 		return false, failure("turn log", err)
 	}

@@ -3,6 +3,9 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,7 +29,7 @@ func TestTurnLog(t *testing.T) {
 			if id, running, _, err := log.Current(ctx, session); err != nil || id != "" || running {
 				t.Fatalf("Current before any turn = %q, %v, %v; want \"\", false, nil", id, running, err)
 			}
-			if err := log.Append(ctx, session, turn, 0, []byte("{\"type\":\"delta\",\"text\":\"a\"}\n{\"type\":\"delta\",\"text\":\"b\"}\n"), turns.Running, time.Minute); err != nil {
+			if err := log.Append(ctx, session, turn, turns.Write{Lines: []byte("{\"type\":\"delta\",\"text\":\"a\"}\n{\"type\":\"delta\",\"text\":\"b\"}\n"), State: turns.Running, TTL: time.Minute}); err != nil {
 				t.Fatalf("Append: %v", err)
 			}
 			if id, running, _, err := log.Current(ctx, session); err != nil || id != turn || !running {
@@ -49,7 +52,7 @@ func TestTurnLog(t *testing.T) {
 				woken <- read{bs, err}
 			}()
 			time.Sleep(100 * time.Millisecond) // let the XREAD block first; a later one finds the entry anyway
-			if err := log.Append(ctx, session, turn, 2, []byte("{\"type\":\"result\",\"turn\":\"t1\"}\n"), turns.Ended, time.Minute); err != nil {
+			if err := log.Append(ctx, session, turn, turns.Write{First: 2, Lines: []byte("{\"type\":\"result\",\"turn\":\"t1\"}\n"), State: turns.Ended, TTL: time.Minute}); err != nil {
 				t.Fatalf("Append of the end: %v", err)
 			}
 			select {
@@ -145,7 +148,7 @@ func TestTurnLogReadsOnTheirOwnConnections(t *testing.T) {
 				t.Errorf("Current while two reads block: %v, want an answer on the store's own connection", err)
 			}
 			for _, turn := range []string{"t1", "t2"} {
-				if err := log.Append(ctx, session, turn, 0, []byte("{\"type\":\"delta\",\"text\":\""+turn+"\"}\n"), turns.Running, time.Minute); err != nil {
+				if err := log.Append(ctx, session, turn, turns.Write{Lines: []byte("{\"type\":\"delta\",\"text\":\"" + turn + "\"}\n"), State: turns.Running, TTL: time.Minute}); err != nil {
 					t.Fatalf("Append: %v", err)
 				}
 			}
@@ -184,6 +187,133 @@ func TestOpenReaders(t *testing.T) {
 			defer c.Close()
 			if got := tt.options(c); got != tt.want {
 				t.Errorf("OpenReaders(%q, 3): got %s, want %s", tt.url, got, tt.want)
+			}
+		})
+	}
+}
+
+// commandCounter is a go-redis hook that counts round trips (a pipeline once) and the commands
+// sent in them, as the gateway's metrics hook does.
+type commandCounter struct {
+	mu         sync.Mutex
+	roundTrips int
+	commands   []string
+}
+
+func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.count([]redis.Cmder{cmd})
+		return next(ctx, cmd)
+	}
+}
+
+func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.count(cmds)
+		return next(ctx, cmds)
+	}
+}
+
+// count counts cmds, one round trip, unless they are a new connection's handshake.
+func (c *commandCounter) count(cmds []redis.Cmder) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var names []string
+	for _, cmd := range cmds {
+		switch name := strings.ToUpper(cmd.Name()); name {
+		case "HELLO", "SELECT", "CLIENT", "AUTH":
+		default:
+			names = append(names, name)
+		}
+	}
+	if len(names) > 0 {
+		c.roundTrips++
+		c.commands = append(c.commands, names...)
+	}
+}
+
+// take returns the round trips and commands counted since the last take.
+func (c *commandCounter) take() (int, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, cmds := c.roundTrips, strings.Join(c.commands, " ")
+	c.roundTrips, c.commands = 0, nil
+	return n, cmds
+}
+
+// TestTurnLogAppendShapes writes a turn's log as its writer does, on the real Redis and the
+// embedded one, and checks what each write costs and what it leaves: the first batch is one
+// round trip that creates the log (even without lines), points the session at the turn, keeps
+// the input, and sets the expiry of all three for the turn's whole life; a batch between is a
+// bare XADD that leaves the expiry alone (a write of nothing costs nothing); the last batch
+// shortens the log's and the pointer's expiry to the resume TTL.
+func TestTurnLogAppendShapes(t *testing.T) {
+	const life, resume = time.Hour, time.Minute
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			ctx := context.Background()
+			counter := &commandCounter{}
+			f.client.AddHook(counter)
+			log := NewTurnLog(f.client, f.prefix, "i1")
+			const session, turn = "0123456789abcdef0123456789abcdef", "t1"
+			keys := map[string]string{"log": log.logKey(session, turn), "pointer": log.pointerKey(session), "input": log.inputKey(session, turn)}
+			line := []byte(`{"type":"delta","text":"a"}` + "\n")
+			steps := []struct {
+				name       string
+				w          turns.Write
+				wantTrips  int
+				wantCmds   string
+				wantTTLMin map[string]time.Duration // keys whose TTL must be above this
+				wantTTLMax map[string]time.Duration // keys whose TTL must be at most this
+			}{
+				{"first, no lines yet", turns.Write{State: turns.Running, TTL: life, Input: []byte(`{"message":"hi"}`)},
+					1, "XADD PEXPIRE HSET PEXPIRE SET",
+					map[string]time.Duration{"log": life - time.Minute, "pointer": life - time.Minute, "input": life - time.Minute}, nil},
+				{"between", turns.Write{First: 0, Lines: line}, 1, "XADD",
+					map[string]time.Duration{"log": life - time.Minute, "pointer": life - time.Minute}, nil},
+				{"between, nothing", turns.Write{First: 1}, 0, "",
+					map[string]time.Duration{"log": life - time.Minute}, nil},
+				{"between again", turns.Write{First: 1, Lines: append(line, line...)}, 1, "XADD",
+					map[string]time.Duration{"log": life - time.Minute}, nil},
+				{"last", turns.Write{First: 3, Lines: line, State: turns.Ended, TTL: resume}, 1, "XADD PEXPIRE HSET PEXPIRE",
+					nil, map[string]time.Duration{"log": resume, "pointer": resume}},
+			}
+			counter.take() // the fixture's own commands
+			for _, st := range steps {
+				if err := log.Append(ctx, session, turn, st.w); err != nil {
+					t.Fatalf("%s: Append: %v", st.name, err)
+				}
+				if trips, cmds := counter.take(); trips != st.wantTrips || cmds != st.wantCmds {
+					t.Errorf("%s: %d round trips (%s), want %d (%s)", st.name, trips, cmds, st.wantTrips, st.wantCmds)
+				}
+				for k, min := range st.wantTTLMin {
+					if got := f.client.PTTL(ctx, keys[k]).Val(); got <= min {
+						t.Errorf("%s: the %s's TTL = %v, want above %v", st.name, k, got, min)
+					}
+				}
+				for k, max := range st.wantTTLMax {
+					if got := f.client.PTTL(ctx, keys[k]).Val(); got <= 0 || got > max {
+						t.Errorf("%s: the %s's TTL = %v, want within %v", st.name, k, got, max)
+					}
+				}
+				counter.take()
+			}
+			got, err := log.Read(ctx, session, turn, "", time.Millisecond)
+			if err != nil {
+				t.Fatalf("Read: %v", err)
+			}
+			var firsts []int64
+			var lines int
+			for _, b := range got {
+				firsts = append(firsts, b.First)
+				lines += strings.Count(string(b.Lines), "\n")
+			}
+			if want := []int64{0, 0, 1, 3}; !slices.Equal(firsts, want) || lines != 4 || !got[len(got)-1].End {
+				t.Errorf("the log reads %d batches from lines %v with %d lines (end %v), want from %v with 4, the last marked End",
+					len(got), firsts, lines, len(got) > 0 && got[len(got)-1].End, want)
 			}
 		})
 	}

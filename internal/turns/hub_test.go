@@ -46,7 +46,7 @@ func (l *fakeLog) write(n int, end bool) {
 	l.changed = make(chan struct{})
 }
 
-func (l *fakeLog) Append(context.Context, string, string, int64, []byte, string, time.Duration) error {
+func (l *fakeLog) Append(context.Context, string, string, Write) error {
 	return errors.New("fakeLog: the hub never appends")
 }
 

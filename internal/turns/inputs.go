@@ -1,18 +1,14 @@
 package turns
 
-import (
-	"context"
-	"time"
-)
+import "context"
 
-// Inputs keeps the learner input of each running turn where every instance can read it. A turn
-// stores its learner entry with its answer, at its end; until then a conversation restored on
-// any instance would lack the message the learner just sent. A Log that also implements Inputs
-// (internal/redisstore's does) keeps them.
+// Inputs reads the learner input of each running turn, which its log's first batch keeps
+// (Write.Input) where every instance can read it. A turn stores its learner entry with its
+// answer, at its end; until then a conversation restored on any instance would lack the message
+// the learner just sent. A Log that also implements Inputs (internal/redisstore's does) keeps
+// them.
 type Inputs interface {
-	// KeepInput keeps input, the JSON of turn's learner input, for ttl.
-	KeepInput(ctx context.Context, session, turn string, input []byte, ttl time.Duration) error
-	// Input returns what KeepInput kept for turn of session, or nil.
+	// Input returns the input the first batch of turn of session kept, or nil.
 	Input(ctx context.Context, session, turn string) ([]byte, error)
 }
 

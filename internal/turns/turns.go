@@ -158,13 +158,15 @@ func (r *Turn) Context() context.Context { return r.ctx }
 // are resumable, and writes to client while the client is there. A client that is gone stops
 // receiving lines, never the turn, unless turns are cancelled on disconnect (then its write
 // error ends the turn). life is how long the turn may still run and write; its log is kept for
-// that and ResumeTTL after its end. log hears of a log that cannot be written.
-func (r *Turn) Sink(client coach.Sink, life time.Duration, log *zerolog.Logger) coach.Sink {
+// that and ResumeTTL after its end. in, when not nil, is the turn's learner input, kept with the
+// log's first batch for as long as the log (see Inputs); it must not change while the turn runs.
+// log hears of a log that cannot be written.
+func (r *Turn) Sink(client coach.Sink, life time.Duration, in *coach.TurnInput, log *zerolog.Logger) coach.Sink {
 	s := &sink{client: client, cancelOnError: r.turns.cfg.CancelOnDisconnect}
 	s.raw, _ = client.(LineWriter)
 	if store := r.turns.Log(); store != nil {
 		ttl := r.turns.cfg.ResumeTTL
-		r.log = newLineLog(store, r.session, r.id, life+ttl, ttl, log)
+		r.log = newLineLog(store, r.session, r.id, life+ttl, ttl, in, defaultBounds, log)
 		s.log = r.log
 	}
 	return s
@@ -239,8 +241,9 @@ func (t *sink) Emit(e coach.Event) error {
 	return err
 }
 
-// Flush sends the client what is held, and only then wakes the log's writer: waking a goroutine
-// can wake an idle CPU, and the client's lines must not wait for that, let alone for Redis.
+// Flush sends the client what is held, and only then wakes the log's writer, when a batch is due
+// (see lineLog.kick): waking a goroutine can wake an idle CPU, and the client's lines must not
+// wait for that, let alone for Redis.
 func (t *sink) Flush() error {
 	var err error
 	if !t.gone {

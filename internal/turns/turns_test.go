@@ -1,9 +1,11 @@
 package turns
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -83,21 +85,31 @@ var errGone = errors.New("gone")
 func (f *failingSink) Emit(coach.Event) error { f.emits++; return errGone }
 func (f *failingSink) Flush() error           { return errGone }
 
-// memLog is a Log in memory.
+// memLog is a Log in memory that keeps every write.
 type memLog struct {
-	mu    sync.Mutex
-	lines []byte
-	state string
+	mu     sync.Mutex
+	lines  []byte
+	state  string
+	writes []Write
 }
 
-func (m *memLog) Append(_ context.Context, _, _ string, _ int64, lines []byte, state string, _ time.Duration) error {
+func (m *memLog) Append(_ context.Context, _, _ string, w Write) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.lines = append(m.lines, lines...)
-	if state != "" {
-		m.state = state
+	m.lines = append(m.lines, w.Lines...)
+	if w.State != "" {
+		m.state = w.State
 	}
+	w.Lines = bytes.Clone(w.Lines)
+	m.writes = append(m.writes, w)
 	return nil
+}
+
+// taken returns the writes so far.
+func (m *memLog) taken() []Write {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.writes)
 }
 func (m *memLog) Current(context.Context, string) (string, bool, string, error) {
 	return "", false, "", nil
@@ -129,7 +141,7 @@ func TestGoneClientKeepsTheLog(t *testing.T) {
 			tr := New(Config{Log: log, ResumeTTL: time.Minute, CancelOnDisconnect: tt.cancelOnDisconnect}).
 				Start(context.Background(), context.Background(), "s1", "t1")
 			client := &failingSink{}
-			sink := tr.Sink(client, time.Minute, &nop)
+			sink := tr.Sink(client, time.Minute, nil, &nop)
 			var errs []error
 			for _, e := range []coach.Event{coach.Delta("a"), coach.Delta("b"), {Type: coach.EventResult, Result: json.RawMessage(`{}`), Turn: "t1"}} {
 				errs = append(errs, sink.Emit(e))

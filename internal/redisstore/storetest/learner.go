@@ -120,7 +120,7 @@ func contents(ctx context.Context, c redis.Cmdable, key string) (string, error) 
 }
 
 // learnerTurn commits one turn of session id of tenant with a transcript entry holding text,
-// and writes the turn's line log as the gateway does.
+// and writes the turn's line log, with the learner's input, as the gateway does.
 func learnerTurn(t *testing.T, f *Fixture, tenant, id, text string) {
 	t.Helper()
 	commitTurns(t, f.Store, tenant, id, []coach.TranscriptEntry{Learner(fmt.Sprintf(`{"message":%q}`, text))})
@@ -128,10 +128,10 @@ func learnerTurn(t *testing.T, f *Fixture, tenant, id, text string) {
 	turn := coach.NewID()[:16]
 	ctx := context.Background()
 	line := []byte(fmt.Sprintf(`{"type":"delta","text":%q}`+"\n", text))
-	if err := log.Append(ctx, id, turn, 0, line, turns.Running, time.Hour); err != nil {
+	if err := log.Append(ctx, id, turn, turns.Write{Lines: line, State: turns.Running, TTL: time.Hour, Input: []byte(fmt.Sprintf(`{"message":%q}`, text))}); err != nil {
 		t.Fatalf("turn log Append: %v", err)
 	}
-	if err := log.Append(ctx, id, turn, 1, nil, turns.Ended, time.Hour); err != nil {
+	if err := log.Append(ctx, id, turn, turns.Write{First: 1, State: turns.Ended, TTL: time.Hour}); err != nil {
 		t.Fatalf("turn log Append: %v", err)
 	}
 }
