@@ -15,8 +15,10 @@ import (
 //
 // A command is labelled by its name as go-redis reports it (lowercase: "get", "evalsha"); a
 // pipeline or transaction is one round trip labelled "pipeline"; opening a connection is
-// labelled "dial", and the pipeline of CLIENT commands go-redis sends on a new connection
-// "handshake".
+// labelled "dial", and the pipeline of connection set-up commands go-redis sends on a new
+// connection (CLIENT SETINFO and SETNAME, SELECT of a database other than 0, AUTH, READONLY)
+// "handshake", so that a round trip per turn counts only the turn's own commands whatever
+// database the URL names.
 //
 // A failure is anything but a normal answer, with three exceptions: redis.Nil (a missing key is
 // an answer), context.Canceled (the caller gave up, which says nothing about Redis), and an error
@@ -96,8 +98,11 @@ func cmdFailed(cmd redis.Cmder, err error) bool {
 }
 
 func isHandshake(cmd redis.Cmder) bool {
-	name := cmd.Name()
-	return name == "hello" || name == "client"
+	switch cmd.Name() {
+	case "hello", "client", "select", "auth", "readonly":
+		return true
+	}
+	return false
 }
 
 // isAudit reports whether cmd writes learner safety's audit (its keys are "…:{audit:<tenant>}"):

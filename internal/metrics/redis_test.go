@@ -35,6 +35,24 @@ func TestRedisHook(t *testing.T) {
 			}
 		}
 	})
+	// A connection to a database other than 0 selects it in its set-up pipeline: that is a
+	// handshake too, not a round trip of the caller's.
+	t.Run("a database's SELECT is part of the handshake", func(t *testing.T) {
+		db1 := redis.NewClient(&redis.Options{Addr: mr.Addr(), DB: 1, PoolSize: 1})
+		t.Cleanup(func() { db1.Close() })
+		db1.AddHook(m.RedisHook())
+		pipelines := value(t, m, "coachgw_redis_command_duration_seconds", "command", "pipeline")
+		handshakes := value(t, m, "coachgw_redis_command_duration_seconds", "command", "handshake")
+		if err := db1.Ping(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if got := value(t, m, "coachgw_redis_command_duration_seconds", "command", "pipeline"); got != pipelines {
+			t.Errorf("pipelines timed by a new connection to db 1: got %v, want %v", got, pipelines)
+		}
+		if got := value(t, m, "coachgw_redis_command_duration_seconds", "command", "handshake"); got <= handshakes {
+			t.Errorf("handshakes timed by a new connection to db 1: got %v, want more than %v", got, handshakes)
+		}
+	})
 	mr.Set("word", "not a number")
 
 	cancelled, cancel := context.WithCancel(ctx)
