@@ -100,8 +100,10 @@ func run(t *testing.T, node string, env []string, args ...string) {
 }
 
 // TestNode runs test/*.test.mjs with node's test runner, one file at a time (the tests that
-// script the fakellm share its queue).
+// script the fakellm share its queue). It runs beside TestBrowser: each has a gateway and a
+// fakellm of its own.
 func TestNode(t *testing.T) {
+	t.Parallel()
 	node := need(t, false)
 	files, err := filepath.Glob(filepath.Join(appDir(), "test", "*.test.mjs"))
 	if err != nil || len(files) == 0 {
@@ -115,6 +117,7 @@ func TestNode(t *testing.T) {
 // origin than the gateway's, so CORS is part of the test) and runs test/browser.mjs, which drives
 // it in headless Chromium through a toulmin session, a cards drill and a module turn.
 func TestBrowser(t *testing.T) {
+	t.Parallel()
 	node := need(t, true)
 	dist := t.TempDir()
 	run(t, node, nil, filepath.Join("node_modules", "vite", "bin", "vite.js"), "build", "--logLevel", "warn", "--emptyOutDir", "--outDir", dist)

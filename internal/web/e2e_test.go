@@ -94,10 +94,12 @@ func TestBrowserE2E(t *testing.T) {
 const lowMessageChars = 300
 
 // slowReplayMin and slowReplayMax are the pauses between the replay model's chunks on the browser
-// test's third gateway: an answer then streams for a few seconds.
+// test's third gateway: an answer then streams for several seconds, long enough for a scenario to
+// act in the middle of it (reload, Stop, a second tab following it) while other scenarios run
+// beside it on a busy machine.
 const (
-	slowReplayMin = 80 * time.Millisecond
-	slowReplayMax = 120 * time.Millisecond
+	slowReplayMin = 120 * time.Millisecond
+	slowReplayMax = 180 * time.Millisecond
 )
 
 // startGateway serves the gateway (app.New + Serve, as cmd/coachgw does) on a loopback port with

@@ -6,11 +6,14 @@
 //
 // Screenshots go to COACH_SCREENSHOTS_DIR (default: a new temporary directory, never the
 // repository); CI keeps them as artifacts. COACHGW_E2E_FILTER (or the first argument) runs only
-// the scenarios whose name contains it (or one of its |-separated parts). The last line of the output is "N passed, N failed"; the
-// exit code is 1 when anything failed. internal/web/e2e_test.go starts a gateway and runs this
-// script.
+// the scenarios whose name contains it (or one of its |-separated parts). Every scenario has a
+// browser context of its own (its own storage, cookies and BroadcastChannel), so scenarios run
+// side by side, COACHGW_E2E_CONCURRENCY at a time (default 2); 1 runs them one after the other.
+// The last line of the output is "N passed, N failed"; the exit code is 1 when anything failed.
+// internal/web/e2e_test.go starts a gateway and runs this script.
 
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { mkdir, mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,6 +36,9 @@ const SHOTS = process.env.COACH_SCREENSHOTS_DIR || await mkdtemp(path.join(os.tm
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const FILTER = process.argv[2] || process.env.COACHGW_E2E_FILTER || '';
 const WAIT = 20_000;
+// CONCURRENCY scenarios run at a time: most of a scenario's time goes to waiting on the gateway
+// and the page, so a second one keeps a two-core machine busy without starving either.
+const CONCURRENCY = Math.max(1, Math.floor(Number(process.env.COACHGW_E2E_CONCURRENCY || 2)) || 1);
 
 const STEPS = ['claim', 'grounds', 'warrant', 'groundsBacking', 'warrantBacking', 'qualifier', 'rebuttal'];
 // A decent sentence for every Toulmin element, and a second, fuller one for when the coach wants more.
@@ -50,6 +56,8 @@ const ARGUMENT = {
 // A tiny runner: every scenario passes or fails on its own.
 
 const results = [];
+// queued holds the scenarios registered and not yet started; runQueued runs them.
+const queued = [];
 
 function assert(cond, message) {
   if (!cond) throw new Error(`assertion failed: ${message}`);
@@ -59,11 +67,17 @@ function assertEq(got, want, what) {
   if (got !== want) throw new Error(`${what}: got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
 }
 
+/** scenario registers a scenario; runQueued runs it, in a browser context of its own when a browser runs. */
 async function scenario(name, fn) {
   if (FILTER && !FILTER.split('|').some((f) => name.includes(f))) return;
+  queued.push({ name, fn });
+}
+
+/** runOne runs a scenario with the browser context ctx (null for the unit scenarios) as scenarioContext(). */
+async function runOne({ name, fn }, ctx) {
   const start = Date.now();
   try {
-    await fn();
+    await scenarioStore.run(ctx, fn);
     results.push({ name, ok: true });
     console.log(`ok   ${name} (${((Date.now() - start) / 1000).toFixed(1)}s)`);
   } catch (err) {
@@ -72,40 +86,65 @@ async function scenario(name, fn) {
   }
 }
 
+/**
+ * runQueued runs the queued scenarios, CONCURRENCY at a time, each with a new en-US browser
+ * context when withBrowser (closed when it ends), and returns when all have ended.
+ */
+async function runQueued(withBrowser) {
+  const worker = async () => {
+    for (let next = queued.shift(); next; next = queued.shift()) {
+      const own = withBrowser ? await newContext('en-US') : null;
+      try {
+        await runOne(next, own?.context ?? null);
+      } finally {
+        await own?.close();
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Browser helpers.
 
-let context = null;
+// browser is the one Chromium every scenario's context lives in; scenarioStore holds the
+// running scenario's context, which scenarioContext() returns.
+let browser = null;
+const scenarioStore = new AsyncLocalStorage();
+
+function scenarioContext() {
+  const ctx = scenarioStore.getStore();
+  if (!ctx) throw new Error('no browser context: a browser scenario ran without the browser');
+  return ctx;
+}
+
+/** launchBrowser starts Chromium headless; its contexts come from newContext. */
+async function launchBrowser() {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}
 
 /**
- * launch starts Chromium with a profile of its own, its languages (navigator.languages and
- * Accept-Language) those of locale; close() stops it and removes the profile.
+ * newContext opens a browser context, a profile of its own (storage, cookies, BroadcastChannel:
+ * another device, as far as the panel can tell) whose languages (navigator.languages and
+ * Accept-Language) are those of locale; close() closes it.
  */
-async function launch(locale) {
-  const profile = await mkdtemp(path.join(os.tmpdir(), 'coachgw-chromium-'));
-  try {
-    const ctx = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-      viewport: { width: 1280, height: 900 },
-      locale,
-    });
-    return { context: ctx, async close() { await ctx.close().catch(() => {}); await rm(profile, { recursive: true, force: true }); } };
-  } catch (err) {
-    await rm(profile, { recursive: true, force: true });
-    throw err;
-  }
+async function newContext(locale) {
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, locale });
+  return { context: ctx, async close() { await ctx.close().catch(() => {}); } };
 }
 
 /**
  * withPage runs fn on a new page; it fails on uncaught page errors and saves a screenshot on
- * failure. The page is the shared browser's (en-US), or with locale that of a browser of its
- * own in that locale.
+ * failure. The page is the scenario's context's (en-US), or with locale that of a context of
+ * its own in that locale.
  */
 async function withPage(name, fn, { viewport = { width: 1280, height: 900 }, locale = '' } = {}) {
-  const own = locale ? await launch(locale) : null;
-  const page = await (own ? own.context : context).newPage();
+  const own = locale ? await newContext(locale) : null;
+  const page = await (own ? own.context : scenarioContext()).newPage();
   await page.setViewportSize(viewport);
   page.setDefaultTimeout(WAIT);
   const problems = [];
@@ -808,6 +847,7 @@ async function browserScenarios() {
   }));
 
   await scenario('module: streamed blocks, a submitted form, progress and a milestone toast', () => withPage('module', async (page) => {
+    await holdToasts(page);
     await start(page, 'module');
     await waitTurns(page, 'module', 1);
     const first = page.getByTestId('module-response').last();
@@ -1160,8 +1200,8 @@ async function issue22Scenarios() {
   }));
 
   await scenario('i22-5 tabs and devices stay in step; nothing is resent under a moved session', async () => {
-    const a = await context.newPage();
-    const b = await context.newPage();
+    const a = await scenarioContext().newPage();
+    const b = await scenarioContext().newPage();
     try {
       for (const p of [a, b]) { p.setDefaultTimeout(WAIT); await p.setViewportSize({ width: 1280, height: 900 }); }
       await start(a, 'toulmin');
@@ -1675,6 +1715,22 @@ const NOTICE_FALLBACK = {
   resources: [{ name: 'Find A Helpline: free, confidential helplines by country', url: 'https://findahelpline.com' }],
 };
 
+// TOAST_MS is how long the panel keeps a toast up by itself (app.js).
+const TOAST_MS = 3500;
+
+/**
+ * holdToasts keeps page's toasts up until they are dismissed (their close button, Escape): the
+ * panel's own timer, which takes a toast away after TOAST_MS, is held back, so that a slow turn
+ * on a busy machine cannot take a toast away while a scenario still looks at it, nor make it
+ * leave by itself where the scenario checks that Escape dismissed it.
+ */
+async function holdToasts(page) {
+  await page.addInitScript((ms) => {
+    const setTimeout = window.setTimeout;
+    window.setTimeout = (fn, delay, ...args) => setTimeout(fn, delay === ms ? 10 * 60_000 : delay, ...args);
+  }, TOAST_MS);
+}
+
 /**
  * keepTurnStreams makes page keep a copy of the body of every turn it posts, as the gateway
  * sent it (window.__turnStreams): the panel reads the response itself, the copy is a tee of it.
@@ -2184,7 +2240,7 @@ async function tabsAndKeysScenarios() {
   await scenario('tabs: tab B follows the turn tab A streams, read-only; its Send is off, then on; no 409', () => withPage('tabs-follow', async (a) => {
     if (!SLOW_BASE) throw new Error('needs COACHGW_SLOW_URL');
     await start(a, 'toulmin', 'en', SLOW_BASE);
-    const b = await context.newPage();
+    const b = await scenarioContext().newPage();
     const refused = [];
     b.on('response', (res) => { if (res.status() === 409) refused.push(`${res.request().method()} ${res.url()}`); });
     try {
@@ -2229,8 +2285,8 @@ async function tabsAndKeysScenarios() {
   await scenario('tabs: a Send that meets a turn running elsewhere follows it instead of a red session_busy', () => withPage('tabs-busy', async (a) => {
     if (!SLOW_BASE) throw new Error('needs COACHGW_SLOW_URL');
     await start(a, 'toulmin', 'en', SLOW_BASE);
-    // A browser of its own: no channel to the first one, as on another device.
-    const other = await launch('en-US');
+    // A context of its own: no channel to the first one, as on another device.
+    const other = await newContext('en-US');
     try {
       const b = await other.context.newPage();
       await b.goto(a.url());
@@ -2264,6 +2320,7 @@ async function tabsAndKeysScenarios() {
   }));
 
   await scenario('keys: Escape dismisses a toast; the milestone toast leaves the progress bar in view at 1280 and 390 px', () => withPage('keys-toast', async (page) => {
+    await holdToasts(page);
     let pct = 20;
     await rewriteTurns(page, (r) => {
       pct += 5;
@@ -2341,18 +2398,15 @@ async function tabsAndKeysScenarios() {
 
 async function main() {
   await unitScenarios();
+  await runQueued(false);
   if (!BASE) {
     console.log('FAIL browser scenarios: set COACHGW_URL to the gateway under test, e.g. http://127.0.0.1:8080');
     results.push({ name: 'browser', ok: false });
     return;
   }
   await mkdir(SHOTS, { recursive: true });
-  let shared = null;
   try {
-    // The shared browser's language is pinned: sessions take its region (en-US), whatever the
-    // machine's own language.
-    shared = await launch('en-US');
-    context = shared.context;
+    browser = await launchBrowser();
     await browserScenarios();
     await issue22Scenarios();
     await resumeScenarios();
@@ -2360,11 +2414,14 @@ async function main() {
     await resumePanelScenarios();
     await secretsAndCrisisScenarios();
     await tabsAndKeysScenarios();
+    // Every context's language is pinned: sessions take its region (en-US), whatever the
+    // machine's own language.
+    await runQueued(true);
   } catch (err) {
     console.log(`FAIL browser: ${err.message}`);
     results.push({ name: 'browser', ok: false });
   } finally {
-    await shared?.close();
+    await browser?.close().catch(() => {});
   }
 }
 
