@@ -12,21 +12,22 @@ import (
 	"github.com/coachgw/coachgw/internal/redisstore"
 )
 
-// TestShortLock runs the gateway with a lock of 300 ms. A turn that streams for several times
-// that keeps its lock (renewed all along: a second turn meanwhile is 409) and commits; a lock
+// TestShortLock runs the gateway with a lock of 1 s (renewed every third of it, so a renewal
+// may come 600 ms late on a loaded machine). A turn that streams for several times that keeps
+// its lock (renewed all along: a second turn meanwhile is 409) and commits; a lock
 // left by a gateway that died mid-turn (claimed here and never renewed) blocks the session for
 // no longer than its TTL.
 func TestShortLock(t *testing.T) {
-	const ttl = 300 * time.Millisecond
+	const ttl = time.Second
 	g := apptest.StartWith(t, apptest.Options{
 		Config: func(c *config.Config) { c.LockTTL = ttl },
-		LLM:    fakellm.Options{DelayMin: 80 * time.Millisecond, DelayMax: 80 * time.Millisecond, ChunkMin: 4, ChunkMax: 4},
+		LLM:    fakellm.Options{DelayMin: 150 * time.Millisecond, DelayMax: 150 * time.Millisecond, ChunkMin: 4, ChunkMax: 4},
 	})
 	rdb := redisClient(t, g.Config.RedisURL)
 
 	t.Run("renewed during a long turn", func(t *testing.T) {
 		s := g.Create("toulmin", nil)
-		// About 30 chunks 80 ms apart: a turn of some eight lock TTLs.
+		// About 30 chunks 150 ms apart: a turn of some four lock TTLs.
 		g.LLM.Enqueue(fakellm.Reply{Content: answer("Tell me more about the cities you mean, and why cars matter there.")})
 		st := g.OpenTurn(s.ID, apptest.Msg("Cities should ban cars."))
 		time.Sleep(3 * ttl)

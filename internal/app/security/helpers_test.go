@@ -153,7 +153,8 @@ func redisOf(t *testing.T, cfg config.Config) *redis.Client {
 	return c
 }
 
-// keysUnder returns every key under prefix.
+// keysUnder returns every key under prefix but the gateway instance's own liveness key
+// ({prefix}:inst:<id>), which names no session, learner or client.
 func keysUnder(t *testing.T, c *redis.Client, prefix string) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -161,7 +162,9 @@ func keysUnder(t *testing.T, c *redis.Client, prefix string) []string {
 	var keys []string
 	iter := c.Scan(ctx, 0, prefix+":*", 500).Iterator()
 	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
+		if !strings.HasPrefix(iter.Val(), prefix+":inst:") {
+			keys = append(keys, iter.Val())
+		}
 	}
 	if err := iter.Err(); err != nil {
 		t.Fatalf("SCAN: %v", err)
