@@ -112,9 +112,10 @@ type Config struct {
 	Hold int
 	// Self is the command that runs this bench's binary (re-executed for the child roles).
 	Self []string
-	// ProfileDir, when set, receives per level a CPU profile of the gateway during a coachgw
-	// phase, an execution trace during its warm-up, and heap and goroutine profiles of the proxy
-	// and the gateway while streams are held.
+	// ProfileDir, when set, receives per level a CPU profile of the gateway (and of the
+	// baseline gateway, with Baseline) during its first phase and its allocation profiles
+	// before and after that phase, an execution trace during its warm-up, and heap and
+	// goroutine profiles of the proxy and the gateway while streams are held.
 	ProfileDir string
 	// TurnTimeout bounds one turn at the client.
 	TurnTimeout time.Duration
@@ -534,7 +535,7 @@ func (r *runner) level(ctx context.Context, c int) (Level, error) {
 		for i := range modes {
 			m := modes[(i+round)%len(modes)]
 			fmt.Fprintf(r.cfg.Progress, "level %d: round %d/%d: %s, %d workers x %d turns\n", c, round+1, rounds, m, c, perWorker)
-			profile := r.cfg.ProfileDir != "" && m == Coachgw && round == 0
+			profile := r.cfg.ProfileDir != "" && (m == Coachgw || m == CoachgwBaseline) && round == 0
 			if err := r.phase(ctx, m, c, perWorker, targets[m], procs[m], accs[m], profile); err != nil {
 				return lvl, err
 			}
@@ -736,10 +737,18 @@ func (r *runner) phase(ctx context.Context, m Mode, c, k int, base string, proc 
 		}
 	}
 	var profWG sync.WaitGroup
+	// The gateway of mode m (coachgw or its baseline) is profiled in the first round: its CPU
+	// during the phase, and its allocations before and after it, whose difference
+	// (go tool pprof -diff_base before after) is the phase's own.
+	name := "gateway"
+	if m == CoachgwBaseline {
+		name = "baseline"
+	}
 	if profile && proc != nil {
 		secs := max(1, int((time.Duration(k) * r.cfg.Shape.meanTurn()).Seconds()))
+		r.saveProfile(ctx, proc, "allocs", fmt.Sprintf("%s-allocs-before-c%d.pprof", name, c))
 		profWG.Go(func() {
-			r.saveProfile(ctx, proc, fmt.Sprintf("profile?seconds=%d", secs), fmt.Sprintf("gateway-cpu-c%d.pprof", c))
+			r.saveProfile(ctx, proc, fmt.Sprintf("profile?seconds=%d", secs), fmt.Sprintf("%s-cpu-c%d.pprof", name, c))
 		})
 	}
 
@@ -799,6 +808,9 @@ func (r *runner) phase(ctx context.Context, m Mode, c, k int, base string, proc 
 		}
 	}
 	profWG.Wait()
+	if profile && proc != nil {
+		r.saveProfile(ctx, proc, "allocs", fmt.Sprintf("%s-allocs-c%d.pprof", name, c))
+	}
 	return nil
 }
 
