@@ -30,9 +30,10 @@ const (
 	// when it passes with none, the reader asks whether the turn still runs (see
 	// reader.silent).
 	readBlock = 5 * time.Second
-	// followerQueue is how many batches a follower may have waiting: at a batch per 16 lines
-	// or 250 ms (defaultBounds), a thousand lines or many seconds of a turn. A follower further behind is dropped, so that a
-	// client that stopped reading holds neither the reader nor more than this of the turn.
+	// followerQueue is how many batches a follower may have waiting: at a batch per 64 lines
+	// or 500 ms (defaultBounds), thousands of lines or half a minute of a turn. A follower
+	// further behind is dropped, so that a client that stopped reading holds neither the
+	// reader nor more than this of the turn.
 	followerQueue = 64
 	// keptBatches bounds the batches a reader keeps for late followers: as many as the log
 	// itself keeps of a turn (defaultBounds.entries), so a late follower misses nothing

@@ -88,13 +88,16 @@ type logBounds struct {
 	entries int
 }
 
-// defaultBounds make a turn of a 10 ms-per-line model cost a batch per 16 lines, about 11
-// round trips for 150 lines, besides its first and last batch. 1 MiB holds any answer within
+// defaultBounds make a turn of a 10 ms-per-line model cost a batch per 500 ms (50 lines), two
+// round trips for 150 lines besides its first and last batch: each round trip of the log costs
+// the gateway about as much CPU as relaying a few dozen chunks (go-redis, the syscalls, a
+// goroutine's wake-up), so a batch is as large as a resumer's lag allows. A faster model fills
+// a batch of 64 lines first. 1 MiB holds any answer within
 // the default COACH_MAX_OUTPUT_BYTES (256 KiB) as delta lines, whose JSON adds some 30 bytes
 // a line and at most six bytes for a byte of text (\u00XX escapes); an answer of many resets
 // or retried attempts can exceed it. 4096 batches are more than a turn writes in its longest
-// life at one batch per 250 ms.
-var defaultBounds = logBounds{lines: 16, age: 250 * time.Millisecond, bytes: 1 << 20, entries: 4096}
+// life at one batch per 500 ms.
+var defaultBounds = logBounds{lines: 64, age: 500 * time.Millisecond, bytes: 1 << 20, entries: 4096}
 
 // lineLog is one turn's tee into its Log. The turn only appends to a buffer under a mutex;
 // a goroutine of its own writes the buffer out, one Append in flight at a time, so the turn
