@@ -38,8 +38,16 @@ func TestTurnInput(t *testing.T) {
 					t.Errorf("Input(%s, %s) = %q, %v; want %q", tt.session, tt.turn, got, err, tt.want)
 				}
 			}
-			if ttl := f.client.PTTL(ctx, log.inputKey(session, "t1")).Val(); ttl <= 0 || ttl > time.Minute {
-				t.Errorf("the input's TTL = %v, want at most the minute it was kept for", ttl)
+			if ttl := f.client.PTTL(ctx, log.pointerKey(session)).Val(); ttl <= 0 || ttl > time.Minute {
+				t.Errorf("the pointer's TTL, which keeps the input, = %v, want at most the minute it was kept for", ttl)
+			}
+			// The session's next turn takes the pointer: the earlier turn's input is no longer
+			// its own.
+			if err := log.Append(ctx, session, "t2", turns.Write{State: turns.Running, TTL: time.Minute}); err != nil {
+				t.Fatalf("Append: %v", err)
+			}
+			if got, err := log.Input(ctx, session, "t1"); err != nil || got != nil {
+				t.Errorf("Input(t1) once t2 runs = %q, %v; want nil", got, err)
 			}
 		})
 	}

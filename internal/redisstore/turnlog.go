@@ -17,18 +17,18 @@ import (
 //
 // A session has, besides the keys of Store, a current-turn pointer and one log per recent turn:
 //
-//	{prefix}:{<id>}:turn          a hash: id (the turn's), state (running or ended) and inst
-//	                              (the id of the instance that runs it, see Instances)
+//	{prefix}:{<id>}:turn          a hash: id (the turn's), state (running or ended), inst
+//	                              (the id of the instance that runs it, see Instances) and in
+//	                              (the turn's learner input, see Input)
 //	{prefix}:{<id>}:tl:<turn>     a stream: one entry per batch of lines, with members
 //	                              f (the number of lines before it), l (the lines) and, on the
 //	                              turn's last batch, e
 //
-// Both share the session's hash tag (as does the turn's learner input), so a batch, the
-// pointer and the input are written in one pipeline to one node. Each Append is that one round
-// trip: a turn's first batch is XADD and PEXPIRE of the log, HSET and PEXPIRE of the pointer and
-// SET of the input (five commands), its last XADD, HSET and the two PEXPIREs that shorten the
-// expiry to the resume TTL (four), and every batch between them a bare XADD: a running log
-// expires with its turn's whole life, set once. The log's size is bounded by its writer
+// Both share the session's hash tag, so a batch and the pointer are written in one pipeline to
+// one node. Each Append is that one round trip: a turn's first batch is XADD and PEXPIRE of the
+// log and HSET (input included) and PEXPIRE of the pointer (four commands), its last XADD and
+// HSET (two), and every batch between them a bare XADD: the expiry is set once, to the turn's
+// whole life plus the resume TTL (turns.Write.TTL). The log's size is bounded by its writer
 // (internal/turns), which keeps a turn's first lines, so the XADD does not trim. Readers follow
 // a log with blocking XREADs, on a client of their own (WithReaders) so that however long they
 // block they never hold a connection the session store needs. Stops are published on the
@@ -93,12 +93,15 @@ func (l *TurnLog) Append(ctx context.Context, session, turn string, w turns.Writ
 	}
 	_, err := l.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.XAdd(ctx, xadd)
-		p.PExpire(ctx, key, w.TTL)
 		ptr := l.pointerKey(session)
-		p.HSet(ctx, ptr, "id", turn, "state", w.State, "inst", l.instance)
-		p.PExpire(ctx, ptr, w.TTL)
+		fields := []any{"id", turn, "state", w.State, "inst", l.instance}
 		if w.Input != nil {
-			p.Set(ctx, l.inputKey(session, turn), w.Input, w.TTL)
+			fields = append(fields, "in", w.Input)
+		}
+		p.HSet(ctx, ptr, fields...)
+		if w.TTL > 0 {
+			p.PExpire(ctx, key, w.TTL)
+			p.PExpire(ctx, ptr, w.TTL)
 		}
 		return nil
 	})

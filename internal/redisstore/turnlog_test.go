@@ -246,11 +246,12 @@ func (c *commandCounter) take() (int, string) {
 // TestTurnLogAppendShapes writes a turn's log as its writer does, on the real Redis and the
 // embedded one, and checks what each write costs and what it leaves: the first batch is one
 // round trip that creates the log (even without lines), points the session at the turn, keeps
-// the input, and sets the expiry of all three for the turn's whole life; a batch between is a
-// bare XADD that leaves the expiry alone (a write of nothing costs nothing); the last batch
-// shortens the log's and the pointer's expiry to the resume TTL.
+// the input in the pointer, and sets the expiry of both for the turn's whole life; a batch
+// between is a bare XADD that leaves the expiry alone (a write of nothing costs nothing); the
+// last batch adds its entry and marks the pointer ended, the expiry still the one set first:
+// one expiry per turn.
 func TestTurnLogAppendShapes(t *testing.T) {
-	const life, resume = time.Hour, time.Minute
+	const life = time.Hour
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
@@ -259,7 +260,7 @@ func TestTurnLogAppendShapes(t *testing.T) {
 			f.client.AddHook(counter)
 			log := NewTurnLog(f.client, f.prefix, "i1")
 			const session, turn = "0123456789abcdef0123456789abcdef", "t1"
-			keys := map[string]string{"log": log.logKey(session, turn), "pointer": log.pointerKey(session), "input": log.inputKey(session, turn)}
+			keys := map[string]string{"log": log.logKey(session, turn), "pointer": log.pointerKey(session)}
 			line := []byte(`{"type":"delta","text":"a"}` + "\n")
 			steps := []struct {
 				name       string
@@ -270,16 +271,16 @@ func TestTurnLogAppendShapes(t *testing.T) {
 				wantTTLMax map[string]time.Duration // keys whose TTL must be at most this
 			}{
 				{"first, no lines yet", turns.Write{State: turns.Running, TTL: life, Input: []byte(`{"message":"hi"}`)},
-					1, "XADD PEXPIRE HSET PEXPIRE SET",
-					map[string]time.Duration{"log": life - time.Minute, "pointer": life - time.Minute, "input": life - time.Minute}, nil},
+					1, "XADD HSET PEXPIRE PEXPIRE",
+					map[string]time.Duration{"log": life - time.Minute, "pointer": life - time.Minute}, nil},
 				{"between", turns.Write{First: 0, Lines: line}, 1, "XADD",
 					map[string]time.Duration{"log": life - time.Minute, "pointer": life - time.Minute}, nil},
 				{"between, nothing", turns.Write{First: 1}, 0, "",
 					map[string]time.Duration{"log": life - time.Minute}, nil},
 				{"between again", turns.Write{First: 1, Lines: append(line, line...)}, 1, "XADD",
 					map[string]time.Duration{"log": life - time.Minute}, nil},
-				{"last", turns.Write{First: 3, Lines: line, State: turns.Ended, TTL: resume}, 1, "XADD PEXPIRE HSET PEXPIRE",
-					nil, map[string]time.Duration{"log": resume, "pointer": resume}},
+				{"last", turns.Write{First: 3, Lines: line, State: turns.Ended}, 1, "XADD HSET",
+					map[string]time.Duration{"log": life - time.Minute, "pointer": life - time.Minute}, nil},
 			}
 			counter.take() // the fixture's own commands
 			for _, st := range steps {

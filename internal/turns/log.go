@@ -46,11 +46,14 @@ type Write struct {
 	First int64
 	// Lines are NDJSON lines, each ending in '\n'; possibly none.
 	Lines []byte
-	// State, when not empty, is written to the session's current-turn pointer with the batch,
-	// and the log, the pointer and the input then expire TTL after it. A write without State
-	// leaves both as they are.
+	// State, when not empty, is written to the session's current-turn pointer with the batch:
+	// Running with the turn's first write, Ended with its last.
 	State string
-	TTL   time.Duration
+	// TTL, when not zero, sets the expiry of the log and of the pointer: the first write sets it
+	// once, to the turn's whole remaining life plus the resume TTL, so that no later write
+	// pays for an expiry. A turn's log thus lives at most its longest life plus the resume TTL
+	// from its start, whenever the turn ends.
+	TTL time.Duration
 	// Input, with the first write, is the turn's learner input as JSON, kept as long as the
 	// log for a conversation restored while the turn runs (see Inputs).
 	Input []byte
@@ -188,8 +191,11 @@ func (l *lineLog) run() {
 		l.mu.Unlock()
 		w := Write{First: sent, Lines: l.keep(batch, ended)}
 		switch {
-		case ended:
+		case first && ended:
+			// A turn over before its first write keeps its log the resume TTL.
 			w.State, w.TTL = Ended, l.ttl
+		case ended:
+			w.State = Ended
 		case first:
 			w.State, w.TTL, w.Input = Running, l.live, l.encodeInput()
 		}

@@ -22,10 +22,10 @@ func (discard) Flush() error           { return nil }
 
 // TestLogWritesPerBatch runs a scripted turn of 150 delta lines through a turn's sink, as the
 // engine does (a flush after each line), and counts the log's writes: at most 2 + lines/10 (the
-// first, which points at the turn and keeps its input, then a batch per 16 lines or 250 ms, and
-// the last), whatever the pace. The first write sets the expiry for the turn's life and keeps
-// the input, the last shortens the expiry to the resume TTL, those between carry lines only, and
-// together they hold every line once, in order.
+// first, which points at the turn and keeps its input, then a batch per 64 lines or 500 ms, and
+// the last), whatever the pace. The first write sets the expiry, once, for the turn's life plus
+// the resume TTL and keeps the input, the last marks the turn ended, those between carry lines
+// only, and together they hold every line once, in order.
 func TestLogWritesPerBatch(t *testing.T) {
 	const lines, life, resume = 150, time.Minute, time.Hour
 	tests := []struct {
@@ -67,10 +67,12 @@ func TestLogWritesPerBatch(t *testing.T) {
 			for i, w := range writes {
 				wantState, wantTTL, wantIn := "", time.Duration(0), []byte(nil)
 				// A turn over before the writer's first write has that one write alone.
-				switch i {
-				case len(writes) - 1:
+				switch {
+				case len(writes) == 1:
 					wantState, wantTTL = Ended, resume
-				case 0:
+				case i == len(writes)-1:
+					wantState = Ended
+				case i == 0:
 					wantState, wantTTL, wantIn = Running, life+resume, wantInput
 				}
 				if w.State != wantState || w.TTL != wantTTL || !bytes.Equal(w.Input, wantIn) {
