@@ -208,7 +208,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 		Log: turnLog, ResumeTTL: cfg.ResumeTTL, CancelOnDisconnect: cfg.TurnOnDisconnect == "cancel",
 		MaxPerTenant: cfg.MaxTurnsPerTenant, MaxPerLearner: cfg.MaxTurnsPerLearner, Refused: m.TurnOverTenantCap,
 		MaxReadersPerTurn: cfg.MaxReadersPerTurn,
-		Instances:         instances, LostAfter: cfg.TurnLostAfter,
+		Instances:         instances, LostAfter: cfg.TurnLostAfter, Instance: instance,
 	})
 	if cfg.ResumeTTL > 0 {
 		a.keepAlive(instances, instance, cfg.TurnLostAfter)

@@ -133,18 +133,22 @@ func TestLost(t *testing.T) {
 func TestStopOfALostTurn(t *testing.T) {
 	tests := []struct {
 		name      string
+		self      string // the id of the instance asked to stop
 		alive     bool
 		want      bool
 		wantStops int
 		wantEnded int
 	}{
-		{"its instance died", false, false, 0, 1},
-		{"its instance is alive", true, true, 1, 0},
+		{"its instance died", "i2", false, false, 0, 1},
+		{"its instance is alive", "i2", true, true, 1, 0},
+		// A turn of this instance's own that no longer runs here has just ended: its pointer
+		// says running only until its last batch is written.
+		{"it was this instance's and has ended", "i1", true, false, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			log := &pointerLog{turn: "t1", instance: "i1", running: true}
-			ts := New(Config{Log: log, ResumeTTL: time.Minute, Instances: &liveness{alive: map[string]bool{"i1": tt.alive}}, LostAfter: time.Second})
+			ts := New(Config{Log: log, ResumeTTL: time.Minute, Instances: &liveness{alive: map[string]bool{"i1": tt.alive}}, LostAfter: time.Second, Instance: tt.self})
 			got, err := ts.Stop(context.Background(), "s1")
 			if got != tt.want || err != nil {
 				t.Fatalf("Stop = %v, %v; want %v, nil", got, err, tt.want)

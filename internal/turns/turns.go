@@ -48,6 +48,10 @@ type Config struct {
 	// lost (see Lost) within LostAfter (COACH_TURN_LOST_AFTER) of the death; nil finds none.
 	Instances Instances
 	LostAfter time.Duration
+	// Instance is this instance's id, which the pointer of every turn it runs names: a turn of
+	// this instance that no longer runs here has ended, whatever its pointer still says while
+	// its last batch is on its way.
+	Instance string
 	// MaxReadersPerTurn (COACH_MAX_READERS_PER_TURN) is how many resumers of one turn this
 	// instance serves at once (0: DefaultMaxReadersPerTurn); one more gets ErrTooManyReaders.
 	MaxReadersPerTurn int
@@ -100,7 +104,9 @@ func (t *Turns) StopLocal(session, turn string) { t.running.stop(session, turn) 
 
 // Stop stops the session's running turn wherever it runs: here at once, elsewhere through the
 // log's stop. It reports whether the session had a running turn: a lost one (see Lost) is
-// ended as lost instead, and does not count.
+// ended as lost instead, and does not count, nor does one of this instance that has just ended
+// (its pointer says running until its last batch is written, after the turn's client got its
+// last line).
 func (t *Turns) Stop(ctx context.Context, session string) (bool, error) {
 	if turn := t.running.running(session); turn != "" {
 		t.running.stop(session, turn)
@@ -111,7 +117,7 @@ func (t *Turns) Stop(ctx context.Context, session string) (bool, error) {
 		return false, nil
 	}
 	turn, running, instance, err := log.Current(ctx, session)
-	if err != nil || !running {
+	if err != nil || !running || (instance != "" && instance == t.cfg.Instance) {
 		return false, err
 	}
 	if lost, err := t.lost(ctx, session, turn, instance); err != nil || lost {
