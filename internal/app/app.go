@@ -258,29 +258,38 @@ func (a *App) keepAlive(instances *redisstore.Instances, instance string, lostAf
 		}
 	}
 	beat()
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(period)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				beat()
-			}
-		}
-	}()
+	stop := every(period, beat)
 	a.closers = append(a.closers, func() {
-		close(stop)
-		<-done
+		stop()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := instances.Leave(ctx, instance); err != nil {
 			a.log.Warn().Err(err).Str("instance", instance).Msg("cannot remove this instance from Redis; it is found dead once its key expires")
 		}
 	})
+}
+
+// every calls f every period on a goroutine of its own until the returned stop is called; stop
+// returns once f is no longer running.
+func every(period time.Duration, f func()) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(period)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+				f()
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
 }
 
 // redis returns the configured Redis client, or an embedded one when none is configured.
@@ -411,23 +420,9 @@ func (a *App) savedRedis() (redis.UniversalClient, error) {
 			log.WithLevel(done).Int("keys", rep.Keys).Bool("unchanged", rep.Unchanged).Msg(what + ": saved the embedded Redis")
 		}
 	}
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(a.cfg.SaveInterval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				save("periodic save", zerolog.DebugLevel)
-			}
-		}
-	}()
+	stop := every(a.cfg.SaveInterval, func() { save("periodic save", zerolog.DebugLevel) })
 	a.closers = append(a.closers, func() {
-		close(stop)
-		<-done
+		stop()
 		save("shutdown", zerolog.InfoLevel)
 		saved.Close()
 	})

@@ -85,18 +85,7 @@ func TestTurnsPerTenantCapped(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	admitted, refused := 0, 0
-	for i, h := range got {
-		switch {
-		case h.status == http.StatusOK:
-			admitted++
-		case h.status == http.StatusTooManyRequests && h.code == coach.CodeTooManyTurns && h.retryAfter != "":
-			refused++
-		default:
-			t.Errorf("acme's turn %d: got %d %q (Retry-After %q), want 200 or 429 %s with a Retry-After",
-				i, h.status, h.code, h.retryAfter, coach.CodeTooManyTurns)
-		}
-	}
+	admitted, refused := tally(t, "acme", got)
 	if admitted != limit || refused != attacks-limit {
 		t.Fatalf("acme's %d turns: got %d admitted and %d refused, want %d and %d", attacks, admitted, refused, limit, attacks-limit)
 	}
@@ -135,6 +124,24 @@ func TestTurnsPerTenantCapped(t *testing.T) {
 	if !strings.Contains(g.Metrics(), "coachgw_turns_over_tenant_cap_total{tenant=") {
 		t.Errorf("/metrics lacks coachgw_turns_over_tenant_cap_total")
 	}
+}
+
+// tally counts who's hung-up turns that were admitted (200) and refused (429 too_many_turns
+// with a Retry-After), and fails the test for any other answer.
+func tally(t *testing.T, who string, got []hungUp) (admitted, refused int) {
+	t.Helper()
+	for i, h := range got {
+		switch {
+		case h.status == http.StatusOK:
+			admitted++
+		case h.status == http.StatusTooManyRequests && h.code == coach.CodeTooManyTurns && h.retryAfter != "":
+			refused++
+		default:
+			t.Errorf("%s's turn %d: got %d %q (Retry-After %q), want 200 or 429 %s with a Retry-After",
+				who, i, h.status, h.code, h.retryAfter, coach.CodeTooManyTurns)
+		}
+	}
+	return admitted, refused
 }
 
 // startGated starts a gateway with the API keys of the security tests, no rate limits, far
@@ -196,18 +203,7 @@ func TestLearnerCannotTakeTheTenantsTurns(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	admitted, refused := 0, 0
-	for i, h := range got {
-		switch {
-		case h.status == http.StatusOK:
-			admitted++
-		case h.status == http.StatusTooManyRequests && h.code == coach.CodeTooManyTurns && h.retryAfter != "":
-			refused++
-		default:
-			t.Errorf("mallory's turn %d: got %d %q (Retry-After %q), want 200 or 429 %s with a Retry-After",
-				i, h.status, h.code, h.retryAfter, coach.CodeTooManyTurns)
-		}
-	}
+	admitted, refused := tally(t, "mallory", got)
 	if admitted != share || refused != attacks-share {
 		t.Fatalf("mallory's %d turns: got %d admitted and %d refused, want %d and %d", attacks, admitted, refused, share, attacks-share)
 	}
