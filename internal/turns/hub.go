@@ -116,11 +116,16 @@ func (h *hub) follow(session, turn string) (*Follower, error) {
 		}
 	}
 	if r == nil {
+		// The reader starts with its first follower already in place: a reader without
+		// followers stops (see add), and its first read can come back before this goroutine
+		// runs again.
 		ctx, stop := context.WithCancel(context.Background())
 		r = &reader{hub: h, key: k, stop: stop, followers: map[*Follower]struct{}{}}
 		h.readers[k] = r
+		f := &Follower{r: r, wake: make(chan struct{}, 1)}
+		r.followers[f] = struct{}{}
 		go r.run(ctx)
-		r.mu.Lock()
+		return f, nil
 	}
 	defer r.mu.Unlock()
 	if len(r.followers) >= h.maxPerTurn {

@@ -438,3 +438,28 @@ func TestHubEndsALostTurn(t *testing.T) {
 		t.Errorf("the reader asked %d times whether the turn was lost, want 3 (once per silent block until it was)", n)
 	}
 }
+
+// TestHubReaderKeepsItsFirstFollower starts readers whose first read comes back at once (the
+// log already holds a batch): a reader that found no follower when its first batch came would
+// stop, and the follower that was about to join it would wait for a turn's end that no reader
+// brings. Each reader starts with its first follower in place, so every follower gets the end.
+func TestHubReaderKeepsItsFirstFollower(t *testing.T) {
+	log := newFakeLog()
+	log.write(1, false)
+	h := newTestHub(log, 8, 20*time.Millisecond)
+	var fs []*Follower
+	for i := range 200 {
+		f, err := h.follow("s1", "t"+strconv.Itoa(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		fs = append(fs, f)
+	}
+	log.write(1, true)
+	for i, f := range fs {
+		if lines, end := drain(t, f); lines != wantLines(2) || !end {
+			t.Fatalf("follower %d got %q (end %v), want %q and the end", i, lines, end, wantLines(2))
+		}
+	}
+}
