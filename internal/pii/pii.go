@@ -54,11 +54,24 @@ func Mask(s string) string {
 		// E-mail first: its local part may hold digits.
 		s = replace(s, emailRE, func(string) bool { return true }, Email)
 	}
-	if longestDigitRun(s) < minDigits {
-		return s
+	// A number stands alone only when no digit or letter is glued to it, and a placeholder
+	// put in its neighbour's place can free it ("00…0+1…": the "+1…" is glued to a digit until
+	// the number before it is masked). So the numbers are masked again until nothing changes,
+	// which makes Mask idempotent; each pass that changes anything removes digits, so it ends,
+	// and text with nothing to mask takes one pass.
+	for longestDigitRun(s) >= minDigits {
+		t := maskNumbers(s)
+		if t == s {
+			break
+		}
+		s = t
 	}
-	// Cards next (a card number also fits the looser phone forms), then ids, whose letters
-	// keep them apart from phones, then phones.
+	return s
+}
+
+// maskNumbers masks, in one pass, the card numbers, then the ids, whose letters keep them apart
+// from phones, then the phone numbers (a card number also fits the looser phone forms).
+func maskNumbers(s string) string {
 	s = maskCards(s)
 	s = replace(s, curpRE, func(string) bool { return true }, NationalID)
 	s = replace(s, dniRE, dniValid, NationalID)
