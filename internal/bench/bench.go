@@ -466,7 +466,8 @@ func (r *runner) level(ctx context.Context, c int) (Level, error) {
 	}
 	var gwLog *child
 	if r.cfg.TurnLogAB {
-		env, err := r.gatewayEnv(true, "enforce")
+		// Alike but for the log, so that the pair measures the log alone.
+		env, err := r.gatewayEnv(true, cmp.Or(r.cfg.SafetyMode, "enforce"))
 		if err != nil {
 			return lvl, err
 		}
