@@ -368,7 +368,7 @@ end
 return 0
 `)
 
-var scripts = []*redis.Script{claimScript, commitScript, transcriptScript, renewScript, releaseScript, deleteScript, eraseScript, allowScript, reserveScript, settleScript}
+var scripts = []*redis.Script{claimScript, commitScript, transcriptScript, renewScript, releaseScript, deleteScript, eraseScript, allowScript, reserveScript, settleScript, endScript}
 
 // Create stores a new session. An id that is already taken is an error.
 //

@@ -22,7 +22,7 @@ func TestTurnInput(t *testing.T) {
 			if got, err := log.Input(ctx, session, "t1"); err != nil || got != nil {
 				t.Fatalf("Input before the first batch = %q, %v; want nil, nil", got, err)
 			}
-			if err := log.Append(ctx, session, "t1", turns.Write{State: turns.Running, TTL: time.Minute, Input: []byte(input)}); err != nil {
+			if err := appendWrite(ctx, log, session, "t1", turns.Write{State: turns.Running, TTL: time.Minute, Input: []byte(input)}); err != nil {
 				t.Fatalf("Append: %v", err)
 			}
 			tests := []struct {
@@ -43,7 +43,7 @@ func TestTurnInput(t *testing.T) {
 			}
 			// The session's next turn takes the pointer: the earlier turn's input is no longer
 			// its own.
-			if err := log.Append(ctx, session, "t2", turns.Write{State: turns.Running, TTL: time.Minute}); err != nil {
+			if err := appendWrite(ctx, log, session, "t2", turns.Write{State: turns.Running, TTL: time.Minute}); err != nil {
 				t.Fatalf("Append: %v", err)
 			}
 			if got, err := log.Input(ctx, session, "t1"); err != nil || got != nil {

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,11 +25,12 @@ import (
 //	                              f (the number of lines before it), l (the lines) and, on the
 //	                              turn's last batch, e
 //
-// Both share the session's hash tag, so a batch and the pointer are written in one pipeline to
-// one node. Each Append is that one round trip: a turn's first batch is XADD and PEXPIRE of the
-// log and HSET (input included) and PEXPIRE of the pointer (four commands), its last XADD and
-// HSET (two), and every batch between them a bare XADD: the expiry is set once, to the turn's
-// whole life plus the resume TTL (turns.Write.TTL). The log's size is bounded by its writer
+// Both share the session's hash tag, so a batch and the pointer are written to one node. An
+// Append writes the batches of many turns (the instance's writer, in internal/turns, gathers
+// them) in one pipeline: a turn's first batch is XADD and PEXPIRE of the log and HSET (input
+// included) and PEXPIRE of the pointer (four commands), its last one script (XADD, and HSET of
+// the pointer if it still names the turn), and every batch between them a bare XADD: the
+// expiry is set once, to the turn's whole life plus the resume TTL (turns.Write.TTL). The log's size is bounded by its writer
 // (internal/turns), which keeps a turn's first lines, so the XADD does not trim. Readers follow
 // a log with blocking XREADs, on a client of their own (WithReaders) so that however long they
 // block they never hold a connection the session store needs. Stops are published on the
@@ -75,38 +77,108 @@ func (l *TurnLog) logKey(session, turn string) string {
 }
 func (l *TurnLog) channel() string { return l.prefix + ":turnstop" }
 
-// Append writes one batch (see turns.Write) in one round trip. A write with a State always adds
-// an entry, empty or not, so that the log exists, and has its expiry, before the writes between
-// the first and the last, which add an entry and nothing else.
-func (l *TurnLog) Append(ctx context.Context, session, turn string, w turns.Write) error {
-	key := l.logKey(session, turn)
-	values := []any{"f", w.First, "l", w.Lines}
-	if w.State == turns.Ended {
-		values = append(values, "e", 1)
+// Append writes entries (see turns.Write) in one pipeline: one round trip, or one per node of a
+// cluster, whose pipeline go-redis splits by slot, keeping each node's commands in order. An
+// entry with a State always adds a log entry, empty or not, so that the log exists, and has
+// its expiry, before the writes between the first and the last, which add an entry and nothing
+// else.
+func (l *TurnLog) Append(ctx context.Context, entries []turns.Entry) []error {
+	if len(entries) == 0 {
+		return nil
 	}
-	xadd := &redis.XAddArgs{Stream: key, Values: values}
-	if w.State == "" {
-		if len(w.Lines) == 0 {
-			return nil
-		}
-		return wrapErr(l.client.XAdd(ctx, xadd).Err())
-	}
+	cmds := make([][]redis.Cmder, len(entries))
 	_, err := l.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.XAdd(ctx, xadd)
-		ptr := l.pointerKey(session)
-		fields := []any{"id", turn, "state", w.State, "inst", l.instance}
-		if w.Input != nil {
-			fields = append(fields, "in", w.Input)
-		}
-		p.HSet(ctx, ptr, fields...)
-		if w.TTL > 0 {
-			p.PExpire(ctx, key, w.TTL)
-			p.PExpire(ctx, ptr, w.TTL)
+		for i, e := range entries {
+			cmds[i] = l.queue(ctx, p, e, false)
 		}
 		return nil
 	})
-	return wrapErr(err)
+	if err == nil {
+		return nil
+	}
+	errs := make([]error, len(entries))
+	var again []int
+	for i, cs := range cmds {
+		for _, c := range cs {
+			if err := c.Err(); err != nil {
+				errs[i] = wrapErr(err)
+				if redis.HasErrorPrefix(err, "NOSCRIPT") {
+					again = append(again, i)
+				}
+				break
+			}
+		}
+	}
+	if len(again) > 0 {
+		// A Redis that lost its scripts (a restart, a failover) gets the end script whole.
+		_, _ = l.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, i := range again {
+				cmds[i] = l.queue(ctx, p, entries[i], true)
+			}
+			return nil
+		})
+		for _, i := range again {
+			errs[i] = nil
+			for _, c := range cmds[i] {
+				if err := c.Err(); err != nil {
+					errs[i] = wrapErr(err)
+					break
+				}
+			}
+		}
+	}
+	if !slices.ContainsFunc(errs, func(err error) bool { return err != nil }) {
+		return nil
+	}
+	return errs
 }
+
+// queue adds e's commands to p and returns them: a first write's XADD, HSET and PEXPIREs, a
+// bare XADD between (none for a batch of no lines), and a last write's endScript (whole when
+// whole is set, else by its sha).
+func (l *TurnLog) queue(ctx context.Context, p redis.Pipeliner, e turns.Entry, whole bool) []redis.Cmder {
+	key, ptr := l.logKey(e.Session, e.Turn), l.pointerKey(e.Session)
+	if e.State == turns.Ended && e.TTL == 0 {
+		keys := []string{key, ptr}
+		args := []any{e.First, e.Lines, e.Turn}
+		if whole {
+			return []redis.Cmder{endScript.Eval(ctx, p, keys, args...)}
+		}
+		return []redis.Cmder{endScript.EvalSha(ctx, p, keys, args...)}
+	}
+	if e.State == "" && len(e.Lines) == 0 {
+		return nil
+	}
+	values := []any{"f", e.First, "l", e.Lines}
+	if e.State == turns.Ended {
+		values = append(values, "e", 1)
+	}
+	out := []redis.Cmder{p.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: values})}
+	if e.State == "" {
+		return out
+	}
+	fields := []any{"id", e.Turn, "state", e.State, "inst", l.instance}
+	if e.Input != nil {
+		fields = append(fields, "in", e.Input)
+	}
+	out = append(out, p.HSet(ctx, ptr, fields...))
+	if e.TTL > 0 {
+		out = append(out, p.PExpire(ctx, key, e.TTL), p.PExpire(ctx, ptr, e.TTL))
+	}
+	return out
+}
+
+// endScript is a turn's last write. KEYS: the turn's log, the session's pointer. ARGV: the
+// number of lines before the batch, its lines, the turn. It marks the pointer ended only while
+// the pointer names the turn: the session's next turn, once its lock was free, may have
+// pointed the session at itself before this write.
+var endScript = redis.NewScript(`
+redis.call('XADD', KEYS[1], '*', 'f', ARGV[1], 'l', ARGV[2], 'e', 1)
+if redis.call('HGET', KEYS[2], 'id') == ARGV[3] then
+  redis.call('HSET', KEYS[2], 'state', 'ended')
+end
+return 1
+`)
 
 // Current reads the session's current-turn pointer.
 func (l *TurnLog) Current(ctx context.Context, session string) (string, bool, string, error) {

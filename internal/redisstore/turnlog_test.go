@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -29,7 +30,7 @@ func TestTurnLog(t *testing.T) {
 			if id, running, _, err := log.Current(ctx, session); err != nil || id != "" || running {
 				t.Fatalf("Current before any turn = %q, %v, %v; want \"\", false, nil", id, running, err)
 			}
-			if err := log.Append(ctx, session, turn, turns.Write{Lines: []byte("{\"type\":\"delta\",\"text\":\"a\"}\n{\"type\":\"delta\",\"text\":\"b\"}\n"), State: turns.Running, TTL: time.Minute}); err != nil {
+			if err := appendWrite(ctx, log, session, turn, turns.Write{Lines: []byte("{\"type\":\"delta\",\"text\":\"a\"}\n{\"type\":\"delta\",\"text\":\"b\"}\n"), State: turns.Running, TTL: time.Minute}); err != nil {
 				t.Fatalf("Append: %v", err)
 			}
 			if id, running, _, err := log.Current(ctx, session); err != nil || id != turn || !running {
@@ -52,7 +53,7 @@ func TestTurnLog(t *testing.T) {
 				woken <- read{bs, err}
 			}()
 			time.Sleep(100 * time.Millisecond) // let the XREAD block first; a later one finds the entry anyway
-			if err := log.Append(ctx, session, turn, turns.Write{First: 2, Lines: []byte("{\"type\":\"result\",\"turn\":\"t1\"}\n"), State: turns.Ended, TTL: time.Minute}); err != nil {
+			if err := appendWrite(ctx, log, session, turn, turns.Write{First: 2, Lines: []byte("{\"type\":\"result\",\"turn\":\"t1\"}\n"), State: turns.Ended, TTL: time.Minute}); err != nil {
 				t.Fatalf("Append of the end: %v", err)
 			}
 			select {
@@ -148,7 +149,7 @@ func TestTurnLogReadsOnTheirOwnConnections(t *testing.T) {
 				t.Errorf("Current while two reads block: %v, want an answer on the store's own connection", err)
 			}
 			for _, turn := range []string{"t1", "t2"} {
-				if err := log.Append(ctx, session, turn, turns.Write{Lines: []byte("{\"type\":\"delta\",\"text\":\"" + turn + "\"}\n"), State: turns.Running, TTL: time.Minute}); err != nil {
+				if err := appendWrite(ctx, log, session, turn, turns.Write{Lines: []byte("{\"type\":\"delta\",\"text\":\"" + turn + "\"}\n"), State: turns.Running, TTL: time.Minute}); err != nil {
 					t.Fatalf("Append: %v", err)
 				}
 			}
@@ -279,12 +280,15 @@ func TestTurnLogAppendShapes(t *testing.T) {
 					map[string]time.Duration{"log": life - time.Minute}, nil},
 				{"between again", turns.Write{First: 1, Lines: append(line, line...)}, 1, "XADD",
 					map[string]time.Duration{"log": life - time.Minute}, nil},
-				{"last", turns.Write{First: 3, Lines: line, State: turns.Ended}, 1, "XADD HSET",
+				{"last", turns.Write{First: 3, Lines: line, State: turns.Ended}, 1, "EVALSHA",
 					map[string]time.Duration{"log": life - time.Minute, "pointer": life - time.Minute}, nil},
+			}
+			if err := endScript.Load(ctx, f.client).Err(); err != nil {
+				t.Fatalf("loading the end script: %v", err)
 			}
 			counter.take() // the fixture's own commands
 			for _, st := range steps {
-				if err := log.Append(ctx, session, turn, st.w); err != nil {
+				if err := appendWrite(ctx, log, session, turn, st.w); err != nil {
 					t.Fatalf("%s: Append: %v", st.name, err)
 				}
 				if trips, cmds := counter.take(); trips != st.wantTrips || cmds != st.wantCmds {
@@ -315,6 +319,115 @@ func TestTurnLogAppendShapes(t *testing.T) {
 			if want := []int64{0, 0, 1, 3}; !slices.Equal(firsts, want) || lines != 4 || !got[len(got)-1].End {
 				t.Errorf("the log reads %d batches from lines %v with %d lines (end %v), want from %v with 4, the last marked End",
 					len(got), firsts, lines, len(got) > 0 && got[len(got)-1].End, want)
+			}
+		})
+	}
+}
+
+// appendWrite appends w alone to the log of turn of session, as the writer's round trip of one
+// turn's batch.
+func appendWrite(ctx context.Context, log *TurnLog, session, turn string, w turns.Write) error {
+	return errors.Join(log.Append(ctx, []turns.Entry{{Session: session, Turn: turn, Write: w}})...)
+}
+
+// TestTurnLogAppendsTurnsTogether writes the batches of several turns of several sessions,
+// first, between and last, in one Append, as the instance's writer does: one round trip, every
+// log and pointer as if each had been written alone. On a Redis that lost its scripts the last
+// batches still land, with the script sent whole.
+func TestTurnLogAppendsTurnsTogether(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			ctx := context.Background()
+			counter := &commandCounter{}
+			f.client.AddHook(counter)
+			log := NewTurnLog(f.client, f.prefix, "i1")
+			sessions := []string{"0123456789abcdef0123456789abcde1", "0123456789abcdef0123456789abcde2", "0123456789abcdef0123456789abcde3"}
+			line := func(s string) []byte { return []byte(`{"type":"delta","text":"` + s + `"}` + "\n") }
+			var firsts, between, lasts []turns.Entry
+			for i, s := range sessions {
+				turn := fmt.Sprintf("t%d", i)
+				firsts = append(firsts, turns.Entry{Session: s, Turn: turn, Write: turns.Write{Lines: line(s[31:]), State: turns.Running, TTL: time.Hour}})
+				between = append(between, turns.Entry{Session: s, Turn: turn, Write: turns.Write{First: 1, Lines: line("b")}})
+				lasts = append(lasts, turns.Entry{Session: s, Turn: turn, Write: turns.Write{First: 2, Lines: line("c"), State: turns.Ended}})
+			}
+			if err := endScript.Load(ctx, f.client).Err(); err != nil {
+				t.Fatalf("loading the end script: %v", err)
+			}
+			counter.take()
+			for _, es := range [][]turns.Entry{firsts, append(slices.Clone(between), lasts[0]), lasts[1:]} {
+				if errs := log.Append(ctx, es); errs != nil {
+					t.Fatalf("Append: %v", errs)
+				}
+				if trips, cmds := counter.take(); trips != 1 {
+					t.Errorf("Append of %d entries took %d round trips (%s), want 1", len(es), trips, cmds)
+				}
+			}
+			for i, s := range sessions {
+				got, err := log.Read(ctx, s, fmt.Sprintf("t%d", i), "", time.Millisecond)
+				if err != nil {
+					t.Fatalf("Read: %v", err)
+				}
+				var lines string
+				for _, b := range got {
+					lines += string(b.Lines)
+				}
+				if want := string(line(s[31:])) + string(line("b")) + string(line("c")); lines != want || len(got) != 3 || !got[2].End {
+					t.Errorf("session %d reads %q in %d batches, want %q in 3, the last its end", i, lines, len(got), want)
+				}
+				if id, running, _, err := log.Current(ctx, s); err != nil || id != fmt.Sprintf("t%d", i) || running {
+					t.Errorf("session %d's pointer: %q, running %v, %v; want t%d, ended", i, id, running, err, i)
+				}
+			}
+			if b.name != "miniredis" {
+				return // flushing the scripts of a shared Redis would disturb other tests
+			}
+			if err := f.client.ScriptFlush(ctx).Err(); err != nil {
+				t.Fatalf("SCRIPT FLUSH: %v", err)
+			}
+			s := sessions[0]
+			if errs := log.Append(ctx, []turns.Entry{
+				{Session: s, Turn: "t9", Write: turns.Write{State: turns.Running, TTL: time.Hour}},
+				{Session: s, Turn: "t9", Write: turns.Write{Lines: line("z"), State: turns.Ended}},
+			}); errs != nil {
+				t.Fatalf("Append after SCRIPT FLUSH: %v", errs)
+			}
+			if id, running, _, err := log.Current(ctx, s); err != nil || id != "t9" || running {
+				t.Errorf("after SCRIPT FLUSH the pointer is %q, running %v, %v; want t9, ended", id, running, err)
+			}
+		})
+	}
+}
+
+// TestTurnLogLastBatchKeepsTheNextTurn writes a session's next turn's first batch before the
+// last batch of the turn before it, as two instances, or one whose writer is behind, can: the
+// old turn's log ends, and the pointer still names the new turn, running.
+func TestTurnLogLastBatchKeepsTheNextTurn(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			ctx := context.Background()
+			log := NewTurnLog(f.client, f.prefix, "i1")
+			const session = "0123456789abcdef0123456789abcdef"
+			steps := []struct {
+				turn string
+				w    turns.Write
+			}{
+				{"old", turns.Write{State: turns.Running, TTL: time.Hour}},
+				{"new", turns.Write{State: turns.Running, TTL: time.Hour}},
+				{"old", turns.Write{Lines: []byte(`{"type":"result"}` + "\n"), State: turns.Ended}},
+			}
+			for _, st := range steps {
+				if err := appendWrite(ctx, log, session, st.turn, st.w); err != nil {
+					t.Fatalf("Append %s: %v", st.turn, err)
+				}
+			}
+			if id, running, _, err := log.Current(ctx, session); err != nil || id != "new" || !running {
+				t.Errorf("the pointer names %q, running %v (%v); want the new turn, running", id, running, err)
+			}
+			got, err := log.Read(ctx, session, "old", "", time.Millisecond)
+			if err != nil || len(got) != 2 || !got[1].End {
+				t.Errorf("the old turn's log reads %+v (%v), want its first batch and its end", got, err)
 			}
 		})
 	}

@@ -38,19 +38,19 @@ func TestEndLost(t *testing.T) {
 				ctx := context.Background()
 				log := NewTurnLog(f.client, f.prefix, "i1")
 				if tt.noLines {
-					if err := log.Append(ctx, session, "t1", turns.Write{State: turns.Running, TTL: time.Minute}); err != nil {
+					if err := appendWrite(ctx, log, session, "t1", turns.Write{State: turns.Running, TTL: time.Minute}); err != nil {
 						t.Fatal(err)
 					}
 				} else {
-					if err := log.Append(ctx, session, "t1", turns.Write{Lines: []byte("{\"type\":\"delta\",\"text\":\"a\"}\n{\"type\":\"delta\",\"text\":\"b\"}\n"), State: turns.Running, TTL: time.Minute}); err != nil {
+					if err := appendWrite(ctx, log, session, "t1", turns.Write{Lines: []byte("{\"type\":\"delta\",\"text\":\"a\"}\n{\"type\":\"delta\",\"text\":\"b\"}\n"), State: turns.Running, TTL: time.Minute}); err != nil {
 						t.Fatal(err)
 					}
-					if err := log.Append(ctx, session, "t1", turns.Write{First: 2, Lines: []byte("{\"type\":\"delta\",\"text\":\"c\"}\n"), TTL: time.Minute}); err != nil {
+					if err := appendWrite(ctx, log, session, "t1", turns.Write{First: 2, Lines: []byte("{\"type\":\"delta\",\"text\":\"c\"}\n"), TTL: time.Minute}); err != nil {
 						t.Fatal(err)
 					}
 				}
 				if tt.ended {
-					if err := log.Append(ctx, session, "t1", turns.Write{First: 3, Lines: []byte("{\"type\":\"result\",\"turn\":\"t1\"}\n"), State: turns.Ended, TTL: time.Minute}); err != nil {
+					if err := appendWrite(ctx, log, session, "t1", turns.Write{First: 3, Lines: []byte("{\"type\":\"result\",\"turn\":\"t1\"}\n"), State: turns.Ended, TTL: time.Minute}); err != nil {
 						t.Fatal(err)
 					}
 				}

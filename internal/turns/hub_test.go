@@ -46,8 +46,12 @@ func (l *fakeLog) write(n int, end bool) {
 	l.changed = make(chan struct{})
 }
 
-func (l *fakeLog) Append(context.Context, string, string, Write) error {
-	return errors.New("fakeLog: the hub never appends")
+func (l *fakeLog) Append(_ context.Context, es []Entry) []error {
+	errs := make([]error, len(es))
+	for i := range errs {
+		errs[i] = errors.New("fakeLog: the hub never appends")
+	}
+	return errs
 }
 
 func (l *fakeLog) Current(context.Context, string) (string, bool, string, error) {

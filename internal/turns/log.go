@@ -2,8 +2,10 @@ package turns
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,8 +20,10 @@ import (
 // carries stops between instances (resumable turns). internal/redisstore implements it with
 // Redis Streams and pub/sub.
 type Log interface {
-	// Append writes w, one batch of the log of turn of session (see Write).
-	Append(ctx context.Context, session, turn string, w Write) error
+	// Append writes entries, each one batch of the log of its turn (see Write), in one round
+	// trip (one per node of a cluster), those of one session in their order. It returns nil
+	// when every entry was written, else the error of each entry (nil for those written).
+	Append(ctx context.Context, entries []Entry) []error
 	// Current returns the session's current turn: its id, whether it still runs and the
 	// instance that runs or ran it ("" when unknown); id is "" when the session has none (or it
 	// expired).
@@ -39,8 +43,10 @@ type Log interface {
 
 // Write is one batch written to a turn's log. A turn's first write carries State Running (and
 // the learner's Input), its last State Ended, and those between only lines: the first sets the
-// expiry of the log, the pointer and the input once for the turn's whole life, the last
-// shortens it to the resume TTL, so that a write between them is a bare append.
+// expiry of the log, the pointer and the input once for the turn's whole life, so that a write
+// between them is a bare append. The last marks the pointer ended only while it still names
+// the turn: a session's next turn may have written its first batch before the last batch of
+// the turn before it.
 type Write struct {
 	// First is the number of the turn's lines before Lines.
 	First int64
@@ -57,6 +63,12 @@ type Write struct {
 	// Input, with the first write, is the turn's learner input as JSON, kept as long as the
 	// log for a conversation restored while the turn runs (see Inputs).
 	Input []byte
+}
+
+// Entry is one Write to the log of turn Turn of session Session.
+type Entry struct {
+	Session, Turn string
+	Write
 }
 
 // Batch is one batch of a turn's log.
@@ -77,11 +89,12 @@ const (
 	Ended   = "ended"
 )
 
-// logBounds are when a turn's log writer appends, and how much of a turn it keeps.
+// logBounds are when the log's writer appends, and how much of a turn it keeps.
 type logBounds struct {
-	// lines waiting make a batch at once; a line that waited age makes one with whatever
-	// waits with it. The client never waits for the log: only a resumer sees its lag, at most
-	// age (plus the round trip) behind the live stream.
+	// lines waiting in one turn make its batch due at once; otherwise the writer takes every
+	// turn's waiting lines every age. The client never waits for the
+	// log: only a resumer sees its lag, at most age (plus the round trip) behind the live
+	// stream.
 	lines int64
 	age   time.Duration
 	// bytes and entries bound what the log keeps of a turn (the first bytes of lines, in at
@@ -89,58 +102,246 @@ type logBounds struct {
 	// error line (see truncatedLine).
 	bytes   int
 	entries int
+	// roundTrip bounds the bytes of lines one Append carries, so that a turn's first write
+	// never waits behind more than one such round trip, however many lines other turns have
+	// waiting.
+	roundTrip int
 }
 
-// defaultBounds make a turn of a 10 ms-per-line model cost a batch per 500 ms (50 lines), two
-// round trips for 150 lines besides its first and last batch: each round trip of the log costs
-// the gateway about as much CPU as relaying a few dozen chunks (go-redis, the syscalls, a
-// goroutine's wake-up), so a batch is as large as a resumer's lag allows. A faster model fills
-// a batch of 64 lines first. 1 MiB holds any answer within
-// the default COACH_MAX_OUTPUT_BYTES (256 KiB) as delta lines, whose JSON adds some 30 bytes
-// a line and at most six bytes for a byte of text (\u00XX escapes); an answer of many resets
-// or retried attempts can exceed it. 4096 batches are more than a turn writes in its longest
-// life at one batch per 500 ms.
-var defaultBounds = logBounds{lines: 64, age: 500 * time.Millisecond, bytes: 1 << 20, entries: 4096}
+// defaultBounds write the turns' lines every 500 ms. Each round trip of the log costs the
+// gateway about as much CPU as relaying a few dozen chunks (go-redis, the syscalls, a
+// goroutine's wake-up), so the lines of every turn of the instance share one round trip per
+// 500 ms, and a turn pays for two of its own, its first and last writes. A fast model fills a
+// batch of 64 lines first. 1 MiB holds any answer within the default COACH_MAX_OUTPUT_BYTES
+// (256 KiB) as delta lines, whose JSON adds some 30 bytes a line and at most six bytes for a
+// byte of text (\u00XX escapes); an answer of many resets or retried attempts can exceed it.
+// 4096 batches are more than a turn writes in its longest life at one batch per 500 ms.
+var defaultBounds = logBounds{lines: 64, age: 500 * time.Millisecond, bytes: 1 << 20, entries: 4096, roundTrip: 1 << 20}
 
-// lineLog is one turn's tee into its Log. The turn only appends to a buffer under a mutex;
-// a goroutine of its own writes the buffer out, one Append in flight at a time, so the turn
-// never waits for Redis.
+// writer writes the logs of all the turns of one instance, from one goroutine that runs while
+// any turn keeps a log: a turn's first write (which points the session at it), its last and a
+// full batch at once, and every bounds.age the lines that every turn has waiting, each time in
+// one Append (one pipelined round trip per Redis node) with whatever else is due. A turn's own
+// goroutine only appends to its buffer, so it never waits for Redis, and a turn costs the log
+// two round trips of its own, which it shares with the turns that start or end with it, however
+// long it runs.
+//
+// One writer for every tenant is one queue, so no turn's lines may hold up another's writes: a
+// round trip carries every first write that is due, then other batches up to bounds.roundTrip
+// bytes, and the next round trip, at once, carries what did not fit. Work that is due at once
+// (first and last writes, full batches) is queued, so that it costs the writer nothing per
+// other turn; only a tick looks at every turn.
+type writer struct {
+	store  Log
+	bounds logBounds
+
+	mu      sync.Mutex
+	logs    []*lineLog // every turn's, in the order the turns started
+	due     []*lineLog // turns with a write due at once
+	running bool       // run is running
+	wake    chan struct{}
+}
+
+func newWriter(store Log, bounds logBounds) *writer {
+	return &writer{store: store, bounds: bounds, wake: make(chan struct{}, 1)}
+}
+
+// start adds l, whose first write is due, and starts the writer's goroutine if it is not
+// running.
+func (w *writer) start(l *lineLog) {
+	w.mu.Lock()
+	w.logs = append(w.logs, l)
+	w.due = append(w.due, l)
+	if !w.running {
+		w.running = true
+		go w.run()
+	}
+	w.mu.Unlock()
+	w.kick()
+}
+
+// owe queues l for the next round trip and wakes the writer.
+func (w *writer) owe(l *lineLog) {
+	w.mu.Lock()
+	w.due = append(w.due, l)
+	w.mu.Unlock()
+	w.kick()
+}
+
+func (w *writer) kick() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run writes until no turn keeps a log.
+func (w *writer) run() {
+	tick := time.NewTicker(w.bounds.age)
+	defer tick.Stop()
+	for {
+		ticked := false
+		select {
+		case <-w.wake:
+		case <-tick.C:
+			ticked = true
+		}
+		if !w.write(ticked) {
+			return
+		}
+	}
+}
+
+// part is one turn's entries in a round trip.
+type part struct {
+	log      *lineLog
+	from, to int    // its entries
+	batch    []byte // the buffer its lines came in
+	last     bool   // it ends the turn's log
+}
+
+// write writes what is due, in as many round trips as it takes: the queued turns' first
+// writes and full batches and, when ticked, every turn's waiting lines and end. It reports
+// whether any turn still keeps a log; if none does, the writer has stopped.
+func (w *writer) write(ticked bool) bool {
+	var queued, all []*lineLog
+	if ticked {
+		w.mu.Lock()
+		all = slices.Clone(w.logs)
+		w.mu.Unlock()
+	}
+	for {
+		// Each round trip takes what was queued since the last, first writes above all.
+		w.mu.Lock()
+		queued = append(queued, w.due...)
+		w.due = nil
+		w.mu.Unlock()
+		var (
+			entries []Entry
+			parts   []part
+			size    int
+			left    []*lineLog
+		)
+		add := func(l *lineLog, always bool) {
+			if l.pass || l.over {
+				return
+			}
+			room := len(parts) == 0 || size < w.bounds.roundTrip
+			if !room && l.started {
+				left = append(left, l)
+				return
+			}
+			// A first write that finds no room goes out without its lines, which follow in
+			// the next round trip.
+			batch, n, ended, ok := l.take(always, room)
+			if !ok {
+				return
+			}
+			if !room {
+				left = append(left, l)
+			}
+			l.pass = true
+			size += len(batch)
+			es := l.writes(batch, n, ended)
+			parts = append(parts, part{log: l, from: len(entries), to: len(entries) + len(es), batch: batch, last: ended})
+			entries = append(entries, es...)
+		}
+		// First writes go first, whatever else is due.
+		for _, l := range queued {
+			if !l.started {
+				add(l, true)
+			}
+		}
+		for _, l := range queued {
+			add(l, l.owed)
+		}
+		for _, l := range all {
+			add(l, true)
+		}
+		if len(entries) > 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			errs := w.store.Append(ctx, entries)
+			cancel()
+			for _, p := range parts {
+				var err error
+				for _, e := range errs[min(p.from, len(errs)):min(p.to, len(errs))] {
+					err = cmp.Or(err, e)
+				}
+				p.log.wrote(entries[p.from:p.to], p.batch, err)
+			}
+		}
+		for _, p := range parts {
+			p.log.pass, p.log.owed, p.log.over = false, false, p.last
+		}
+		w.mu.Lock()
+		if ended := slices.ContainsFunc(parts, func(p part) bool { return p.last }); ended {
+			w.logs = slices.DeleteFunc(w.logs, func(l *lineLog) bool { return l.over })
+		}
+		w.mu.Unlock()
+		for _, p := range parts {
+			if p.last {
+				close(p.log.done)
+			}
+		}
+		if len(left) == 0 {
+			break
+		}
+		// What did not fit is due at once, whatever made it due.
+		for _, l := range left {
+			l.owed = true
+		}
+		queued, all = left, nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.logs) == 0 {
+		// Whatever is still queued belongs to logs that are over.
+		w.due, w.running = nil, false
+		return false
+	}
+	return true
+}
+
+// lineLog is one turn's tee into the instance's writer. The turn only appends to a buffer
+// under a mutex; the writer takes the buffer when a batch is due.
 type lineLog struct {
-	store         Log
+	w             *writer
 	session, turn string
 	// live is how long the log is kept while the turn runs, ttl after its end.
 	live, ttl time.Duration
 	input     *coach.TurnInput
-	bounds    logBounds
 	log       *zerolog.Logger
 
-	mu     sync.Mutex
-	buf    []byte
-	lines  int64     // lines in buf
-	oldest time.Time // when the first line in buf came
-	ended  bool
+	mu    sync.Mutex
+	buf   []byte
+	lines int64 // lines in buf
+	ended bool
+	spare []byte // an empty buffer for the next batch
 
-	// What the writer has written: bytes of lines, entries, whether it stopped keeping lines
-	// (see keep), and whether an append failed. Only the writer's goroutine uses them.
-	kept, entries     int
-	truncated, failed bool
+	// What the writer has done: whether it took the first write, the lines it took, bytes of
+	// lines kept, entries, whether it stopped keeping lines (see keep), whether an append
+	// failed, whether the log is over (its last batch written), and, within one of its round
+	// trips, whether it took this log's batch (pass) or owes it one (owed). Only the writer's
+	// goroutine uses them.
+	started, over, pass, owed bool
+	sent                      int64
+	kept, entries             int
+	truncated, failed         bool
 
-	// due is set when a line makes the writer's next step due: the first line of a batch
-	// (which starts its age) or its bounds.lines-th. kick sends it.
-	due       atomic.Bool
-	wake, end chan struct{}
-	done      chan struct{}
+	// full is set when buf reaches bounds.lines lines; kick sends it.
+	full atomic.Bool
+	done chan struct{}
 }
 
-// newLineLog starts the writer of turn's log; its first append, made at once, writes the
-// session's current-turn pointer, so that a resume finds the turn before its first line, and
-// keeps in, the learner's input, when not nil. It encodes in off the turn's path.
-func newLineLog(store Log, session, turn string, live, ttl time.Duration, in *coach.TurnInput, bounds logBounds, log *zerolog.Logger) *lineLog {
+// newLineLog starts turn's log on w; its first write, made at once, writes the session's
+// current-turn pointer, so that a resume finds the turn before its first line, and keeps in, the
+// learner's input, when not nil. It encodes in off the turn's path.
+func newLineLog(w *writer, session, turn string, live, ttl time.Duration, in *coach.TurnInput, log *zerolog.Logger) *lineLog {
 	l := &lineLog{
-		store: store, session: session, turn: turn, live: live, ttl: ttl, input: in, bounds: bounds, log: log,
-		buf: make([]byte, 0, 1024), wake: make(chan struct{}, 1), end: make(chan struct{}), done: make(chan struct{}),
+		w: w, session: session, turn: turn, live: live, ttl: ttl, input: in, log: log,
+		buf: make([]byte, 0, 1024), done: make(chan struct{}),
 	}
-	go l.run()
+	w.start(l)
 	return l
 }
 
@@ -148,72 +349,98 @@ func newLineLog(store Log, session, turn string, live, ttl time.Duration, in *co
 // with kick once the line is on its way to the client.
 func (l *lineLog) add(line []byte) {
 	l.mu.Lock()
-	if l.lines == 0 {
-		l.oldest = time.Now()
-	}
 	l.buf = append(l.buf, line...)
 	l.lines++
-	if l.lines == 1 || l.lines == l.bounds.lines {
-		l.due.Store(true)
+	if l.lines == l.w.bounds.lines {
+		l.full.Store(true)
 	}
 	l.mu.Unlock()
 }
 
-// kick wakes the writer when a line added since the last kick made its next step due; other
-// lines wake nobody.
+// kick queues the turn's batch for the writer when a line added since the last kick filled it;
+// other lines wake nobody.
 func (l *lineLog) kick() {
-	if !l.due.Swap(false) {
-		return
-	}
-	select {
-	case l.wake <- struct{}{}:
-	default:
+	if l.full.Swap(false) {
+		l.w.owe(l)
 	}
 }
 
-// close marks the turn's end: the writer appends what is left as the last batch and stops.
+// close marks the turn's end: the writer appends what is left as the last batch at once, so
+// that the pointer says the turn ended as soon as its client has its last line, and then
+// closes done.
 func (l *lineLog) close() {
 	l.mu.Lock()
 	l.ended = true
 	l.mu.Unlock()
-	close(l.end)
+	l.w.owe(l)
 }
 
-// run writes the log until the turn's end.
-func (l *lineLog) run() {
-	defer close(l.done)
-	var sent int64 // the turn's lines taken so far
-	spare := make([]byte, 0, 1024)
-	for first := true; ; first = false {
-		l.mu.Lock()
-		batch, n, ended := l.buf, l.lines, l.ended
-		l.buf, l.lines = spare[:0], 0
-		l.mu.Unlock()
-		w := Write{First: sent, Lines: l.keep(batch, ended)}
-		switch {
-		case first && ended:
-			// A turn over before its first write keeps its log the resume TTL.
-			w.State, w.TTL = Ended, l.ttl
-		case ended:
-			w.State = Ended
-		case first:
-			w.State, w.TTL, w.Input = Running, l.live, l.encodeInput()
+// take returns the turn's waiting lines, n of them, and whether it ended, if there is anything
+// to write: always (for a first write, a tick or a batch the writer owes), when the lines fill
+// a batch, or when the turn ended. Without lines it takes nothing but the turn's first write.
+func (l *lineLog) take(always, lines bool) (batch []byte, n int64, ended, ok bool) {
+	if !lines {
+		return nil, 0, false, !l.started
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case !always && l.lines < l.w.bounds.lines && !l.ended:
+		return nil, 0, false, false
+	case l.started && l.lines == 0 && !l.ended:
+		return nil, 0, false, false
+	}
+	batch, n, ended = l.buf, l.lines, l.ended
+	l.buf, l.lines, l.spare = l.spare, 0, nil
+	return batch, n, ended, true
+}
+
+// writes returns the writes of batch, n lines: the turn's first write (pointer and input)
+// before any other, its last after every other, and, when the log stopped keeping lines, the
+// lines that fit and an error line that says so.
+func (l *lineLog) writes(batch []byte, n int64, ended bool) []Entry {
+	w := Write{First: l.sent, Lines: l.keep(batch, ended)}
+	switch {
+	case !l.started && ended:
+		// A turn over before its first write keeps its log the resume TTL.
+		w.State, w.TTL = Ended, l.ttl
+	case ended:
+		w.State = Ended
+	case !l.started:
+		w.State, w.TTL, w.Input = Running, l.live, l.encodeInput()
+	}
+	l.started = true
+	out := make([]Entry, 0, 2)
+	if ended && l.truncated {
+		if len(w.Lines) > 0 {
+			out = append(out, Entry{Session: l.session, Turn: l.turn, Write: Write{First: l.sent, Lines: w.Lines}})
 		}
-		if ended && l.truncated {
-			if len(w.Lines) > 0 {
-				l.put(Write{First: sent, Lines: w.Lines})
-			}
-			w.First, w.Lines = sent+n, l.truncatedLine()
-		}
-		if len(w.Lines) > 0 || w.State != "" {
-			l.put(w)
-		}
-		sent += n
-		spare = batch
-		if ended {
-			return
-		}
-		l.wait()
+		w.First, w.Lines = l.sent+n, l.truncatedLine()
+	}
+	if len(w.Lines) > 0 || w.State != "" {
+		out = append(out, Entry{Session: l.session, Turn: l.turn, Write: w})
+	}
+	l.sent += n
+	return out
+}
+
+// wrote records that the writer wrote es, the turn's entries from batch, with err, the first
+// error among them.
+func (l *lineLog) wrote(es []Entry, batch []byte, err error) {
+	for _, e := range es {
+		l.kept += len(e.Lines)
+		l.entries++
+	}
+	// The batch's buffer, written, serves the turn's next one.
+	l.mu.Lock()
+	if l.spare == nil && cap(batch) <= 64<<10 {
+		l.spare = batch[:0]
+	}
+	l.mu.Unlock()
+	if err != nil && !l.failed {
+		// A resume will miss lines; the turn itself goes on.
+		l.failed = true
+		l.log.Warn().Err(err).Str("session", l.session).Str("turn", l.turn).Msg("a turn's lines could not be kept for resume")
 	}
 }
 
@@ -224,8 +451,9 @@ func (l *lineLog) keep(batch []byte, ended bool) []byte {
 	if l.truncated {
 		return nil
 	}
-	room := l.bounds.bytes - l.kept
-	if l.entries+2 > l.bounds.entries && (!ended || len(batch) > room) {
+	b := l.w.bounds
+	room := b.bytes - l.kept
+	if l.entries+2 > b.entries && (!ended || len(batch) > room) {
 		room = 0
 	}
 	if len(batch) <= room {
@@ -233,64 +461,6 @@ func (l *lineLog) keep(batch []byte, ended bool) []byte {
 	}
 	l.truncated = true
 	return batch[:bytes.LastIndexByte(batch[:max(room, 0)], '\n')+1]
-}
-
-// put appends w to the store.
-func (l *lineLog) put(w Write) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	err := l.store.Append(ctx, l.session, l.turn, w)
-	cancel()
-	if err != nil && !l.failed {
-		// A resume will miss lines; the turn itself goes on.
-		l.failed = true
-		l.log.Warn().Err(err).Str("session", l.session).Str("turn", l.turn).Msg("a turn's lines could not be kept for resume")
-	}
-	l.kept += len(w.Lines)
-	l.entries++
-}
-
-// wait returns when the next batch is due: bounds.lines lines wait, the oldest of them has
-// waited bounds.age, or the turn ended.
-func (l *lineLog) wait() {
-	var t *time.Timer
-	defer func() {
-		if t != nil {
-			t.Stop()
-		}
-	}()
-	for {
-		l.mu.Lock()
-		n, oldest := l.lines, l.oldest
-		l.mu.Unlock()
-		if n == 0 {
-			// Nothing waits (a wake may be left from lines the last batch took).
-			select {
-			case <-l.wake:
-				continue
-			case <-l.end:
-				return
-			}
-		}
-		if n >= l.bounds.lines {
-			return
-		}
-		left := l.bounds.age - time.Since(oldest)
-		if left <= 0 {
-			return
-		}
-		if t == nil {
-			t = time.NewTimer(left)
-		} else {
-			t.Reset(left)
-		}
-		select {
-		case <-t.C:
-			return
-		case <-l.wake:
-		case <-l.end:
-			return
-		}
-	}
 }
 
 // encodeInput returns the learner input as the engine encodes the learner's transcript entry,

@@ -2,9 +2,13 @@ package turns
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -165,16 +169,16 @@ func TestLogBoundsWhatItKeeps(t *testing.T) {
 		waitFor bool // let the writer take the first write and each line alone
 		kept    func(after int64) []string
 	}{
-		{"bytes, all in the last batch", logBounds{lines: 100, age: time.Hour, bytes: 3*size + size/2, entries: 4096}, false, truncated(1, 2, 3)},
-		{"bytes, batches of 4", logBounds{lines: 4, age: time.Hour, bytes: 3*size + size/2, entries: 4096}, false, truncated(1, 2, 3)},
-		{"bytes, a batch a line", logBounds{lines: 1, age: time.Hour, bytes: 3*size + size/2, entries: 4096}, true, truncated(1, 2, 3)},
-		{"entries", logBounds{lines: 1, age: time.Hour, bytes: 1 << 20, entries: 4}, true, truncated(1, 2)},
+		{"bytes, batches by age", logBounds{lines: 100, age: 20 * time.Millisecond, bytes: 3*size + size/2, entries: 4096, roundTrip: 1 << 20}, false, truncated(1, 2, 3)},
+		{"bytes, batches of 4", logBounds{lines: 4, age: 20 * time.Millisecond, bytes: 3*size + size/2, entries: 4096, roundTrip: 1 << 20}, false, truncated(1, 2, 3)},
+		{"bytes, a batch a line", logBounds{lines: 1, age: 20 * time.Millisecond, bytes: 3*size + size/2, entries: 4096, roundTrip: 1 << 20}, true, truncated(1, 2, 3)},
+		{"entries", logBounds{lines: 1, age: 20 * time.Millisecond, bytes: 1 << 20, entries: 4, roundTrip: 1 << 20}, true, truncated(1, 2)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			log := &memLog{}
 			nop := zerolog.Nop()
-			l := newLineLog(log, "s1", "t1", time.Hour, time.Minute, nil, tt.bounds, &nop)
+			l := newLineLog(newWriter(log, tt.bounds), "s1", "t1", time.Hour, time.Minute, nil, &nop)
 			taken := func() bool {
 				l.mu.Lock()
 				defer l.mu.Unlock()
@@ -216,4 +220,145 @@ func TestLogBoundsWhatItKeeps(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWriterSharesRoundTrips runs 20 turns at once, each a line every 10 ms, through one
+// instance's turns: their first writes go out at once, every line and end reach the log once,
+// in order, and the lines of all the turns share round trips (an Append per 500 ms for all of
+// them, plus the first writes), where a writer per turn made one per turn per batch.
+func TestWriterSharesRoundTrips(t *testing.T) {
+	const n, lines = 20, 60
+	log := &memLog{}
+	nop := zerolog.Nop()
+	ts := New(Config{Log: log, ResumeTTL: time.Minute})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			tr := ts.Start(t.Context(), t.Context(), fmt.Sprintf("s%02d", i), "t1")
+			sink := tr.Sink(discard{}, time.Minute, nil, &nop)
+			for j := range lines {
+				_ = sink.Emit(coach.Delta(fmt.Sprintf("%02d-%02d ", i, j)))
+				_ = sink.Flush()
+				time.Sleep(10 * time.Millisecond)
+			}
+			<-tr.End()
+		})
+	}
+	wg.Wait()
+	got := map[string]string{}
+	ended := map[string]int{}
+	log.mu.Lock()
+	appends := slices.Clone(log.appends)
+	log.mu.Unlock()
+	for _, es := range appends {
+		for _, e := range es {
+			if ended[e.Session] > 0 {
+				t.Errorf("%s: a write after its last", e.Session)
+			}
+			got[e.Session] += string(e.Lines)
+			if e.State == Ended {
+				ended[e.Session]++
+			}
+		}
+	}
+	for i := range n {
+		s := fmt.Sprintf("s%02d", i)
+		var want string
+		for j := range lines {
+			line, _ := ndjson.Append(nil, coach.Delta(fmt.Sprintf("%02d-%02d ", i, j)))
+			want += string(line)
+		}
+		if got[s] != want || ended[s] != 1 {
+			t.Errorf("%s: the log holds %d bytes and %d ends, want its %d lines (%d bytes) once, in order, then one end", s, len(got[s]), ended[s], lines, len(want))
+		}
+	}
+	// 20 turns of 600 ms or more: a writer per turn made 20 × (first + two or more batches);
+	// shared, it is the first writes and an Append per tick, however many turns there are.
+	if max := n + 8; len(appends) > max {
+		t.Errorf("%d Appends for %d turns of %d lines, want at most %d", len(appends), n, lines, max)
+	}
+}
+
+// slowLog is a Log whose Appends take a while, as a busy Redis's do, and which keeps the
+// entries of each.
+type slowLog struct {
+	memLog
+	delay time.Duration
+}
+
+func (l *slowLog) Append(ctx context.Context, es []Entry) []error {
+	time.Sleep(l.delay)
+	return l.memLog.Append(ctx, es)
+}
+
+// TestWriterFloodCannotHoldAFirstWrite attacks the shared writer from a learner's side: turns
+// whose model pours out lines as fast as it can, through a slow Redis, must not hold up another
+// learner's turn: its first write (which lets a resume find it) goes out in the round trip
+// after the one in flight when it started, and no round trip carries more than its bound of
+// other turns' lines.
+func TestWriterFloodCannotHoldAFirstWrite(t *testing.T) {
+	const line = `{"type":"delta","text":"` + "flood flood flood flood flood flood flood flood flood flood" + `"}` + "\n"
+	bounds := logBounds{lines: 4, age: time.Hour, bytes: 1 << 30, entries: 1 << 20, roundTrip: 2 << 10}
+	log := &slowLog{delay: 5 * time.Millisecond}
+	w := newWriter(log, bounds)
+	nop := zerolog.Nop()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		l := newLineLog(w, fmt.Sprintf("flood%d", i), "t1", time.Hour, time.Minute, nil, &nop)
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					l.close()
+					return
+				default:
+				}
+				l.add([]byte(line))
+				l.kick()
+				runtime.Gosched()
+			}
+		})
+	}
+	for len(appendsOf(&log.memLog)) < 10 { // the flood is under way
+		time.Sleep(time.Millisecond)
+	}
+	before := len(appendsOf(&log.memLog))
+	newLineLog(w, "alice", "t1", time.Hour, time.Minute, nil, &nop)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		appends := appendsOf(&log.memLog)
+		i := slices.IndexFunc(appends, func(es []Entry) bool {
+			return slices.ContainsFunc(es, func(e Entry) bool { return e.Session == "alice" })
+		})
+		if i >= 0 {
+			if i > before+1 {
+				t.Errorf("alice's first write went out in round trip %d, want by %d (the one after the one in flight)", i, before+1)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("alice's first write was not written within 10 s (%d round trips)", len(appends))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	for i, es := range appendsOf(&log.memLog) {
+		var size, biggest int
+		for _, e := range es {
+			size += len(e.Lines)
+			biggest = max(biggest, len(e.Lines))
+		}
+		if size > bounds.roundTrip+biggest {
+			t.Errorf("round trip %d carries %d bytes of lines, want at most %d and one batch (%d)", i, size, bounds.roundTrip, biggest)
+		}
+	}
+}
+
+// appendsOf returns the entries of each Append to l so far.
+func appendsOf(l *memLog) [][]Entry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.appends)
 }

@@ -65,6 +65,8 @@ type Turns struct {
 	// perLearner counts by tenant and learner reference.
 	perLearner tenantCounts
 	readers    *hub
+	// writer writes the logs of the turns that keep one.
+	writer *writer
 }
 
 // New returns the Turns of cfg.
@@ -72,6 +74,7 @@ func New(cfg Config) *Turns {
 	t := &Turns{cfg: cfg}
 	if log := t.Log(); log != nil {
 		t.readers = newHub(log, cfg.MaxReadersPerTurn, t.ReadBlock(), t.lost)
+		t.writer = newWriter(log, defaultBounds)
 	}
 	return t
 }
@@ -170,9 +173,9 @@ func (r *Turn) Context() context.Context { return r.ctx }
 func (r *Turn) Sink(client coach.Sink, life time.Duration, in *coach.TurnInput, log *zerolog.Logger) coach.Sink {
 	s := &sink{client: client, cancelOnError: r.turns.cfg.CancelOnDisconnect}
 	s.raw, _ = client.(LineWriter)
-	if store := r.turns.Log(); store != nil {
+	if w := r.turns.writer; w != nil {
 		ttl := r.turns.cfg.ResumeTTL
-		r.log = newLineLog(store, r.session, r.id, life+ttl, ttl, in, defaultBounds, log)
+		r.log = newLineLog(w, r.session, r.id, life+ttl, ttl, in, log)
 		s.log = r.log
 	}
 	return s

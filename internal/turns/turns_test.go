@@ -91,17 +91,25 @@ type memLog struct {
 	lines  []byte
 	state  string
 	writes []Write
+	// appends are the entries of each Append.
+	appends [][]Entry
 }
 
-func (m *memLog) Append(_ context.Context, _, _ string, w Write) error {
+func (m *memLog) Append(_ context.Context, es []Entry) []error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.lines = append(m.lines, w.Lines...)
-	if w.State != "" {
-		m.state = w.State
+	kept := make([]Entry, 0, len(es))
+	for _, e := range es {
+		m.lines = append(m.lines, e.Lines...)
+		if e.State != "" {
+			m.state = e.State
+		}
+		// The writer reuses its buffers once Append returns.
+		e.Lines = bytes.Clone(e.Lines)
+		m.writes = append(m.writes, e.Write)
+		kept = append(kept, e)
 	}
-	w.Lines = bytes.Clone(w.Lines)
-	m.writes = append(m.writes, w)
+	m.appends = append(m.appends, kept)
 	return nil
 }
 

@@ -128,11 +128,14 @@ func learnerTurn(t *testing.T, f *Fixture, tenant, id, text string) {
 	turn := coach.NewID()[:16]
 	ctx := context.Background()
 	line := []byte(fmt.Sprintf(`{"type":"delta","text":%q}`+"\n", text))
-	if err := log.Append(ctx, id, turn, turns.Write{Lines: line, State: turns.Running, TTL: time.Hour, Input: []byte(fmt.Sprintf(`{"message":%q}`, text))}); err != nil {
-		t.Fatalf("turn log Append: %v", err)
+	writes := []turns.Write{
+		{Lines: line, State: turns.Running, TTL: time.Hour, Input: []byte(fmt.Sprintf(`{"message":%q}`, text))},
+		{First: 1, State: turns.Ended},
 	}
-	if err := log.Append(ctx, id, turn, turns.Write{First: 1, State: turns.Ended, TTL: time.Hour}); err != nil {
-		t.Fatalf("turn log Append: %v", err)
+	for _, w := range writes {
+		if errs := log.Append(ctx, []turns.Entry{{Session: id, Turn: turn, Write: w}}); errs != nil {
+			t.Fatalf("turn log Append: %v", errs)
+		}
 	}
 }
 
