@@ -235,11 +235,12 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 		Turns:            running,
 		SafetyEvents:     audit,
 	})
-	// A stop reaches the instance that runs the turn through the stop channel, to which every
-	// instance subscribes once. A Redis that does not answer yet leaves stops to the local turns.
+	// A stop, and a reader's following, reach the instance that runs the turn through the
+	// channels to which every instance subscribes once. A Redis that does not answer yet leaves
+	// them to the local turns.
 	if cfg.ResumeTTL > 0 {
-		if err := turnLog.Subscribe(syncCtx, running.StopLocal); err != nil {
-			log.Error().Err(err).Msg("cannot subscribe to turn stops; a stop reaches only this instance's turns")
+		if err := turnLog.Subscribe(syncCtx, running.StopLocal, running.Followed); err != nil {
+			log.Error().Err(err).Msg("cannot subscribe to turn stops and follows; they reach only this instance's turns")
 		}
 	}
 	return a, nil

@@ -28,13 +28,15 @@ type AuditBatcher struct {
 	pending   []safety.Record
 	perTenant map[string]int
 
-	// ready tells run that a batch is full; flush asks it to write what is pending at once
-	// and to close the channel it passes when that is done.
-	ready chan struct{}
-	flush chan chan struct{}
-	stop  chan struct{}
-	done  chan struct{}
-	once  sync.Once
+	// queued tells run that records wait, so that it writes them within the interval; ready
+	// that a batch is full; flush asks it to write what is pending at once and to close the
+	// channel it passes when that is done.
+	queued chan struct{}
+	ready  chan struct{}
+	flush  chan chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+	once   sync.Once
 }
 
 // Bounds of the batcher: the records written in one round trip, the records waiting in all,
@@ -53,7 +55,7 @@ var errAuditQueueFull = errors.New("safety audit queue full")
 // is called for each batch the store did not take.
 func NewAuditBatcher(a *SafetyAudit, every time.Duration, failed func()) *AuditBatcher {
 	b := &AuditBatcher{audit: a, every: every, failed: failed, perTenant: map[string]int{},
-		ready: make(chan struct{}, 1), flush: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+		queued: make(chan struct{}, 1), ready: make(chan struct{}, 1), flush: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	go b.run()
 	return b
 }
@@ -64,7 +66,7 @@ var _ coach.SafetyAudit = (*AuditBatcher)(nil)
 // their tenant's share of it are dropped, and it says so.
 func (b *AuditBatcher) Audit(_ context.Context, records []safety.Record) error {
 	b.mu.Lock()
-	dropped := false
+	dropped, first := false, len(b.pending) == 0
 	for _, r := range records {
 		if len(b.pending) >= auditQueueMax || b.perTenant[r.Tenant] >= auditTenantQueueMax {
 			dropped = true
@@ -74,7 +76,14 @@ func (b *AuditBatcher) Audit(_ context.Context, records []safety.Record) error {
 		b.perTenant[r.Tenant]++
 	}
 	full := len(b.pending) >= auditBatchMax
+	first = first && len(b.pending) > 0
 	b.mu.Unlock()
+	if first {
+		select {
+		case b.queued <- struct{}{}:
+		default:
+		}
+	}
 	if full {
 		select {
 		case b.ready <- struct{}{}:
@@ -87,15 +96,26 @@ func (b *AuditBatcher) Audit(_ context.Context, records []safety.Record) error {
 	return nil
 }
 
+// run writes batches until Close. Its timer runs only while records wait: a timer that ticked
+// through idle time would wake a CPU for nothing, which on a quiet instance costs more than
+// the turns' own work.
 func (b *AuditBatcher) run() {
 	defer close(b.done)
-	t := time.NewTicker(b.every)
+	t := time.NewTimer(b.every)
+	t.Stop()
 	defer t.Stop()
+	var due <-chan time.Time
 	for {
 		select {
+		case <-b.queued:
+			if due == nil {
+				t.Reset(b.every)
+				due = t.C
+			}
 		case <-b.ready:
 			b.write()
-		case <-t.C:
+		case <-due:
+			due = nil
 			b.write()
 		case done := <-b.flush:
 			b.write()

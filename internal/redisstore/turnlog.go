@@ -34,8 +34,9 @@ import (
 // (internal/turns), which keeps a turn's first lines, so the XADD does not trim. Readers follow
 // a log with blocking XREADs, on a client of their own (WithReaders) so that however long they
 // block they never hold a connection the session store needs. Stops are published on the
-// channel
-// {prefix}:turnstop as "<session> <turn>"; every instance subscribes to it once (Subscribe).
+// channel {prefix}:turnstop and follows (a reader has started on a turn, see turns.Log) on
+// {prefix}:turnfollow, both as "<session> <turn>"; every instance subscribes to both once
+// (Subscribe).
 //
 // A turn whose instance died is ended by EndLost: one script on the session's slot appends the
 // last batch and marks the pointer ended, so that of the readers on every instance that find it
@@ -75,7 +76,8 @@ func (l *TurnLog) pointerKey(session string) string { return l.prefix + ":{" + s
 func (l *TurnLog) logKey(session, turn string) string {
 	return l.prefix + ":{" + session + "}:tl:" + turn
 }
-func (l *TurnLog) channel() string { return l.prefix + ":turnstop" }
+func (l *TurnLog) channel() string       { return l.prefix + ":turnstop" }
+func (l *TurnLog) followChannel() string { return l.prefix + ":turnfollow" }
 
 // Append writes entries (see turns.Write) in one pipeline: one round trip, or one per node of a
 // cluster, whose pipeline go-redis splits by slot, keeping each node's commands in order. An
@@ -265,14 +267,21 @@ func (l *TurnLog) Stop(ctx context.Context, session, turn string) error {
 	return wrapErr(l.client.Publish(ctx, l.channel(), session+" "+turn).Err())
 }
 
-// Subscribe subscribes to the stops and calls deliver with each one until ctx ends. It returns
-// once the subscription is in place, so that a stop published after it is never missed;
-// go-redis resubscribes by itself after a lost connection.
-func (l *TurnLog) Subscribe(ctx context.Context, deliver func(session, turn string)) error {
-	ps := l.client.Subscribe(ctx, l.channel())
-	if _, err := ps.Receive(ctx); err != nil {
-		_ = ps.Close()
-		return wrapErr(err)
+// Follow publishes to every instance that a reader follows turn of session.
+func (l *TurnLog) Follow(ctx context.Context, session, turn string) error {
+	return wrapErr(l.client.Publish(ctx, l.followChannel(), session+" "+turn).Err())
+}
+
+// Subscribe subscribes to the stops and the follows and calls stop or follow with each one
+// until ctx ends. It returns once the subscription is in place, so that a message published
+// after it is never missed; go-redis resubscribes by itself after a lost connection.
+func (l *TurnLog) Subscribe(ctx context.Context, stop, follow func(session, turn string)) error {
+	ps := l.client.Subscribe(ctx, l.channel(), l.followChannel())
+	for range 2 {
+		if _, err := ps.Receive(ctx); err != nil {
+			_ = ps.Close()
+			return wrapErr(err)
+		}
 	}
 	ch := ps.Channel()
 	go func() {
@@ -285,8 +294,13 @@ func (l *TurnLog) Subscribe(ctx context.Context, deliver func(session, turn stri
 				if !ok {
 					return
 				}
-				if session, turn, ok := strings.Cut(m.Payload, " "); ok {
-					deliver(session, turn)
+				session, turn, ok := strings.Cut(m.Payload, " ")
+				switch {
+				case !ok:
+				case m.Channel == l.channel():
+					stop(session, turn)
+				default:
+					follow(session, turn)
 				}
 			}
 		}

@@ -77,23 +77,35 @@ func TestTurnLog(t *testing.T) {
 				}
 			}
 
-			// A stop published through one client reaches the subscription of another.
+			// A stop, and a follow, published through one client reach the subscription of
+			// another, each as what it is.
 			subCtx, cancel := context.WithCancel(ctx)
 			defer cancel()
-			stops := make(chan [2]string, 1)
-			if err := NewTurnLog(b.dial(t), f.prefix, "").Subscribe(subCtx, func(s, tn string) { stops <- [2]string{s, tn} }); err != nil {
+			stops, follows := make(chan [2]string, 1), make(chan [2]string, 1)
+			if err := NewTurnLog(b.dial(t), f.prefix, "").Subscribe(subCtx,
+				func(s, tn string) { stops <- [2]string{s, tn} },
+				func(s, tn string) { follows <- [2]string{s, tn} }); err != nil {
 				t.Fatalf("Subscribe: %v", err)
 			}
 			if err := log.Stop(ctx, session, "t2"); err != nil {
 				t.Fatalf("Stop: %v", err)
 			}
-			select {
-			case got := <-stops:
-				if got != [2]string{session, "t2"} {
-					t.Errorf("stop delivered %q, want %q", got, [2]string{session, "t2"})
+			if err := log.Follow(ctx, session, "t4"); err != nil {
+				t.Fatalf("Follow: %v", err)
+			}
+			for _, want := range []struct {
+				what string
+				ch   chan [2]string
+				turn string
+			}{{"stop", stops, "t2"}, {"follow", follows, "t4"}} {
+				select {
+				case got := <-want.ch:
+					if got != [2]string{session, want.turn} {
+						t.Errorf("%s delivered %q, want %q", want.what, got, [2]string{session, want.turn})
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("the %s was not delivered", want.what)
 				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("the stop was not delivered")
 			}
 			// Another prefix's stops are not this one's.
 			if err := NewTurnLog(f.client, f.prefix+"-other", "").Stop(ctx, session, "t3"); err != nil {

@@ -49,9 +49,12 @@ type hub struct {
 	block      time.Duration
 	// lost ends the log of turn of session, found running on instance, when that instance is
 	// dead (Turns.lost), and reports whether it did.
-	lost  func(ctx context.Context, session, turn, instance string) (bool, error)
-	queue int
-	kept  int
+	lost func(ctx context.Context, session, turn, instance string) (bool, error)
+	// announce tells the instance that runs turn of session that it is followed
+	// (Turns.announce).
+	announce func(ctx context.Context, session, turn string)
+	queue    int
+	kept     int
 
 	mu      sync.Mutex
 	readers map[turnKey]*reader
@@ -59,12 +62,12 @@ type hub struct {
 
 type turnKey struct{ session, turn string }
 
-func newHub(log Log, maxPerTurn int, block time.Duration, lost func(ctx context.Context, session, turn, instance string) (bool, error)) *hub {
+func newHub(log Log, maxPerTurn int, block time.Duration, lost func(ctx context.Context, session, turn, instance string) (bool, error), announce func(ctx context.Context, session, turn string)) *hub {
 	if maxPerTurn <= 0 {
 		maxPerTurn = DefaultMaxReadersPerTurn
 	}
 	return &hub{
-		log: log, maxPerTurn: maxPerTurn, block: block, lost: lost, queue: followerQueue, kept: keptBatches,
+		log: log, maxPerTurn: maxPerTurn, block: block, lost: lost, announce: announce, queue: followerQueue, kept: keptBatches,
 		readers: map[turnKey]*reader{},
 	}
 }
@@ -206,6 +209,8 @@ func (f *Follower) Close() {
 // run reads the turn's log until its last batch, a failure, or its last follower's leaving
 // (ctx).
 func (r *reader) run(ctx context.Context) {
+	// The turn's instance writes its lines as they come only once it knows they are read.
+	r.hub.announce(ctx, r.key.session, r.key.turn)
 	cursor := ""
 	for {
 		batches, err := r.hub.log.Read(ctx, r.key.session, r.key.turn, cursor, r.hub.block)
@@ -239,6 +244,9 @@ func (r *reader) run(ctx context.Context) {
 func (r *reader) silent(ctx context.Context, cursor string) bool {
 	cur, running, instance, err := r.hub.log.Current(ctx, r.key.session)
 	if err == nil && cur == r.key.turn && running {
+		// An announcement can be lost (pub/sub delivers at most once): made again, it costs
+		// a reader who waited in vain at most one block.
+		r.hub.announce(ctx, r.key.session, r.key.turn)
 		if r.hub.lost != nil {
 			// A failed check is asked again after the next block; the turn is not ended on
 			// a guess.

@@ -96,7 +96,8 @@ func (l *fakeLog) Read(ctx context.Context, _, _, cursor string, block time.Dura
 	}
 }
 
-func (l *fakeLog) Stop(context.Context, string, string) error { return nil }
+func (l *fakeLog) Stop(context.Context, string, string) error   { return nil }
+func (l *fakeLog) Follow(context.Context, string, string) error { return nil }
 
 func (l *fakeLog) stats() (reads, inFlight, maxInFlight int) {
 	l.mu.Lock()
@@ -106,7 +107,7 @@ func (l *fakeLog) stats() (reads, inFlight, maxInFlight int) {
 
 // newTestHub returns a hub of log whose reads block for block.
 func newTestHub(log Log, maxPerTurn int, block time.Duration) *hub {
-	return newHub(log, maxPerTurn, block, nil)
+	return newHub(log, maxPerTurn, block, nil, func(context.Context, string, string) {})
 }
 
 // drain takes f's batches until none is left, and returns their lines and whether the last
@@ -421,7 +422,7 @@ func TestHubEndsALostTurn(t *testing.T) {
 			return true, nil
 		}
 		return false, nil
-	})
+	}, func(context.Context, string, string) {})
 	var fs []*Follower
 	for range 2 {
 		f, err := h.follow("s1", "t1")

@@ -33,6 +33,9 @@ type Log interface {
 	Read(ctx context.Context, session, turn, cursor string, block time.Duration) ([]Batch, error)
 	// Stop asks every instance to stop turn of session.
 	Stop(ctx context.Context, session, turn string) error
+	// Follow tells every instance that a reader follows turn of session, so that the one that
+	// runs it writes its lines as they come (see Turns.Followed).
+	Follow(ctx context.Context, session, turn string) error
 	// EndLost ends turn of session, whose instance died, for every reader: if the session's
 	// pointer still names turn as running on instance, it appends line, one encoded NDJSON
 	// line, as the log's last batch (numbered after the lines already logged) and marks the
@@ -106,25 +109,35 @@ type logBounds struct {
 	// never waits behind more than one such round trip, however many lines other turns have
 	// waiting.
 	roundTrip int
+	// held bounds the bytes of lines a turn that nobody follows keeps waiting; they are
+	// written once that many wait.
+	held int
 }
 
-// defaultBounds write the turns' lines every 500 ms. Each round trip of the log costs the
-// gateway about as much CPU as relaying a few dozen chunks (go-redis, the syscalls, a
-// goroutine's wake-up), so the lines of every turn of the instance share one round trip per
-// 500 ms, and a turn pays for two of its own, its first and last writes. A fast model fills a
-// batch of 64 lines first. 1 MiB holds any answer within the default COACH_MAX_OUTPUT_BYTES
+// defaultBounds write a followed turn's lines every 500 ms. Each round trip of the log costs
+// the gateway about as much CPU as relaying a few dozen chunks (go-redis, the syscalls, a
+// goroutine's wake-up; on an idle machine several times that), so the lines of every followed
+// turn of the instance share one round trip per 500 ms, a turn nobody follows keeps its lines
+// until its end (or 64 KiB of them), and a turn pays for two round trips of its own, its first
+// and last writes, which it shares with the turns that start or end with it. A fast model
+// fills a batch of 64 lines first. 1 MiB holds any answer within the default COACH_MAX_OUTPUT_BYTES
 // (256 KiB) as delta lines, whose JSON adds some 30 bytes a line and at most six bytes for a
 // byte of text (\u00XX escapes); an answer of many resets or retried attempts can exceed it.
 // 4096 batches are more than a turn writes in its longest life at one batch per 500 ms.
-var defaultBounds = logBounds{lines: 64, age: 500 * time.Millisecond, bytes: 1 << 20, entries: 4096, roundTrip: 1 << 20}
+var defaultBounds = logBounds{lines: 64, age: 500 * time.Millisecond, bytes: 1 << 20, entries: 4096, roundTrip: 1 << 20, held: 64 << 10}
 
 // writer writes the logs of all the turns of one instance, from one goroutine that runs while
 // any turn keeps a log: a turn's first write (which points the session at it), its last and a
-// full batch at once, and every bounds.age the lines that every turn has waiting, each time in
-// one Append (one pipelined round trip per Redis node) with whatever else is due. A turn's own
-// goroutine only appends to its buffer, so it never waits for Redis, and a turn costs the log
-// two round trips of its own, which it shares with the turns that start or end with it, however
-// long it runs.
+// full batch at once, and every bounds.age the lines that every followed turn has waiting, each
+// time in one Append (one pipelined round trip per Redis node) with whatever else is due. A
+// turn's own goroutine only appends to its buffer, so it never waits for Redis.
+//
+// Lines between the first and the last write are for resumers alone, so a turn's are written
+// as they come only once a reader follows it (Turns.Followed, which every instance's reader
+// announces through Log.Follow when it starts, and again whenever its read waits in vain):
+// then its waiting lines go out at once and every bounds.age after. Until then they wait in
+// the turn's buffer, up to bounds.held bytes, and a turn costs the log its first and last
+// writes alone.
 //
 // One writer for every tenant is one queue, so no turn's lines may hold up another's writes: a
 // round trip carries every first write that is due, then other batches up to bounds.roundTrip
@@ -175,19 +188,26 @@ func (w *writer) kick() {
 	}
 }
 
-// run writes until no turn keeps a log.
+// run writes until no turn keeps a log. It ticks only while a turn is followed: a turn nobody
+// follows has nothing to write between its first and its last write, and a tick wakes a CPU.
 func (w *writer) run() {
-	tick := time.NewTicker(w.bounds.age)
-	defer tick.Stop()
+	t := time.NewTimer(w.bounds.age)
+	t.Stop()
+	var tick <-chan time.Time
 	for {
 		ticked := false
 		select {
 		case <-w.wake:
-		case <-tick.C:
-			ticked = true
+		case <-tick:
+			ticked, tick = true, nil
 		}
-		if !w.write(ticked) {
+		alive, followed := w.write(ticked)
+		if !alive {
 			return
+		}
+		if followed && tick == nil {
+			t.Reset(w.bounds.age)
+			tick = t.C
 		}
 	}
 }
@@ -200,10 +220,11 @@ type part struct {
 	last     bool   // it ends the turn's log
 }
 
-// write writes what is due, in as many round trips as it takes: the queued turns' first
-// writes and full batches and, when ticked, every turn's waiting lines and end. It reports
-// whether any turn still keeps a log; if none does, the writer has stopped.
-func (w *writer) write(ticked bool) bool {
+// write writes what is due, in as many round trips as it takes: the queued turns' first and
+// last writes and full batches and, when ticked, every followed turn's waiting lines. It
+// reports whether any turn still keeps a log (if none does, the writer has stopped) and
+// whether any is followed.
+func (w *writer) write(ticked bool) (alive, followed bool) {
 	var queued, all []*lineLog
 	if ticked {
 		w.mu.Lock()
@@ -233,7 +254,7 @@ func (w *writer) write(ticked bool) bool {
 			}
 			// A first write that finds no room goes out without its lines, which follow in
 			// the next round trip.
-			batch, n, ended, ok := l.take(always, room)
+			batch, n, ended, ok := l.take(always, ticked, room)
 			if !ok {
 				return
 			}
@@ -256,7 +277,7 @@ func (w *writer) write(ticked bool) bool {
 			add(l, l.owed)
 		}
 		for _, l := range all {
-			add(l, true)
+			add(l, false)
 		}
 		if len(entries) > 0 {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -297,9 +318,9 @@ func (w *writer) write(ticked bool) bool {
 	if len(w.logs) == 0 {
 		// Whatever is still queued belongs to logs that are over.
 		w.due, w.running = nil, false
-		return false
+		return false, false
 	}
-	return true
+	return true, slices.ContainsFunc(w.logs, func(l *lineLog) bool { return l.followed.Load() })
 }
 
 // lineLog is one turn's tee into the instance's writer. The turn only appends to a buffer
@@ -328,18 +349,20 @@ type lineLog struct {
 	kept, entries             int
 	truncated, failed         bool
 
-	// full is set when buf reaches bounds.lines lines; kick sends it.
+	// full is set when buf fills a batch (see due); kick sends it.
 	full atomic.Bool
-	done chan struct{}
+	// followed is set once a reader follows the turn (see Turns.Followed); it is the turn's.
+	followed *atomic.Bool
+	done     chan struct{}
 }
 
 // newLineLog starts turn's log on w; its first write, made at once, writes the session's
 // current-turn pointer, so that a resume finds the turn before its first line, and keeps in, the
 // learner's input, when not nil. It encodes in off the turn's path.
-func newLineLog(w *writer, session, turn string, live, ttl time.Duration, in *coach.TurnInput, log *zerolog.Logger) *lineLog {
+func newLineLog(w *writer, session, turn string, live, ttl time.Duration, in *coach.TurnInput, followed *atomic.Bool, log *zerolog.Logger) *lineLog {
 	l := &lineLog{
 		w: w, session: session, turn: turn, live: live, ttl: ttl, input: in, log: log,
-		buf: make([]byte, 0, 1024), done: make(chan struct{}),
+		buf: make([]byte, 0, 1024), followed: followed, done: make(chan struct{}),
 	}
 	w.start(l)
 	return l
@@ -351,10 +374,21 @@ func (l *lineLog) add(line []byte) {
 	l.mu.Lock()
 	l.buf = append(l.buf, line...)
 	l.lines++
-	if l.lines == l.w.bounds.lines {
+	b := l.w.bounds
+	if (l.lines == b.lines && l.followed.Load()) || (len(l.buf) >= b.held && len(l.buf)-len(line) < b.held) {
 		l.full.Store(true)
 	}
 	l.mu.Unlock()
+}
+
+// follow makes the writer write the turn's lines as they come, starting with those waiting.
+func (l *lineLog) follow() {
+	l.mu.Lock()
+	waiting := l.lines > 0
+	l.mu.Unlock()
+	if waiting {
+		l.w.owe(l)
+	}
 }
 
 // kick queues the turn's batch for the writer when a line added since the last kick filled it;
@@ -376,16 +410,20 @@ func (l *lineLog) close() {
 }
 
 // take returns the turn's waiting lines, n of them, and whether it ended, if there is anything
-// to write: always (for a first write, a tick or a batch the writer owes), when the lines fill
-// a batch, or when the turn ended. Without lines it takes nothing but the turn's first write.
-func (l *lineLog) take(always, lines bool) (batch []byte, n int64, ended, ok bool) {
+// to write: always (for a first write or a batch the writer owes), at a tick (ticked) when
+// the turn is followed, when the lines fill a batch, or when the turn ended. Without lines it
+// takes nothing but the turn's first write.
+func (l *lineLog) take(always, ticked, lines bool) (batch []byte, n int64, ended, ok bool) {
 	if !lines {
 		return nil, 0, false, !l.started
 	}
+	followed := l.followed.Load()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	b := l.w.bounds
+	due := always || l.ended || (followed && (ticked || l.lines >= b.lines)) || len(l.buf) >= b.held
 	switch {
-	case !always && l.lines < l.w.bounds.lines && !l.ended:
+	case !due:
 		return nil, 0, false, false
 	case l.started && l.lines == 0 && !l.ended:
 		return nil, 0, false, false

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,14 +95,17 @@ func TestLogWritesPerBatch(t *testing.T) {
 	}
 }
 
-// TestLogWritesALoneLine checks the age bound: a line that no other follows reaches the log
-// while the turn still runs, without waiting for more lines or for the turn's end.
+// TestLogWritesALoneLine checks the age bound: a line of a followed turn that no other line
+// follows reaches the log while the turn still runs, without waiting for more lines or for the
+// turn's end.
 func TestLogWritesALoneLine(t *testing.T) {
 	log := &memLog{}
 	nop := zerolog.Nop()
-	tr := New(Config{Log: log, ResumeTTL: time.Minute}).Start(t.Context(), t.Context(), "s1", "t1")
+	ts := New(Config{Log: log, ResumeTTL: time.Minute})
+	tr := ts.Start(t.Context(), t.Context(), "s1", "t1")
 	sink := tr.Sink(discard{}, time.Minute, nil, &nop)
 	defer tr.End()
+	ts.Followed("s1", "t1")
 	for len(log.taken()) == 0 { // the first write, which would take the line at once
 		time.Sleep(time.Millisecond)
 	}
@@ -111,16 +115,74 @@ func TestLogWritesALoneLine(t *testing.T) {
 	if err := sink.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	wantWritten(t, log, "alone")
+}
+
+// wantWritten waits up to 10 s for the log's last write to hold text, in a batch of the
+// running turn.
+func wantWritten(t *testing.T, log *memLog, text string) {
+	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if ws := log.taken(); len(ws) > 0 && bytes.Contains(ws[len(ws)-1].Lines, []byte("alone")) {
+		if ws := log.taken(); len(ws) > 0 && bytes.Contains(ws[len(ws)-1].Lines, []byte(text)) {
 			if ws[len(ws)-1].State != "" {
-				t.Errorf("the line was written with state %q, want a batch of the running turn", ws[len(ws)-1].State)
+				t.Errorf("%q was written with state %q, want a batch of the running turn", text, ws[len(ws)-1].State)
 			}
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("a lone line was not written within 10 s of its flush (writes %+v)", log.taken())
+			t.Fatalf("%q was not written within 10 s of its flush (writes %+v)", text, log.taken())
 		}
+	}
+}
+
+// TestLogWritesLinesOnceFollowed checks that a turn's lines between its first and last write,
+// which only resumers read, cost nothing until a reader follows the turn: then those waiting
+// are written at once, and the rest as they come. A reader of a turn that runs elsewhere
+// announces it through the log.
+func TestLogWritesLinesOnceFollowed(t *testing.T) {
+	log := &memLog{}
+	nop := zerolog.Nop()
+	ts := New(Config{Log: log, ResumeTTL: time.Minute})
+	tr := ts.Start(t.Context(), t.Context(), "s1", "t1")
+	sink := tr.Sink(discard{}, time.Minute, nil, &nop)
+	emit := func(text string) {
+		if err := sink.Emit(coach.Delta(text)); err != nil {
+			t.Fatal(err)
+		}
+		if err := sink.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for len(log.taken()) == 0 { // the first write, which would take the lines waiting
+		time.Sleep(time.Millisecond)
+	}
+	for i := range 100 {
+		emit(fmt.Sprintf("unread%02d ", i))
+	}
+	time.Sleep(2 * defaultBounds.age)
+	if ws := log.taken(); len(ws) != 1 || len(ws[0].Lines) > 0 {
+		t.Errorf("before a reader came: %d writes (%+v), want the first alone, without lines", len(ws), ws)
+	}
+	// A reader of another instance's turn announces it there; of this one's, here.
+	f, err := ts.Follow("s2", "t9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f2, err := ts.Follow("s1", "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f2.Close()
+	wantWritten(t, log, "unread99")
+	emit("heard")
+	wantWritten(t, log, "heard")
+	<-tr.End()
+	log.mu.Lock()
+	follows := slices.Clone(log.follows)
+	log.mu.Unlock()
+	if !slices.Contains(follows, "t9") || slices.Contains(follows, "t1") {
+		t.Errorf("turns announced through the log: %q, want t9 (elsewhere) and not t1 (here)", follows)
 	}
 }
 
@@ -178,7 +240,9 @@ func TestLogBoundsWhatItKeeps(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			log := &memLog{}
 			nop := zerolog.Nop()
-			l := newLineLog(newWriter(log, tt.bounds), "s1", "t1", time.Hour, time.Minute, nil, &nop)
+			var followed atomic.Bool
+			followed.Store(true)
+			l := newLineLog(newWriter(log, tt.bounds), "s1", "t1", time.Hour, time.Minute, nil, &followed, &nop)
 			taken := func() bool {
 				l.mu.Lock()
 				defer l.mu.Unlock()
@@ -222,10 +286,11 @@ func TestLogBoundsWhatItKeeps(t *testing.T) {
 	}
 }
 
-// TestWriterSharesRoundTrips runs 20 turns at once, each a line every 10 ms, through one
-// instance's turns: their first writes go out at once, every line and end reach the log once,
-// in order, and the lines of all the turns share round trips (an Append per 500 ms for all of
-// them, plus the first writes), where a writer per turn made one per turn per batch.
+// TestWriterSharesRoundTrips runs 20 followed turns at once, each a line every 10 ms, through
+// one instance's turns: their first writes go out at once, every line and end reach the log
+// once, in order, and the lines of all the turns share round trips (an Append per 500 ms for
+// all of them, plus the first and last writes), where a writer per turn made one per turn per
+// batch.
 func TestWriterSharesRoundTrips(t *testing.T) {
 	const n, lines = 20, 60
 	log := &memLog{}
@@ -236,6 +301,7 @@ func TestWriterSharesRoundTrips(t *testing.T) {
 		wg.Go(func() {
 			tr := ts.Start(t.Context(), t.Context(), fmt.Sprintf("s%02d", i), "t1")
 			sink := tr.Sink(discard{}, time.Minute, nil, &nop)
+			ts.Followed(fmt.Sprintf("s%02d", i), "t1")
 			for j := range lines {
 				_ = sink.Emit(coach.Delta(fmt.Sprintf("%02d-%02d ", i, j)))
 				_ = sink.Flush()
@@ -272,9 +338,10 @@ func TestWriterSharesRoundTrips(t *testing.T) {
 			t.Errorf("%s: the log holds %d bytes and %d ends, want its %d lines (%d bytes) once, in order, then one end", s, len(got[s]), ended[s], lines, len(want))
 		}
 	}
-	// 20 turns of 600 ms or more: a writer per turn made 20 × (first + two or more batches);
-	// shared, it is the first writes and an Append per tick, however many turns there are.
-	if max := n + 8; len(appends) > max {
+	// 20 turns of 600 ms or more: a writer per turn made 20 × (first + two or more batches +
+	// last); shared, it is the first and last writes and an Append per tick, however many turns
+	// there are.
+	if max := 2*n + 8; len(appends) > max {
 		t.Errorf("%d Appends for %d turns of %d lines, want at most %d", len(appends), n, lines, max)
 	}
 }
@@ -304,8 +371,10 @@ func TestWriterFloodCannotHoldAFirstWrite(t *testing.T) {
 	nop := zerolog.Nop()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	var followed atomic.Bool // the flood is read, so that its batches are due as they fill
+	followed.Store(true)
 	for i := range 8 {
-		l := newLineLog(w, fmt.Sprintf("flood%d", i), "t1", time.Hour, time.Minute, nil, &nop)
+		l := newLineLog(w, fmt.Sprintf("flood%d", i), "t1", time.Hour, time.Minute, nil, &followed, &nop)
 		wg.Go(func() {
 			for {
 				select {
@@ -324,7 +393,7 @@ func TestWriterFloodCannotHoldAFirstWrite(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	before := len(appendsOf(&log.memLog))
-	newLineLog(w, "alice", "t1", time.Hour, time.Minute, nil, &nop)
+	newLineLog(w, "alice", "t1", time.Hour, time.Minute, nil, new(atomic.Bool), &nop)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		appends := appendsOf(&log.memLog)

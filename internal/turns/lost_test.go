@@ -38,6 +38,8 @@ func (p *pointerLog) EndLost(_ context.Context, _, turn, instance string, line [
 	return true, nil
 }
 
+func (p *pointerLog) Follow(context.Context, string, string) error { return nil }
+
 func (p *pointerLog) Stop(context.Context, string, string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -73,7 +74,7 @@ type Turns struct {
 func New(cfg Config) *Turns {
 	t := &Turns{cfg: cfg}
 	if log := t.Log(); log != nil {
-		t.readers = newHub(log, cfg.MaxReadersPerTurn, t.ReadBlock(), t.lost)
+		t.readers = newHub(log, cfg.MaxReadersPerTurn, t.ReadBlock(), t.lost, t.announce)
 		t.writer = newWriter(log, defaultBounds)
 	}
 	return t
@@ -104,6 +105,21 @@ var errNotResumable = errors.New("turns: turns are not resumable here")
 // StopLocal stops turn of session if it runs on this instance: what a stop published by any
 // instance (Log.Stop) is delivered to.
 func (t *Turns) StopLocal(session, turn string) { t.running.stop(session, turn) }
+
+// Followed tells the instance that a reader follows turn of session: if the turn runs here,
+// its lines waiting go to the log at once, and the rest as they come (see writer). It is what
+// a Log.Follow published by any instance is delivered to.
+func (t *Turns) Followed(session, turn string) { t.running.follow(session, turn) }
+
+// announce tells the instance that runs turn of session that a reader follows it: this one
+// directly, any other through the log. A failure is not retried here: a reader announces the
+// turn again whenever its read waits in vain.
+func (t *Turns) announce(ctx context.Context, session, turn string) {
+	if t.running.follow(session, turn) {
+		return
+	}
+	_ = t.cfg.Log.Follow(ctx, session, turn)
+}
 
 // Stop stops the session's running turn wherever it runs: here at once, elsewhere through the
 // log's stop. It reports whether the session had a running turn: a lost one (see Lost) is
@@ -140,6 +156,8 @@ type Turn struct {
 	cancel        context.CancelCauseFunc
 	drained, left func() bool
 	log           *lineLog
+	// followed is set once a reader follows the turn (see Turns.Followed).
+	followed atomic.Bool
 	// admission, when the turn was admitted (Admission.Start), is given back by End.
 	admission *Admission
 }
@@ -156,7 +174,7 @@ func (t *Turns) Start(req, drain context.Context, session, turn string) *Turn {
 	if t.cfg.CancelOnDisconnect {
 		r.left = context.AfterFunc(req, func() { cancel(context.Canceled) })
 	}
-	t.running.add(session, turn, cancel)
+	t.running.add(session, turn, cancel, &r.followed)
 	return r
 }
 
@@ -175,8 +193,9 @@ func (r *Turn) Sink(client coach.Sink, life time.Duration, in *coach.TurnInput, 
 	s.raw, _ = client.(LineWriter)
 	if w := r.turns.writer; w != nil {
 		ttl := r.turns.cfg.ResumeTTL
-		r.log = newLineLog(w, r.session, r.id, life+ttl, ttl, in, log)
+		r.log = newLineLog(w, r.session, r.id, life+ttl, ttl, in, &r.followed, log)
 		s.log = r.log
+		r.turns.running.logged(r.session, r.id, r.log)
 	}
 	return s
 }
@@ -282,15 +301,43 @@ type registry struct {
 type runningTurn struct {
 	turn   string
 	cancel context.CancelCauseFunc
+	// followed is the turn's: set once a reader follows it.
+	followed *atomic.Bool
+	// log is the turn's, once its sink made it, or nil.
+	log *lineLog
 }
 
-func (r *registry) add(session, turn string, cancel context.CancelCauseFunc) {
+func (r *registry) add(session, turn string, cancel context.CancelCauseFunc, followed *atomic.Bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m == nil {
 		r.m = map[string]runningTurn{}
 	}
-	r.m[session] = runningTurn{turn: turn, cancel: cancel}
+	r.m[session] = runningTurn{turn: turn, cancel: cancel, followed: followed}
+}
+
+// logged records l, the log of turn of session.
+func (r *registry) logged(session, turn string, l *lineLog) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t, ok := r.m[session]; ok && t.turn == turn {
+		t.log = l
+		r.m[session] = t
+	}
+}
+
+// follow marks turn of session followed if it runs here, and reports whether it does.
+func (r *registry) follow(session, turn string) bool {
+	r.mu.Lock()
+	t, ok := r.m[session]
+	r.mu.Unlock()
+	if !ok || t.turn != turn {
+		return false
+	}
+	if !t.followed.Swap(true) && t.log != nil {
+		t.log.follow()
+	}
+	return true
 }
 
 func (r *registry) remove(session, turn string) {

@@ -93,6 +93,7 @@ type memLog struct {
 	writes []Write
 	// appends are the entries of each Append.
 	appends [][]Entry
+	follows []string
 }
 
 func (m *memLog) Append(_ context.Context, es []Entry) []error {
@@ -126,6 +127,14 @@ func (m *memLog) Read(context.Context, string, string, string, time.Duration) ([
 	return nil, nil
 }
 func (m *memLog) Stop(context.Context, string, string) error { return nil }
+
+// Follow counts the turns followed through the log, that is, run by another instance.
+func (m *memLog) Follow(_ context.Context, _, turn string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.follows = append(m.follows, turn)
+	return nil
+}
 func (m *memLog) EndLost(context.Context, string, string, string, []byte, time.Duration) (bool, error) {
 	return false, nil
 }
