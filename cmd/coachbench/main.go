@@ -7,7 +7,11 @@
 //	go run ./cmd/coachbench -c 5000 -out docs/bench/bench-5000.json -md '' -svg ''
 //	go run ./cmd/coachbench -in docs/bench/bench.json,docs/bench/bench-5000.json -micro docs/bench/micro.txt
 //	go run ./cmd/coachbench -quick               # a small run, for a smoke test
-//	go run ./cmd/coachbench -c 1,8,50 -turn-log -safety-mode off -baseline-bin /tmp/base/coachbench  # against a4f58e0 (BENCHMARKS.md)
+//	go run ./cmd/coachbench -c 1,8,50 -safety-mode off -baseline-bin /tmp/base/coachbench  # against a4f58e0 (BENCHMARKS.md)
+//
+// The gateway runs with its defaults, the resumable-turn line log and learner safety's enforce
+// mode among them, so that the report measures the gateway as deployed; -turn-log=false and
+// -safety-mode change those two.
 //
 // REDIS_URL selects a real Redis for the gateway; unset, the gateway uses a miniredis that
 // the bench runs.

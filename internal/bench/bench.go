@@ -80,13 +80,16 @@ type Config struct {
 	// cross-check of the gateway's own count that costs a loopback hop per round trip.
 	RedisRelay bool
 	// TurnLog keeps the gateway's resumable-turn line log on (COACH_RESUME_TTL of 5m, the
-	// gateway's default). Off, the gateway's Redis round trips per turn are the turn's own two
-	// (claim and commit); on, they include the log's batched appends, which run beside the
-	// turn, never in its path: comparing the two runs shows what resumable turns cost.
+	// gateway's default, which is why coachbench's -turn-log is on unless turned off). Off, the
+	// gateway's Redis round trips per turn are the turn's own two (claim and commit); on, they
+	// include the log's batched appends, which run beside the turn, never in its path. With
+	// TurnLogAB it is ignored (see there).
 	TurnLog bool
-	// TurnLogAB runs, besides the gateway of TurnLog, a second gateway with the line log on as
-	// the mode coachgw+log, in the same interleaved rounds: on a shared machine, the cost of
-	// the log is then measured under the same noise as the gateway without it.
+	// TurnLogAB runs, besides the gateway, a second gateway with the line log on as the mode
+	// coachgw+log, in the same interleaved rounds: on a shared machine, the cost of the log is
+	// then measured under the same noise as the gateway without it. For the pair to differ in
+	// the log alone, the gateway of the mode coachgw (and those configured like it) then runs
+	// with the log off, whatever TurnLog says.
 	TurnLogAB bool
 	// SafetyAB runs, besides the gateway (whose learner-safety checks run in their default
 	// mode, enforce), a second gateway with them off (COACH_SAFETY_MODE=off) as the mode
@@ -211,7 +214,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res := &Result{
 		Command: cfg.Command, Date: time.Now().UTC(), Machine: readMachine(),
-		Shape: shapeJSON(cfg.Shape, r.scripts), Upstreams: cfg.Upstreams,
+		Shape: shapeJSON(cfg.Shape, r.scripts), Upstreams: cfg.Upstreams, TurnLog: cfg.turnLog(),
 	}
 
 	up, err := startUpstream(r.clk, cfg.Shape, cfg.Seed)
@@ -358,9 +361,23 @@ func measureHop(direct, relayed string) (float64, error) {
 	return ms(rl - d), nil
 }
 
-// gatewayEnv is the gateway's configuration: the usual environment variables, with the
-// resumable-turn line log on or off and the learner-safety checks in safetyMode.
-func (r *runner) gatewayEnv(turnLog bool, safetyMode string) ([]string, error) {
+// turnLog reports whether the gateway of the mode coachgw, and the gateways configured like it
+// (coachgw/safety-off, coachgw@baseline), keep the resumable-turn line log: as TurnLog says,
+// except with TurnLogAB, whose coachgw+log must differ from coachgw in the log alone.
+func (cfg Config) turnLog() bool { return cfg.TurnLog && !cfg.TurnLogAB }
+
+// gatewayEnv is the configuration of the gateway of mode m: the usual environment variables,
+// with the resumable-turn line log on for coachgw+log and as Config.turnLog says for the others,
+// and the learner-safety checks off for coachgw/safety-off and in Config.SafetyMode for the
+// others.
+func (r *runner) gatewayEnv(m Mode) ([]string, error) {
+	turnLog, safetyMode := r.cfg.turnLog(), cmp.Or(r.cfg.SafetyMode, "enforce")
+	switch m {
+	case CoachgwLog:
+		turnLog = true
+	case CoachgwSafetyOff:
+		safetyMode = "off"
+	}
 	ups, err := r.upstreams()
 	if err != nil {
 		return nil, err
@@ -448,7 +465,7 @@ type modeAcc struct {
 func (r *runner) level(ctx context.Context, c int) (Level, error) {
 	turns, rounds, perWorker := r.cfg.turnsFor(c)
 	lvl := Level{Concurrency: c, TurnsPerMode: turns, Rounds: rounds, TurnsPerWorker: perWorker}
-	env, err := r.gatewayEnv(r.cfg.TurnLog, cmp.Or(r.cfg.SafetyMode, "enforce"))
+	env, err := r.gatewayEnv(Coachgw)
 	if err != nil {
 		return lvl, err
 	}
@@ -466,8 +483,7 @@ func (r *runner) level(ctx context.Context, c int) (Level, error) {
 	}
 	var gwLog *child
 	if r.cfg.TurnLogAB {
-		// Alike but for the log, so that the pair measures the log alone.
-		env, err := r.gatewayEnv(true, cmp.Or(r.cfg.SafetyMode, "enforce"))
+		env, err := r.gatewayEnv(CoachgwLog)
 		if err != nil {
 			return lvl, err
 		}
@@ -478,7 +494,7 @@ func (r *runner) level(ctx context.Context, c int) (Level, error) {
 	}
 	var gwOff *child
 	if r.cfg.SafetyAB {
-		env, err := r.gatewayEnv(r.cfg.TurnLog, "off")
+		env, err := r.gatewayEnv(CoachgwSafetyOff)
 		if err != nil {
 			return lvl, err
 		}

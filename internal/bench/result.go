@@ -20,8 +20,12 @@ type Result struct {
 	RelayHopMs *float64 `json:"relayHopMs,omitempty"`
 	// Upstreams is how many model endpoints the gateway was configured with through
 	// COACH_UPSTREAMS; 0 for OPENAI_BASE_URL alone.
-	Upstreams int     `json:"upstreams,omitempty"`
-	Levels    []Level `json:"levels"`
+	Upstreams int `json:"upstreams,omitempty"`
+	// TurnLog is whether the gateway of the mode coachgw (and those configured like it) kept
+	// its resumable-turn line log (Config.turnLog), whose appends add to its Redis round trips
+	// per turn. False, or absent from the JSON, means it ran without the log.
+	TurnLog bool    `json:"turnLog,omitempty"`
+	Levels  []Level `json:"levels"`
 }
 
 // Machine is where the bench ran.
