@@ -400,6 +400,11 @@ func (r *runner) gatewayEnv(m Mode) ([]string, error) {
 		"COACH_RATE_LIMIT", "0",
 		"COACH_SESSION_RATE_LIMIT", "0", // a level's sessions are created at once from one address
 		"COACH_MAX_CONNS", "0",
+		// The bench is one client address and one tenant, where the caps that share a gateway
+		// among many (connections per client address, turns per tenant) would refuse all but
+		// their share: above 64 streams, or 256 turns at once.
+		"COACH_MAX_CONNS_PER_CLIENT", "0",
+		"COACH_MAX_TURNS_PER_TENANT", "0",
 		"COACH_API_KEYS", "",
 		"COACH_API_KEYS_FILE", "",
 		"COACH_RESUME_TTL", map[bool]string{true: "5m", false: "0"}[turnLog],
