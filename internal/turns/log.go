@@ -112,10 +112,6 @@ type logBounds struct {
 	// held bounds the bytes of lines a turn that nobody follows keeps waiting; they are
 	// written once that many wait.
 	held int
-	// first is how long after its start a turn's first write is made: the turns that start
-	// within it share one round trip, and the first write stays off the way to the turn's
-	// first text, which on a busy instance it would slow.
-	first time.Duration
 }
 
 // defaultBounds write a followed turn's lines every 500 ms. Each round trip of the log costs
@@ -128,18 +124,12 @@ type logBounds struct {
 // (256 KiB) as delta lines, whose JSON adds some 30 bytes a line and at most six bytes for a
 // byte of text (\u00XX escapes); an answer of many resets or retried attempts can exceed it.
 // 4096 batches are more than a turn writes in its longest life at one batch per 500 ms.
-//
-// A turn's first write points the session at it, for a resume, a stop from another instance or
-// the learner's pending message: 50 ms is less than any model takes to its first token and
-// than a learner takes to reload a page.
-var defaultBounds = logBounds{lines: 64, age: 500 * time.Millisecond, bytes: 1 << 20, entries: 4096, roundTrip: 1 << 20, held: 64 << 10, first: 50 * time.Millisecond}
+var defaultBounds = logBounds{lines: 64, age: 500 * time.Millisecond, bytes: 1 << 20, entries: 4096, roundTrip: 1 << 20, held: 64 << 10}
 
 // writer writes the logs of all the turns of one instance, from one goroutine that runs while
-// any turn keeps a log: a turn's first write (which points the session at it) bounds.first
-// after its start, with those of every turn that started since the last first writes, its
-// last and a full batch at once, and every bounds.age the lines that every followed turn has
-// waiting, each time in one Append (one pipelined round trip per Redis node) with whatever
-// else is due. A
+// any turn keeps a log: a turn's first write (which points the session at it), its last and a
+// full batch at once, and every bounds.age the lines that every followed turn has waiting, each
+// time in one Append (one pipelined round trip per Redis node) with whatever else is due. A
 // turn's own goroutine only appends to its buffer, so it never waits for Redis.
 //
 // Lines between the first and the last write are for resumers alone, so a turn's are written
@@ -163,43 +153,22 @@ type writer struct {
 	due     []*lineLog // turns with a write due at once
 	running bool       // run is running
 	wake    chan struct{}
-	// fresh are the turns whose first write waits for firsts, a timer that runs while any
-	// does.
-	fresh  []*lineLog
-	firsts *time.Timer
-	armed  bool
 }
 
 func newWriter(store Log, bounds logBounds) *writer {
 	return &writer{store: store, bounds: bounds, wake: make(chan struct{}, 1)}
 }
 
-// start adds l, whose first write is due bounds.first later, and starts the writer's goroutine
-// if it is not running.
+// start adds l, whose first write is due, and starts the writer's goroutine if it is not
+// running.
 func (w *writer) start(l *lineLog) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.logs = append(w.logs, l)
-	w.fresh = append(w.fresh, l)
+	w.due = append(w.due, l)
 	if !w.running {
 		w.running = true
 		go w.run()
 	}
-	if !w.armed {
-		w.armed = true
-		if w.firsts == nil {
-			w.firsts = time.AfterFunc(w.bounds.first, w.firstsDue)
-		} else {
-			w.firsts.Reset(w.bounds.first)
-		}
-	}
-}
-
-// firstsDue makes the first writes of the turns that wait for them due.
-func (w *writer) firstsDue() {
-	w.mu.Lock()
-	w.due = append(w.due, w.fresh...)
-	w.fresh, w.armed = nil, false
 	w.mu.Unlock()
 	w.kick()
 }
@@ -348,7 +317,7 @@ func (w *writer) write(ticked bool) (alive, followed bool) {
 	defer w.mu.Unlock()
 	if len(w.logs) == 0 {
 		// Whatever is still queued belongs to logs that are over.
-		w.due, w.fresh, w.running = nil, nil, false
+		w.due, w.running = nil, false
 		return false, false
 	}
 	return true, slices.ContainsFunc(w.logs, func(l *lineLog) bool { return l.followed.Load() })
@@ -387,10 +356,9 @@ type lineLog struct {
 	done     chan struct{}
 }
 
-// newLineLog starts turn's log on w; its first write, made bounds.first later (at once if the
-// turn ends before), writes the session's current-turn pointer, so that a resume finds the
-// turn before its first line, and keeps in, the learner's input, when not nil. It encodes in
-// off the turn's path.
+// newLineLog starts turn's log on w; its first write, made at once, writes the session's
+// current-turn pointer, so that a resume finds the turn before its first line, and keeps in, the
+// learner's input, when not nil. It encodes in off the turn's path.
 func newLineLog(w *writer, session, turn string, live, ttl time.Duration, in *coach.TurnInput, followed *atomic.Bool, log *zerolog.Logger) *lineLog {
 	l := &lineLog{
 		w: w, session: session, turn: turn, live: live, ttl: ttl, input: in, log: log,

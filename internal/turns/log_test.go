@@ -431,26 +431,3 @@ func appendsOf(l *memLog) [][]Entry {
 	defer l.mu.Unlock()
 	return slices.Clone(l.appends)
 }
-
-// TestWriterWaitsForFirstWrites checks that a turn's first write waits bounds.first, off the
-// way to the turn's first text, and that the turns that start within it share one round trip.
-func TestWriterWaitsForFirstWrites(t *testing.T) {
-	log := &memLog{}
-	bounds := defaultBounds
-	bounds.first = 300 * time.Millisecond
-	w := newWriter(log, bounds)
-	nop := zerolog.Nop()
-	start := time.Now()
-	for i := range 5 {
-		newLineLog(w, fmt.Sprintf("s%d", i), "t1", time.Hour, time.Minute, nil, new(atomic.Bool), &nop)
-	}
-	for len(appendsOf(log)) == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	if waited := time.Since(start); waited < bounds.first {
-		t.Errorf("the first writes went out %v after the turns started, want %v or later", waited, bounds.first)
-	}
-	if appends := appendsOf(log); len(appends) != 1 || len(appends[0]) != 5 {
-		t.Errorf("the first writes of 5 turns took %d round trips (%v), want 1 of 5", len(appends), appends)
-	}
-}
