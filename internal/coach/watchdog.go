@@ -13,10 +13,10 @@ import (
 //
 // Signs of life and writes come several times per relayed chunk, so alive, pause and resume
 // only record the deadline and the writes in progress, with atomics and at most one read of
-// the clock: resetting a runtime timer on each of them was a visible share of the gateway's
-// CPU. The one timer is re-armed lazily instead: when it fires before the recorded deadline,
-// or during a write, it sets itself for what is left. It is never set past the deadline, so
-// it fires when the deadline passes.
+// the clock: resetting a runtime timer on each of them would be a visible share of the
+// gateway's CPU. The one timer is re-armed lazily instead: when it fires before the recorded
+// deadline, or during a write, it sets itself for what is left. It is never set past the
+// deadline, so it fires when the deadline passes.
 type watchdog struct {
 	first, idle time.Duration
 	started     atomic.Bool  // the model has sent something

@@ -267,11 +267,8 @@ func TestTurnLogAppendShapes(t *testing.T) {
 	const life = time.Hour
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			f := newFixture(t, b)
+			f, counter, log := countedTurnLog(t, b)
 			ctx := context.Background()
-			counter := &commandCounter{}
-			f.client.AddHook(counter)
-			log := NewTurnLog(f.client, f.prefix, "i1")
 			const session, turn = "0123456789abcdef0123456789abcdef", "t1"
 			keys := map[string]string{"log": log.logKey(session, turn), "pointer": log.pointerKey(session)}
 			line := []byte(`{"type":"delta","text":"a"}` + "\n")
@@ -294,9 +291,6 @@ func TestTurnLogAppendShapes(t *testing.T) {
 					map[string]time.Duration{"log": life - time.Minute}, nil},
 				{"last", turns.Write{First: 3, Lines: line, State: turns.Ended}, 1, "EVALSHA",
 					map[string]time.Duration{"log": life - time.Minute, "pointer": life - time.Minute}, nil},
-			}
-			if err := endScript.Load(ctx, f.client).Err(); err != nil {
-				t.Fatalf("loading the end script: %v", err)
 			}
 			counter.take() // the fixture's own commands
 			for _, st := range steps {
@@ -349,11 +343,8 @@ func appendWrite(ctx context.Context, log *TurnLog, session, turn string, w turn
 func TestTurnLogAppendsTurnsTogether(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			f := newFixture(t, b)
+			f, counter, log := countedTurnLog(t, b)
 			ctx := context.Background()
-			counter := &commandCounter{}
-			f.client.AddHook(counter)
-			log := NewTurnLog(f.client, f.prefix, "i1")
 			sessions := []string{"0123456789abcdef0123456789abcde1", "0123456789abcdef0123456789abcde2", "0123456789abcdef0123456789abcde3"}
 			line := func(s string) []byte { return []byte(`{"type":"delta","text":"` + s + `"}` + "\n") }
 			var firsts, between, lasts []turns.Entry
@@ -362,9 +353,6 @@ func TestTurnLogAppendsTurnsTogether(t *testing.T) {
 				firsts = append(firsts, turns.Entry{Session: s, Turn: turn, Write: turns.Write{Lines: line(s[31:]), State: turns.Running, TTL: time.Hour}})
 				between = append(between, turns.Entry{Session: s, Turn: turn, Write: turns.Write{First: 1, Lines: line("b")}})
 				lasts = append(lasts, turns.Entry{Session: s, Turn: turn, Write: turns.Write{First: 2, Lines: line("c"), State: turns.Ended}})
-			}
-			if err := endScript.Load(ctx, f.client).Err(); err != nil {
-				t.Fatalf("loading the end script: %v", err)
 			}
 			counter.take()
 			for _, es := range [][]turns.Entry{firsts, append(slices.Clone(between), lasts[0]), lasts[1:]} {
@@ -443,4 +431,18 @@ func TestTurnLogLastBatchKeepsTheNextTurn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countedTurnLog returns a fixture on b, the counter of the round trips of its client, and a
+// TurnLog of instance i1 on it whose end script Redis already has, so that a last write is
+// one round trip.
+func countedTurnLog(t *testing.T, b backend) (*fixture, *commandCounter, *TurnLog) {
+	t.Helper()
+	f := newFixture(t, b)
+	counter := &commandCounter{}
+	f.client.AddHook(counter)
+	if err := endScript.Load(context.Background(), f.client).Err(); err != nil {
+		t.Fatalf("loading the end script: %v", err)
+	}
+	return f, counter, NewTurnLog(f.client, f.prefix, "i1")
 }
