@@ -22,7 +22,8 @@ import (
 type Log interface {
 	// Append writes entries, each one batch of the log of its turn (see Write), in one round
 	// trip (one per node of a cluster), those of one session in their order. It returns nil
-	// when every entry was written, else the error of each entry (nil for those written).
+	// when every entry was written, else the error of each entry (nil for those written). It
+	// must not keep the entries' Lines once it returns: the writer reuses their buffers.
 	Append(ctx context.Context, entries []Entry) []error
 	// Current returns the session's current turn: its id, whether it still runs and the
 	// instance that runs or ran it ("" when unknown); id is "" when the session has none (or it
@@ -288,7 +289,7 @@ func (w *writer) write(ticked bool) (alive, followed bool) {
 				for _, e := range errs[min(p.from, len(errs)):min(p.to, len(errs))] {
 					err = cmp.Or(err, e)
 				}
-				p.log.wrote(entries[p.from:p.to], p.batch, err)
+				p.log.wrote(entries[p.from:p.to], p.batch, p.last, err)
 			}
 		}
 		for _, p := range parts {
@@ -321,6 +322,31 @@ func (w *writer) write(ticked bool) (alive, followed bool) {
 		return false, false
 	}
 	return true, slices.ContainsFunc(w.logs, func(l *lineLog) bool { return l.followed.Load() })
+}
+
+// lineBufs recycles the buffers turns keep their waiting lines in, from one turn to the next.
+// A turn's buffer grows to the size of its answer's lines (some 10 KiB for a 150-chunk answer),
+// and grown afresh for every turn it was the largest allocation a turn made, about twice that.
+var lineBufs sync.Pool
+
+// maxLineBuf is the largest buffer lineBufs keeps: what a turn nobody follows keeps waiting
+// (defaultBounds.held). A longer answer's buffer is left to the collector, so that one learner's
+// long answers do not pin their memory in every instance's pool.
+const maxLineBuf = 64 << 10
+
+// lineBuf returns an empty buffer for a turn's lines.
+func lineBuf() []byte {
+	if p, ok := lineBufs.Get().(*[]byte); ok {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, 4<<10)
+}
+
+// recycle gives b to lineBufs; nothing may use it after.
+func recycle(b []byte) {
+	if cap(b) > 0 && cap(b) <= maxLineBuf {
+		lineBufs.Put(&b)
+	}
 }
 
 // lineLog is one turn's tee into the instance's writer. The turn only appends to a buffer
@@ -362,7 +388,7 @@ type lineLog struct {
 func newLineLog(w *writer, session, turn string, live, ttl time.Duration, in *coach.TurnInput, followed *atomic.Bool, log *zerolog.Logger) *lineLog {
 	l := &lineLog{
 		w: w, session: session, turn: turn, live: live, ttl: ttl, input: in, log: log,
-		buf: make([]byte, 0, 1024), followed: followed, done: make(chan struct{}),
+		buf: lineBuf(), followed: followed, done: make(chan struct{}),
 	}
 	w.start(l)
 	return l
@@ -429,7 +455,11 @@ func (l *lineLog) take(always, ticked, lines bool) (batch []byte, n int64, ended
 		return nil, 0, false, false
 	}
 	batch, n, ended = l.buf, l.lines, l.ended
-	l.buf, l.lines, l.spare = l.spare, 0, nil
+	next := l.spare
+	if next == nil && !ended {
+		next = lineBuf()
+	}
+	l.buf, l.lines, l.spare = next, 0, nil
 	return batch, n, ended, true
 }
 
@@ -463,16 +493,24 @@ func (l *lineLog) writes(batch []byte, n int64, ended bool) []Entry {
 }
 
 // wrote records that the writer wrote es, the turn's entries from batch, with err, the first
-// error among them.
-func (l *lineLog) wrote(es []Entry, batch []byte, err error) {
+// error among them; last says they were the turn's last. The batch's buffer, written, serves
+// the turn's next batch, or, after its last, another turn's.
+func (l *lineLog) wrote(es []Entry, batch []byte, last bool, err error) {
 	for _, e := range es {
 		l.kept += len(e.Lines)
 		l.entries++
 	}
-	// The batch's buffer, written, serves the turn's next one.
 	l.mu.Lock()
-	if l.spare == nil && cap(batch) <= 64<<10 {
+	switch {
+	case last:
+		recycle(l.buf)
+		recycle(l.spare)
+		recycle(batch)
+		l.buf, l.spare = nil, nil
+	case l.spare == nil && cap(batch) <= maxLineBuf:
 		l.spare = batch[:0]
+	default:
+		recycle(batch)
 	}
 	l.mu.Unlock()
 	if err != nil && !l.failed {

@@ -431,3 +431,35 @@ func appendsOf(l *memLog) [][]Entry {
 	defer l.mu.Unlock()
 	return slices.Clone(l.appends)
 }
+
+// dropLog is a Log that writes nowhere, for measuring what the writer itself costs.
+type dropLog struct{ memLog }
+
+func (*dropLog) Append(context.Context, []Entry) []error { return nil }
+
+// BenchmarkLogTurn runs turns of 127 delta lines (a 150-chunk answer, as coachbench relays it)
+// through a turn's sink and its log, one after another, and reports the bytes and allocations
+// per turn that keeping the lines for resume adds: with the lines' buffers recycled from turn
+// to turn, a turn's lines cost no buffer of their own.
+func BenchmarkLogTurn(b *testing.B) {
+	turns := New(Config{Log: &dropLog{}, ResumeTTL: time.Minute})
+	nop := zerolog.Nop()
+	events := make([]coach.Event, 127)
+	for i := range events {
+		events[i] = coach.Delta(fmt.Sprintf("word %03d of the answer, ", i))
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		tr := turns.Start(b.Context(), b.Context(), "s1", fmt.Sprint("t", i))
+		sink := tr.Sink(discard{}, time.Minute, nil, &nop)
+		for _, e := range events {
+			if err := sink.Emit(e); err != nil {
+				b.Fatal(err)
+			}
+			if err := sink.Flush(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		<-tr.End()
+	}
+}
