@@ -33,7 +33,19 @@ func Load(name string) *Validator {
 // Validate checks the decoded document v (as produced by encoding/json into any) and returns
 // an error listing every violation, or nil.
 func (v *Validator) Validate(doc any) error {
-	res, err := v.schema.Validate(gojsonschema.NewGoLoader(doc))
+	return v.validate(gojsonschema.NewGoLoader(doc))
+}
+
+// ValidateJSON checks raw, one JSON document, as it is: no fence is stripped and nothing is
+// normalised, so it is for documents the gateway encoded itself. It returns what Validate
+// does. It spares such a caller the decode into any that Validate needs, and gojsonschema's
+// re-encoding and second decode of that value: BenchmarkGuardsAndSchema in internal/toulmin.
+func (v *Validator) ValidateJSON(raw []byte) error {
+	return v.validate(gojsonschema.NewBytesLoader(raw))
+}
+
+func (v *Validator) validate(doc gojsonschema.JSONLoader) error {
+	res, err := v.schema.Validate(doc)
 	if err != nil {
 		return fmt.Errorf("validating against %s: %w", v.name, err)
 	}

@@ -80,3 +80,41 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateJSON checks that a document validated as JSON gets the verdict, and the
+// violations, that Validate gives it decoded, and that JSON that does not parse is an error.
+func TestValidateJSON(t *testing.T) {
+	v := Load("coach-ai-result.json")
+	tests := []struct {
+		name, doc string
+		want      []string // what the error must mention; none: valid
+	}{
+		{"valid", `{"assistantText":"Hi.","step":"claim","confidence":0.5}`, nil},
+		{"invalid", `{"assistantText":"","step":"conclusion","confidence":2}`, []string{"assistantText", "step", "confidence"}},
+		{"not JSON", `{"assistantText":`, []string{"coach-ai-result.json"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := v.ValidateJSON([]byte(tt.doc))
+			if tt.want == nil {
+				if err != nil {
+					t.Errorf("ValidateJSON = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("ValidateJSON = nil, want an error mentioning %v", tt.want)
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("ValidateJSON error %q does not mention %s", err, want)
+				}
+			}
+			if doc, derr := Decode([]byte(tt.doc)); derr == nil {
+				if verr := v.Validate(doc); verr == nil || verr.Error() != err.Error() {
+					t.Errorf("ValidateJSON = %v, Validate of the decoded document = %v, want the same", err, verr)
+				}
+			}
+		})
+	}
+}

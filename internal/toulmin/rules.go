@@ -209,11 +209,7 @@ var resultSchema = sync.OnceValue(func() *schema.Validator { return schema.Load(
 // never changes the result; it fails the turn on what the guards cannot repair, such as an
 // assistantText or a nextQuestion longer than the schema allows.
 func schemaValidation(r *Result, _ *Context) (bool, error) {
-	doc, err := schema.Decode(r.encode())
-	if err != nil {
-		return false, invalid("the reply cannot be re-read: %v", err)
-	}
-	if err := resultSchema().Validate(doc); err != nil {
+	if err := resultSchema().ValidateJSON(r.encode()); err != nil {
 		return false, invalid("the reply does not match the schema: %v", err)
 	}
 	return false, nil
