@@ -82,7 +82,12 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 		return nil, err
 	}
 	client.AddHook(m.RedisHook())
+	probe, err := a.pool(client, probeConns, "the readiness probe")
+	if err != nil {
+		return nil, err
+	}
 	a.store = redisstore.New(client, redisstore.Options{
+		Probe:  probe,
 		Prefix: cfg.RedisPrefix, TTL: cfg.SessionTTL,
 		TranscriptMaxEntries: cfg.TranscriptMaxEntries, TranscriptMaxBytes: cfg.TranscriptMaxBytes,
 		Timeout: cfg.RedisTimeout, Retention: cfg.TranscriptRetention,
@@ -194,7 +199,7 @@ func New(ctx context.Context, cfg config.Config, log zerolog.Logger, opts ...Opt
 		Observer:     obs,
 		LearnerAudit: auditBatch,
 	})
-	readers, err := a.readers(client)
+	readers, err := a.pool(client, readerConns, "the turn log's readers")
 	if err != nil {
 		return nil, err
 	}
@@ -322,21 +327,26 @@ func (a *App) redis() (redis.UniversalClient, error) {
 // ended and resumes with ?after=N. The store's own pool, and readiness, are never touched.
 const readerConns = 16
 
-// readers returns the client of the turn log's blocking reads: a second client of the store's
-// Redis (client) with a pool of its own (readerConns).
-func (a *App) readers(client redis.UniversalClient) (redis.UniversalClient, error) {
-	var readers redis.UniversalClient
+// probeConns is the pool of the readiness probe: /readyz asks at most once per ReadyEvery
+// however often it is called, so one connection serves it.
+const probeConns = 1
+
+// pool returns a second client of the store's Redis (client) with a pool of its own of size
+// connections, for what must not share the store's pool (see redisstore.OpenPool); what names
+// what it is for in an error.
+func (a *App) pool(client redis.UniversalClient, size int, what string) (redis.UniversalClient, error) {
+	var c redis.UniversalClient
 	var err error
 	if a.cfg.RedisURL == "" {
-		readers, err = redisstore.ReadersOf(client, readerConns)
+		c, err = redisstore.PoolOf(client, size)
 	} else {
-		readers, err = redisstore.OpenReaders(a.cfg.RedisURL, readerConns)
+		c, err = redisstore.OpenPool(a.cfg.RedisURL, size)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("the turn log's readers: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	a.closers = append(a.closers, func() { _ = readers.Close() })
-	return readers, nil
+	a.closers = append(a.closers, func() { _ = c.Close() })
+	return c, nil
 }
 
 // tracer returns the tracer of the engine's spans when OpenTelemetry's variables ask for traces,

@@ -43,13 +43,19 @@ func Open(rawURL string) (redis.UniversalClient, error) {
 	return t.bounded().client(), nil
 }
 
-// OpenReaders returns a second client of rawURL, as Open does, with a pool of its own of size
-// connections (per node, for a cluster): the client of the turn log's blocking reads
-// (TurnLog.WithReaders). A blocking XREAD holds its connection for as long as it waits, so on
-// the store's client enough of them would take every connection the sessions need; on a pool of
-// their own, more reads than connections wait for one (up to the pool's timeout, longer than a
-// read's block), and only the readers do.
-func OpenReaders(rawURL string, size int) (redis.UniversalClient, error) {
+// OpenPool returns a second client of rawURL, as Open does, with a pool of its own of size
+// connections (per node, for a cluster), for work that must neither take the connections the
+// sessions need nor wait behind them:
+//   - the turn log's blocking reads (TurnLog.WithReaders): a blocking XREAD holds its
+//     connection for as long as it waits, so on the store's client enough of them would take
+//     every connection the sessions need; on a pool of their own, more reads than connections
+//     wait for one (up to the pool's timeout, longer than a read's block), and only the
+//     readers do;
+//   - the readiness probe (Options.Probe): a burst of turns that takes every connection of
+//     the store's pool waits for a connection, and a probe queued behind it would report
+//     Redis as not answering when it answers fine, and take the instance out of its load
+//     balancer for every tenant.
+func OpenPool(rawURL string, size int) (redis.UniversalClient, error) {
 	t, err := parseURL(rawURL)
 	if err != nil {
 		return nil, err
@@ -65,12 +71,12 @@ func OpenReaders(rawURL string, size int) (redis.UniversalClient, error) {
 	return t.bounded().client(), nil
 }
 
-// ReadersOf is OpenReaders for a client of the embedded Redis (Embedded, StartSaved): a second
+// PoolOf is OpenPool for a client of the embedded Redis (Embedded, StartSaved): a second
 // client of the same server with the same options and a pool of size connections.
-func ReadersOf(client redis.UniversalClient, size int) (redis.UniversalClient, error) {
+func PoolOf(client redis.UniversalClient, size int) (redis.UniversalClient, error) {
 	c, ok := client.(*redis.Client)
 	if !ok {
-		return nil, fmt.Errorf("redisstore: readers of a %T: want the embedded Redis's client", client)
+		return nil, fmt.Errorf("redisstore: a second pool of a %T: want the embedded Redis's client", client)
 	}
 	o := *c.Options()
 	o.PoolSize = size

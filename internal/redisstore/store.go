@@ -148,6 +148,11 @@ type Options struct {
 	// (COACH_MAX_SESSIONS_PER_LEARNER; see learnerHasRoom); 0 leaves them
 	// unbounded.
 	MaxLearnerSessions int
+	// Probe, when set, is the client of Ping: a second client of the same Redis with a pool
+	// of its own (OpenPool, PoolOf), so that readiness says whether Redis answers, never
+	// whether a connection of the store's pool is free (see OpenPool). Default: the store's
+	// client.
+	Probe redis.UniversalClient
 }
 
 // Defaults of Options.
@@ -171,6 +176,8 @@ type Store struct {
 	retention  time.Duration
 	// maxLearner is Options.MaxLearnerSessions.
 	maxLearner int
+	// probe is the client of Ping (Options.Probe).
+	probe redis.UniversalClient
 }
 
 var _ coach.Store = (*Store)(nil)
@@ -199,7 +206,11 @@ func New(client redis.UniversalClient, opts Options) *Store {
 	if opts.Retention <= 0 {
 		opts.Retention = DefaultRetention
 	}
+	if opts.Probe == nil {
+		opts.Probe = client
+	}
 	return &Store{
+		probe:  opts.Probe,
 		client: client, prefix: opts.Prefix, ttl: opts.TTL, maxEntries: opts.TranscriptMaxEntries,
 		maxBytes: opts.TranscriptMaxBytes, timeout: opts.Timeout, retention: opts.Retention,
 		maxLearner: max(0, opts.MaxLearnerSessions),
@@ -640,11 +651,11 @@ func (s *Store) Release(ctx context.Context, id, token string) error {
 	return nil
 }
 
-// Ping reports whether Redis answers.
+// Ping reports whether Redis answers, on the probe's client (Options.Probe).
 func (s *Store) Ping(ctx context.Context) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	if err := s.client.Ping(ctx).Err(); err != nil {
+	if err := s.probe.Ping(ctx).Err(); err != nil {
 		return failure("ping", err)
 	}
 	return nil

@@ -62,7 +62,7 @@ func NewTurnLog(client redis.UniversalClient, prefix, instance string) *TurnLog 
 	return &TurnLog{client: client, readers: client, prefix: prefix, instance: instance}
 }
 
-// WithReaders returns a TurnLog like l whose Read blocks on readers (see OpenReaders), while its
+// WithReaders returns a TurnLog like l whose Read blocks on readers (see OpenPool), while its
 // writes, Current, Stop and Subscribe stay on l's client.
 func (l *TurnLog) WithReaders(readers redis.UniversalClient) *TurnLog {
 	c := *l

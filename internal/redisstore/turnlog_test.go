@@ -128,12 +128,12 @@ func TestTurnLogReadsOnTheirOwnConnections(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
-			store, err := ReadersOf(f.client, 1)
+			store, err := PoolOf(f.client, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer store.Close()
-			readers, err := ReadersOf(f.client, 1)
+			readers, err := PoolOf(f.client, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -175,8 +175,8 @@ func TestTurnLogReadsOnTheirOwnConnections(t *testing.T) {
 	}
 }
 
-// TestOpenReaders checks that the readers' client keeps the URL's options but its pool size.
-func TestOpenReaders(t *testing.T) {
+// TestOpenPool checks that the readers' client keeps the URL's options but its pool size.
+func TestOpenPool(t *testing.T) {
 	tests := []struct {
 		name, url string
 		// options describes the client's pool size and, where it has one, its database.
@@ -193,13 +193,13 @@ func TestOpenReaders(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := OpenReaders(tt.url, 3)
+			c, err := OpenPool(tt.url, 3)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer c.Close()
 			if got := tt.options(c); got != tt.want {
-				t.Errorf("OpenReaders(%q, 3): got %s, want %s", tt.url, got, tt.want)
+				t.Errorf("OpenPool(%q, 3): got %s, want %s", tt.url, got, tt.want)
 			}
 		})
 	}
