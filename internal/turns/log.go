@@ -325,26 +325,38 @@ func (w *writer) write(ticked bool) (alive, followed bool) {
 }
 
 // lineBufs recycles the buffers turns keep their waiting lines in, from one turn to the next.
-// A turn's buffer grows to the size of its answer's lines (some 10 KiB for a 150-chunk answer),
-// and grown afresh for every turn it was the largest allocation a turn made, about twice that.
+// A turn's lines outgrow its first, small buffer as its answer goes on (to some 10 KiB for a
+// 150-chunk answer); grown afresh for every turn, by doubling, they were the largest allocation
+// a turn made, about twice that. A turn takes a recycled buffer only once its lines outgrow the
+// small one, so that a stream held open with a few lines out holds a few KiB, not a buffer some
+// longer answer grew.
 var lineBufs sync.Pool
 
-// maxLineBuf is the largest buffer lineBufs keeps: what a turn nobody follows keeps waiting
-// (defaultBounds.held). A longer answer's buffer is left to the collector, so that one learner's
-// long answers do not pin their memory in every instance's pool.
-const maxLineBuf = 64 << 10
+// Bounds of the buffers lineBufs keeps: firstLineBuf is a turn's first buffer, too small to be
+// worth keeping; maxLineBuf is what a turn nobody follows keeps waiting (defaultBounds.held). A
+// longer answer's buffer is left to the collector, so that one learner's long answers do not
+// pin their memory in every instance's pool.
+const (
+	firstLineBuf = 1 << 10
+	maxLineBuf   = 64 << 10
+)
 
-// lineBuf returns an empty buffer for a turn's lines.
-func lineBuf() []byte {
+// grow returns buf with room for n more bytes: a recycled buffer when one has the room.
+func grow(buf []byte, n int) []byte {
 	if p, ok := lineBufs.Get().(*[]byte); ok {
-		return (*p)[:0]
+		if b := *p; cap(b) >= len(buf)+n {
+			b = append(b[:0], buf...)
+			recycle(buf)
+			return b
+		}
+		lineBufs.Put(p)
 	}
-	return make([]byte, 0, 4<<10)
+	return slices.Grow(buf, n)
 }
 
 // recycle gives b to lineBufs; nothing may use it after.
 func recycle(b []byte) {
-	if cap(b) > 0 && cap(b) <= maxLineBuf {
+	if cap(b) > firstLineBuf && cap(b) <= maxLineBuf {
 		lineBufs.Put(&b)
 	}
 }
@@ -388,7 +400,7 @@ type lineLog struct {
 func newLineLog(w *writer, session, turn string, live, ttl time.Duration, in *coach.TurnInput, followed *atomic.Bool, log *zerolog.Logger) *lineLog {
 	l := &lineLog{
 		w: w, session: session, turn: turn, live: live, ttl: ttl, input: in, log: log,
-		buf: lineBuf(), followed: followed, done: make(chan struct{}),
+		buf: make([]byte, 0, firstLineBuf), followed: followed, done: make(chan struct{}),
 	}
 	w.start(l)
 	return l
@@ -398,6 +410,9 @@ func newLineLog(w *writer, session, turn string, live, ttl time.Duration, in *co
 // with kick once the line is on its way to the client.
 func (l *lineLog) add(line []byte) {
 	l.mu.Lock()
+	if len(l.buf)+len(line) > cap(l.buf) {
+		l.buf = grow(l.buf, len(line))
+	}
 	l.buf = append(l.buf, line...)
 	l.lines++
 	b := l.w.bounds
@@ -455,11 +470,7 @@ func (l *lineLog) take(always, ticked, lines bool) (batch []byte, n int64, ended
 		return nil, 0, false, false
 	}
 	batch, n, ended = l.buf, l.lines, l.ended
-	next := l.spare
-	if next == nil && !ended {
-		next = lineBuf()
-	}
-	l.buf, l.lines, l.spare = next, 0, nil
+	l.buf, l.lines, l.spare = l.spare, 0, nil
 	return batch, n, ended, true
 }
 

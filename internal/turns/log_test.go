@@ -440,7 +440,7 @@ func (*dropLog) Append(context.Context, []Entry) []error { return nil }
 // BenchmarkLogTurn runs turns of 127 delta lines (a 150-chunk answer, as coachbench relays it)
 // through a turn's sink and its log, one after another, and reports the bytes and allocations
 // per turn that keeping the lines for resume adds: with the lines' buffers recycled from turn
-// to turn, a turn's lines cost no buffer of their own.
+// to turn, a turn's lines cost only their first, small buffer.
 func BenchmarkLogTurn(b *testing.B) {
 	turns := New(Config{Log: &dropLog{}, ResumeTTL: time.Minute})
 	nop := zerolog.Nop()
@@ -461,5 +461,32 @@ func BenchmarkLogTurn(b *testing.B) {
 			}
 		}
 		<-tr.End()
+	}
+}
+
+// TestLogBufferOfAFewLinesStaysSmall checks what recycling the lines' buffers must not cost: a
+// stream held open with a few lines out keeps them in a small buffer of its own, not in one that
+// a longer answer grew before it, whatever the pool holds.
+func TestLogBufferOfAFewLinesStaysSmall(t *testing.T) {
+	turns := New(Config{Log: &dropLog{}, ResumeTTL: time.Minute})
+	nop := zerolog.Nop()
+	run := func(id string, lines int) *Turn {
+		tr := turns.Start(t.Context(), t.Context(), "s1", id)
+		sink := tr.Sink(discard{}, time.Minute, nil, &nop)
+		for i := range lines {
+			if err := sink.Emit(coach.Delta(fmt.Sprintf("word %03d of the answer, ", i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return tr
+	}
+	<-run("long", 500).End()
+	held := run("held", 3)
+	defer func() { <-held.End() }()
+	held.log.mu.Lock()
+	got := cap(held.log.buf)
+	held.log.mu.Unlock()
+	if got > firstLineBuf {
+		t.Errorf("a turn of 3 lines holds a buffer of %d bytes, want at most %d", got, firstLineBuf)
 	}
 }
