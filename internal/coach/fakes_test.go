@@ -28,6 +28,8 @@ type storeFake struct {
 	down    bool
 	commits int
 	renews  int
+	// slack holds, for each renewal, how long its context gave the store to answer.
+	slack []time.Duration
 	// usage holds the tenant usage of every commit that carried one.
 	usage []coach.TenantUsage
 	// tokens holds the token of each session's latest claim.
@@ -109,6 +111,9 @@ func (f *storeFake) Renew(ctx context.Context, id, token string, ttl time.Durati
 	}
 	f.mu.Lock()
 	f.renews++
+	if d, ok := ctx.Deadline(); ok {
+		f.slack = append(f.slack, time.Until(d))
+	}
 	f.mu.Unlock()
 	return f.mem.Renew(ctx, id, token, ttl)
 }
@@ -134,6 +139,13 @@ func (f *storeFake) renewals() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.renews
+}
+
+// renewalSlack returns how long each renewal's context gave the store to answer.
+func (f *storeFake) renewalSlack() []time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.slack)
 }
 
 // usages returns the tenant usage the commits carried, in order.

@@ -89,6 +89,40 @@ func TestLockRenewedDuringLongTurn(t *testing.T) {
 	}
 }
 
+// TestRenewalMayTakeWhatTheLockHasLeft checks how long a renewal may take: as long as the lock
+// has left, not a third of its TTL. A renewal asked a third of the TTL after the claim has two
+// thirds left; on a busy machine one that answers late but before the lock expires must still
+// keep it, rather than be given up and leave the next tick less time.
+func TestRenewalMayTakeWhatTheLockHasLeft(t *testing.T) {
+	var st *storeFake
+	afterRenewal := func(ctx context.Context, _ int) bool {
+		for st.renewals() < 1 {
+			select {
+			case <-ctx.Done():
+				return false
+			case <-time.After(time.Millisecond):
+			}
+		}
+		return true
+	}
+	m := &fakeModel{scripts: []script{{frags: []string{"Hi."}, before: afterRenewal}}}
+	opts := testOptions()
+	opts.LockTTL = 1500 * time.Millisecond // a renewal every 500 ms
+	svc, st, sess := newTestService(t, m, opts, nil)
+	if _, rep := runTurn(t, svc, sess.ID); rep.Outcome != "ok" {
+		t.Fatalf("outcome %q, want ok", rep.Outcome)
+	}
+	slack := st.renewalSlack()
+	if len(slack) == 0 {
+		t.Fatal("no renewal carried a deadline")
+	}
+	// Asked about 500 ms after the claim, the first renewal has about 1 s left; a third of the
+	// TTL is 500 ms.
+	if every := opts.LockTTL / 3; slack[0] <= every {
+		t.Errorf("the first renewal had %v to answer, want more than a third of the TTL (%v): what the lock has left", slack[0], every)
+	}
+}
+
 // TestLostLockEndsTheTurn takes the lock over while a turn runs (as after it expired): the next
 // renewal finds it gone, the turn ends with version_conflict and writes nothing.
 func TestLostLockEndsTheTurn(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -432,32 +431,39 @@ func (r *TurnRun) safeAnswer(st *stream, stopRenewing func(), held bool, v safet
 
 // renew keeps the turn's lock alive while the turn runs: every third of the lock's TTL it asks
 // the store to extend the lock, so that the lock can be short (a crashed gateway blocks its
-// sessions for seconds) and still outlive any turn. A store that says the lock is no longer
-// this turn's (it expired, say, while the store was unreachable, and someone else may hold it
-// now) ends the turn through lose with ErrConflict; it then writes nothing. A renewal that
-// fails otherwise is tried again at the next tick. The returned function stops the renewals
-// and waits for one in flight; it may be called more than once.
+// sessions for seconds) and still outlive any turn. A renewal may take as long as the lock has
+// left since the last one that succeeded: on a busy machine a renewal that answers late but
+// before the lock expires still keeps it, where one given up after a third of the TTL would
+// leave the next tick less time. A store that says the lock is no longer this turn's (it
+// expired, say, while the store was unreachable, and someone else may hold it now) ends the
+// turn through lose with ErrConflict; it then writes nothing. A renewal that fails otherwise
+// is tried again at the next tick. The returned function stops the renewals, cancelling one in
+// flight, and waits for it; it may be called more than once.
 func (r *TurnRun) renew(ctx context.Context, lose context.CancelCauseFunc) (stop func()) {
 	s := r.svc
 	every := max(s.opts.LockTTL/3, time.Millisecond)
-	done := make(chan struct{})
+	ctx, cancel := context.WithCancel(ctx)
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
 		t := time.NewTicker(every)
 		defer t.Stop()
+		// held is when the lock was last extended: the claim, just before, then each renewal.
+		held := s.now()
 		for {
 			select {
-			case <-done:
-				return
 			case <-ctx.Done():
 				return
 			case <-t.C:
 			}
-			rctx, cancel := context.WithTimeout(ctx, every)
+			asked := s.now()
+			rctx, done := context.WithTimeout(ctx, max(held.Add(s.opts.LockTTL).Sub(asked), every))
 			err := s.store.Renew(rctx, r.sess.ID, r.token, s.opts.LockTTL)
-			cancel()
-			if errors.Is(err, ErrConflict) {
+			done()
+			switch {
+			case err == nil:
+				held = asked
+			case errors.Is(err, ErrConflict):
 				if s.erasedSince(ctx, r.sess) {
 					lose(ErrSessionDeleted)
 				} else {
@@ -467,9 +473,8 @@ func (r *TurnRun) renew(ctx context.Context, lose context.CancelCauseFunc) (stop
 			}
 		}
 	}()
-	var once sync.Once
 	return func() {
-		once.Do(func() { close(done) })
+		cancel()
 		<-stopped
 	}
 }
