@@ -175,7 +175,7 @@ func TestTurnLogReadsOnTheirOwnConnections(t *testing.T) {
 	}
 }
 
-// TestOpenPool checks that the readers' client keeps the URL's options but its pool size.
+// TestOpenPool checks that a second pool's client keeps the URL's options but its pool size.
 func TestOpenPool(t *testing.T) {
 	tests := []struct {
 		name, url string

@@ -326,10 +326,10 @@ func (w *writer) write(ticked bool) (alive, followed bool) {
 
 // lineBufs recycles the buffers turns keep their waiting lines in, from one turn to the next.
 // A turn's lines outgrow its first, small buffer as its answer goes on (to some 10 KiB for a
-// 150-chunk answer); grown afresh for every turn, by doubling, they were the largest allocation
-// a turn made, about twice that. A turn takes a recycled buffer only once its lines outgrow the
-// small one, so that a stream held open with a few lines out holds a few KiB, not a buffer some
-// longer answer grew.
+// 150-chunk answer); grown afresh for every turn, by doubling, they would be the largest
+// allocation a turn makes, about twice that. A turn takes a recycled buffer only once its lines
+// outgrow the small one, so that a stream held open with a few lines out holds a few KiB, not a
+// buffer some longer answer grew.
 var lineBufs sync.Pool
 
 // Bounds of the buffers lineBufs keeps: firstLineBuf is a turn's first buffer, too small to be
