@@ -59,7 +59,7 @@ func Mask(s string) string {
 	// the number before it is masked). So the numbers are masked again until nothing changes,
 	// which makes Mask idempotent; each pass that changes anything removes digits, so it ends,
 	// and text with nothing to mask takes one pass.
-	for longestDigitRun(s) >= minDigits {
+	for mayHoldNumber(s) {
 		t := maskNumbers(s)
 		if t == s {
 			break
@@ -279,25 +279,52 @@ func phoneValid(s string) bool {
 // numbers have seven or eight, phones at least eight, cards thirteen.
 const minDigits = 6
 
-// longestDigitRun returns the most digits in one run of digits joined by at most two
+// mayHoldNumber reports whether s has a run of at least minDigits digits joined by at most two
 // separators in a row (" ", ".", "-", "(", ")", "/"), as numbers are written ("(55) 1234 5678").
-// It may count more than any pattern would match, never fewer, so a text it rates below
-// minDigits has nothing to mask but e-mail addresses.
-func longestDigitRun(s string) int {
-	best, run, seps := 0, 0, 0
+// Such a run may hold more than any pattern would match, never less, so a text without one has
+// nothing to mask but e-mail addresses.
+//
+// Every turn's prompt goes through it (some 10 KB of instructions and schema, in which words
+// are most of the bytes), so it classes each byte with one table lookup, passes over the bytes
+// that end a run in a loop of its own, and stops at the first run long enough
+// (BenchmarkMask/prompt).
+func mayHoldNumber(s string) bool {
+	run, seps := 0, 0
 	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case '0' <= c && c <= '9':
-			run++
+		switch numberBytes[s[i]] {
+		case byteOther:
+			run, seps = 0, 0
+			for i+1 < len(s) && numberBytes[s[i+1]] == byteOther {
+				i++
+			}
+		case byteDigit:
+			if run++; run >= minDigits {
+				return true
+			}
 			seps = 0
-			best = max(best, run)
-		case c == ' ' || c == '.' || c == '-' || c == '(' || c == ')' || c == '/':
+		default:
 			if seps++; seps > 2 {
 				run, seps = 0, 0
 			}
-		default:
-			run, seps = 0, 0
 		}
 	}
-	return best
+	return false
 }
+
+// Classes of bytes in numbers (see mayHoldNumber).
+const (
+	byteOther = iota
+	byteDigit
+	byteSeparator
+)
+
+// numberBytes is the class of every byte value.
+var numberBytes = func() (t [256]uint8) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = byteDigit
+	}
+	for _, c := range " .-()/" {
+		t[c] = byteSeparator
+	}
+	return t
+}()

@@ -72,6 +72,30 @@ func TestMask(t *testing.T) {
 	}
 }
 
+func TestMayHoldNumber(t *testing.T) {
+	tests := []struct {
+		in   string
+		want bool
+	}{
+		{"", false},
+		{"no digits at all", false},
+		{"12345", false},
+		{"123456", true},
+		{"tel (55) 1234 5678", true},
+		{"1 2 3 4 5 6", true},
+		{"1-2-3  4..5//6", true},
+		{"12 34   56", false},
+		{"123a456", false},
+		{"step 3 of 7, 5-4-3-2-1", false},
+		{strings.Repeat("word ", 2000) + "612345678", true},
+	}
+	for _, tt := range tests {
+		if got := mayHoldNumber(tt.in); got != tt.want {
+			t.Errorf("mayHoldNumber(%.40q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
 func TestLuhnAndDNI(t *testing.T) {
 	for s, want := range map[string]bool{"4111111111111111": true, "4111111111111112": false, "79927398713": false, "5555 5555 5555 4444": true} {
 		if got := luhnValid(s); got != want {
