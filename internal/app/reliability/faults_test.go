@@ -47,9 +47,13 @@ func TestFaultMatrix(t *testing.T) {
 	}
 	const hugeLine = 2 << 20 // over openai.DefaultMaxLineBytes
 	// The deadlines of every case's model calls, the healthy ones too: long enough that a
-	// loaded machine running all cases at once never takes them between two chunks of a
-	// healthy answer (the drip case, at over 10 s, sets the test's length anyway).
-	const firstByte, idle = time.Second, time.Second
+	// loaded machine (all cases at once, -race, a browser test beside them) never takes them
+	// before the first byte or between two chunks of a healthy answer, which the case would
+	// then retry without the reset it expects. The faults that test them stall for a minute.
+	const firstByte, idle = 5 * time.Second, 5 * time.Second
+	// turn is every case's turn deadline unless it sets its own: longer than the slowest
+	// expected path (three attempts that each wait out the first-byte deadline, with backoff).
+	const turn = 30 * time.Second
 
 	tests := []struct {
 		name    string
@@ -63,7 +67,7 @@ func TestFaultMatrix(t *testing.T) {
 		corrected bool
 		// minTime is a lower bound of the turn's duration (0: none). There are no upper
 		// bounds, which a loaded machine would break: every turn runs under a deadline
-		// (TurnTimeout, 10s unless the case sets it) that a gateway waiting longer than it
+		// (TurnTimeout, turn unless the case sets it) that a gateway waiting longer than it
 		// should would hit, which the stream's shape, the number of calls or cause tells.
 		minTime time.Duration
 		// cause, for a turn that ends with an error line, is a part of that line's message
@@ -74,7 +78,7 @@ func TestFaultMatrix(t *testing.T) {
 		{name: "before/429 Retry-After is honoured", replies: []fakellm.Reply{status(429, "0.4"), ok(text)},
 			want: "delta result", calls: 2, minTime: 400 * time.Millisecond},
 		{name: "before/429 Retry-After is capped", config: func(c *config.Config) { c.RetryAfterCap = 150 * time.Millisecond },
-			replies: []fakellm.Reply{status(429, "30"), ok(text)},
+			replies: []fakellm.Reply{status(429, "60"), ok(text)},
 			want:    "delta result", calls: 2, minTime: 150 * time.Millisecond}, // uncapped, the wait would outlast the turn's deadline
 		{name: "before/429 on every attempt", replies: []fakellm.Reply{status(429, "0.05"), status(429, "0.05"), status(429, "0.05"), ok(text)},
 			want: "error:coach_stream_failed", calls: 3, cause: "(rate_limited)"},
@@ -106,13 +110,13 @@ func TestFaultMatrix(t *testing.T) {
 		{name: "before/schema-invalid JSON", replies: []fakellm.Reply{{Content: apptest.Obj("step", "claim", "confidence", 0.5)}, ok(text)},
 			want: "delta result", calls: 2, corrected: true},
 		{name: "before/drip slower than a byte per idle deadline", config: func(c *config.Config) {
-			c.IdleTimeout, c.FirstByteTimeout, c.TurnTimeout = 3*time.Second, 3*time.Second, time.Minute
+			c.TurnTimeout = time.Minute // room for the 11 s drip on a loaded machine
 		},
 			replies: []fakellm.Reply{{Fixture: "tiny", Fault: fakellm.Fault{Drip: 100 * time.Millisecond}}},
 			want:    "delta result", calls: 1, minTime: 10 * time.Second},
-		{name: "before/drip beyond the turn deadline", config: func(c *config.Config) { c.TurnTimeout = time.Second },
+		{name: "before/drip beyond the turn deadline", config: func(c *config.Config) { c.TurnTimeout = 3 * time.Second },
 			replies: []fakellm.Reply{{Fixture: "tiny", Fault: fakellm.Fault{Drip: 100 * time.Millisecond}}, ok(text)},
-			want:    "error:coach_stream_failed", calls: 1, minTime: time.Second, cause: "longer than its deadline"},
+			want:    "error:coach_stream_failed", calls: 1, minTime: 3 * time.Second, cause: "longer than its deadline"},
 
 		// After deltas: one reset and one more attempt, or the error line when that fails too.
 		{name: "after/cut", replies: []fakellm.Reply{after(cut(1)), ok(text)},
@@ -144,7 +148,7 @@ func TestFaultMatrix(t *testing.T) {
 				LLM: fakellm.Options{Fixtures: fstest.MapFS{"tiny.sse": {Data: []byte(tinyFixture)}}},
 				Config: func(c *config.Config) {
 					c.MaxAttempts = 3
-					c.FirstByteTimeout, c.IdleTimeout, c.TurnTimeout = firstByte, idle, 10*time.Second
+					c.FirstByteTimeout, c.IdleTimeout, c.TurnTimeout = firstByte, idle, turn
 					if tt.config != nil {
 						tt.config(c)
 					}
