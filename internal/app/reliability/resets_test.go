@@ -44,7 +44,11 @@ func TestResetsMetricCountsResetLines(t *testing.T) {
 	}
 	g := apptest.StartWith(t, apptest.Options{Config: func(c *config.Config) {
 		c.MaxAttempts = 3
-		c.FirstByteTimeout, c.IdleTimeout, c.TurnTimeout = time.Second, time.Second, 10*time.Second
+		// Long enough that a loaded machine (-race, a browser test beside this one) never takes
+		// them before a healthy answer's first byte or between two of its chunks, which would
+		// add a retry or a reset the turn does not script; the stall they must catch lasts a
+		// minute. The turn has room for the stall's idle deadline and the retry after it.
+		c.FirstByteTimeout, c.IdleTimeout, c.TurnTimeout = 5*time.Second, 5*time.Second, 30*time.Second
 	}})
 	lines := map[string]int{} // contract/reason → reset lines sent
 	total := 0
