@@ -72,7 +72,11 @@ func TestFallbackEndpoints(t *testing.T) {
 				llms[i].Enqueue(tt.replies[i]...)
 			}
 			g := apptest.StartWith(t, apptest.Options{Config: func(c *config.Config) {
-				c.FirstByteTimeout, c.IdleTimeout = time.Second, time.Second // the healthy answers have ample time on a loaded machine
+				// Long enough that a loaded machine (-race, a browser test beside this one) never
+				// takes them before a healthy answer's first byte or between two of its chunks;
+				// the stall they must catch lasts a minute. The turn has room for the stall's idle
+				// deadline and the second endpoint's answer after it.
+				c.FirstByteTimeout, c.IdleTimeout, c.TurnTimeout = 5*time.Second, 5*time.Second, 30*time.Second
 				bases[0] = c.OpenAIBaseURL
 				for i := range tt.replies {
 					c.Upstreams = append(c.Upstreams, config.Upstream{Name: names[i], BaseURL: bases[i], Model: "m", Profile: "openai"})
