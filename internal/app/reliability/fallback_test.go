@@ -144,8 +144,9 @@ func TestBreakerSharedByInstances(t *testing.T) {
 	// With nothing queued, fakellm answers every request with a 500.
 	primary, primaryURL := apptest.StartLLM(t, fakellm.Options{})
 	// The second gateway must see the circuit and run a turn before the cooldown ends, which a
-	// loaded machine makes slow: the cooldown leaves it seconds for that.
-	const cooldown = 4 * time.Second
+	// loaded machine makes slow: the cooldown leaves it some nine seconds for that (it reads the
+	// circuits from Redis every second).
+	const cooldown = 10 * time.Second
 	start := func() *apptest.Gateway {
 		return apptest.StartWith(t, apptest.Options{Prefix: prefix, Config: func(c *config.Config) {
 			c.BreakerFailures, c.BreakerCooldown = 2, cooldown
