@@ -53,7 +53,9 @@ func TestRedisDownAtStart(t *testing.T) {
 	}
 
 	rs.Start()
-	waitFor(t, "/readyz answers 200", 5*time.Second, func() bool { return get(g.URL+"/readyz") == http.StatusOK })
+	// Redis starting and the gateway's next probe of it take well under a second on an idle
+	// machine; a gateway that never reconnects stays unready however long this waits.
+	waitFor(t, "/readyz answers 200", 15*time.Second, func() bool { return get(g.URL+"/readyz") == http.StatusOK })
 	s := g.Create("toulmin", nil)
 	g.LLM.Enqueue(ok("Welcome back."))
 	tr := g.Turn(s.ID, apptest.Msg("hi"))
@@ -110,7 +112,9 @@ func TestRedisDiesMidTurn(t *testing.T) {
 	}
 
 	rs.Start()
-	waitFor(t, "/readyz answers 200", 5*time.Second, func() bool { return get(g.URL+"/readyz") == http.StatusOK })
+	// Redis starting and the gateway's next probe of it take well under a second on an idle
+	// machine; a gateway that never reconnects stays unready however long this waits.
+	waitFor(t, "/readyz answers 200", 15*time.Second, func() bool { return get(g.URL+"/readyz") == http.StatusOK })
 	if after := rawDoc(t, rdb, g.Config.RedisPrefix, s.ID); after != before {
 		t.Errorf("the session changed although its turn failed:\nbefore %s\nafter  %s", before, after)
 	}
