@@ -259,8 +259,11 @@ func TestSingleEndpointDownThenBack(t *testing.T) {
 	if tr.Last().Type != "result" {
 		t.Fatalf("the first turn after the endpoint came back = %s, want a result", tr.Body)
 	}
-	if took > 2*time.Second {
-		t.Errorf("the first turn after the endpoint came back took %v, want within 2s", took)
+	// A turn that waited for the open circuit's cooldown (30 s) would end at the turn deadline
+	// (10 s) without a result; a prompt one takes milliseconds on an idle machine, and the bound
+	// leaves a loaded one room below that deadline.
+	if took > 5*time.Second {
+		t.Errorf("the first turn after the endpoint came back took %v, want within 5s", took)
 	}
 	if _, states := readyz(t, g.URL); !slices.Equal(states, []string{"default:closed"}) {
 		t.Errorf("circuits after the endpoint answered = %q, want default:closed", states)
