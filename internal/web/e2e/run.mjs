@@ -35,6 +35,11 @@ const SLOW_BASE = (process.env.COACHGW_SLOW_URL || '').replace(/\/+$/, '');
 const SHOTS = process.env.COACH_SCREENSHOTS_DIR || await mkdtemp(path.join(os.tmpdir(), 'coachgw-screenshots-'));
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const FILTER = process.argv[2] || process.env.COACHGW_E2E_FILTER || '';
+// WAIT is how long a scenario waits for anything the page or the gateway must do. It is a
+// bound for what never happens, not a speed target: a loaded machine (two cores, -race Go tests
+// beside the browser) can be many times slower than an idle one. Nothing the panel does on a
+// timer of its own would make a waited-for state come about in the meantime (it does not poll;
+// holdToasts keeps toasts up), so a broken behaviour still fails at WAIT.
 const WAIT = 20_000;
 // CONCURRENCY scenarios run at a time: most of a scenario's time goes to waiting on the gateway
 // and the page, so a second one keeps a two-core machine busy without starving either.
@@ -238,7 +243,7 @@ async function restored(page, contract) {
 }
 
 /**
- * onTop waits (up to 5 s, for a smooth scroll to end) until the element with testid is what
+ * onTop waits (up to WAIT, for a smooth scroll to end) until the element with testid is what
  * document.elementFromPoint finds at its centre, inside the viewport: visible and clickable, not
  * under a sticky bar or a toast. The test does not scroll: the panel must have put it there.
  */
@@ -265,7 +270,7 @@ async function onTop(page, testid, what) {
     return explain ? why : why === 'ok';
   };
   try {
-    await page.waitForFunction(probe, [testid, false], { timeout: 5000 });
+    await page.waitForFunction(probe, [testid, false], { timeout: WAIT });
   } catch (err) {
     if (!/Timeout/.test(String(err))) throw err;
     throw new Error(`${what}: ${testid} is not clickable at its centre: ${await page.evaluate(probe, [testid, true])}`);
@@ -920,7 +925,7 @@ async function browserScenarios() {
     await onTop(page, 'composer-send', 'while the milestone toast shows');
     await shot(page, 'module-milestone', false);
     await toast.getByTestId('toast-close').click();
-    await toast.waitFor({ state: 'detached', timeout: 2000 });
+    await toast.waitFor({ state: 'detached', timeout: WAIT }); // held: only the dismissal takes it away
   }));
 
   await scenario('dark mode: prefers-color-scheme dark in the three contracts', () => withPage('dark', async (page) => {
@@ -1212,8 +1217,9 @@ async function issue22Scenarios() {
       await toProposal(a);
       await a.getByTestId('proposal-confirm').click();
       await waitTurns(a, 'toulmin', 4);
-      // Tab B follows by itself (BroadcastChannel), within seconds.
-      await b.waitForFunction(() => document.querySelector('[data-testid="step-grounds"]')?.dataset.state === 'current' && document.querySelectorAll('[data-testid="msg-user"]').length === 3 && document.querySelectorAll('[data-testid="msg-assistant"]').length === 4, null, { timeout: 5000 });
+      // Tab B follows by itself (BroadcastChannel): it does not poll, and nothing else here makes it
+      // read the session.
+      await b.waitForFunction(() => document.querySelector('[data-testid="step-grounds"]')?.dataset.state === 'current' && document.querySelectorAll('[data-testid="msg-user"]').length === 3 && document.querySelectorAll('[data-testid="msg-assistant"]').length === 4, null, { timeout: WAIT });
       assertEq(await b.getByTestId('draft-claim').textContent(), await a.getByTestId('draft-claim').textContent(), 'the same draft in both tabs');
 
       // Another device (no BroadcastChannel): its turn moves the session on. B's send finds out
@@ -1224,7 +1230,7 @@ async function issue22Scenarios() {
       };
       await device('From my phone: Tallinn made buses free in 2013.');
       await say(b, 'Text typed in tab B.');
-      await b.waitForFunction(() => document.querySelector('[data-testid="transcript"]').textContent.includes('From my phone'), null, { timeout: 5000 });
+      await b.waitForFunction(() => document.querySelector('[data-testid="transcript"]').textContent.includes('From my phone'), null, { timeout: WAIT });
       assertEq(await b.getByTestId('composer-input').inputValue(), 'Text typed in tab B.', 'the unsent text stays in the box');
       assert(!bBodies.some((x) => x.message === 'Text typed in tab B.'), 'nothing sent under a session B had not seen');
 
@@ -1236,13 +1242,13 @@ async function issue22Scenarios() {
       const sent = bBodies.length;
       await device('From my phone again: car traffic fell too.');
       await b.getByTestId('retry-button').click();
-      await b.waitForFunction(() => document.querySelector('[data-testid="transcript"]').textContent.includes('From my phone again'), null, { timeout: 5000 });
+      await b.waitForFunction(() => document.querySelector('[data-testid="transcript"]').textContent.includes('From my phone again'), null, { timeout: WAIT });
       assertEq(bBodies.length, sent, 'Retry sent nothing under the moved session');
       assertEq(await b.getByTestId('composer-input').inputValue(), 'Text typed in tab B.', 'the text is still in the box');
       // On focus: a device's change shows when the tab is focused again.
       await device('From my phone a third time.');
       await b.evaluate(() => window.dispatchEvent(new Event('focus')));
-      await b.waitForFunction(() => document.querySelector('[data-testid="transcript"]').textContent.includes('a third time'), null, { timeout: 5000 });
+      await b.waitForFunction(() => document.querySelector('[data-testid="transcript"]').textContent.includes('a third time'), null, { timeout: WAIT });
     } finally {
       await a.close();
       await b.close();
@@ -1280,7 +1286,7 @@ async function issue22Scenarios() {
     });
     await say(page, ARGUMENT.claim[0]);
     await waitTurns(page, 'toulmin', 1);
-    await page.waitForFunction(() => window.__note.gone, null, { timeout: 5000 });
+    await page.waitForFunction(() => window.__note.gone, null, { timeout: WAIT });
     const up = await page.evaluate(() => window.__note.gone - window.__note.shown);
     assert(up >= 1400, `the retrying note stays up long enough to read (${Math.round(up)} ms)`);
     await page.unrouteAll({ behavior: 'ignoreErrors' });
@@ -2342,7 +2348,7 @@ async function tabsAndKeysScenarios() {
       await waitTurns(page, 'module', i + 1);
       await page.getByTestId('composer-input').focus();
       await page.keyboard.press('Escape');
-      await toast.waitFor({ state: 'detached', timeout: 2000 });
+      await toast.waitFor({ state: 'detached', timeout: WAIT }); // held: only the dismissal takes it away
     }
   }));
 
@@ -2353,7 +2359,7 @@ async function tabsAndKeysScenarios() {
     await say(page, message);
     await midAnswer(page);
     await page.keyboard.press('Escape');
-    await page.getByTestId('turn-stopped').waitFor({ timeout: 5000 });
+    await page.getByTestId('turn-stopped').waitFor({ timeout: WAIT });
     await stoppedNeutrally(page);
     assertEq(await page.getByTestId('msg-assistant').count(), 0, 'the stopped answer is gone (nothing of it is stored)');
     assertEq(await page.getByTestId('composer-input').inputValue(), message, 'the message is back in the box');
