@@ -458,6 +458,9 @@ type modeAcc struct {
 	// machine's busy and total CPU ticks.
 	self        int64
 	busy, ticks uint64
+	// roundCPU is the process's CPU per turn (µs) of each measured phase, one per round, so
+	// that a comparison between paths can be made round by round (see ModeResult).
+	roundCPU []float64
 	// dials counts the connections fakellm accepted.
 	dials int64
 	// redis counts the gateway's round trips by label, from its own metrics; relay counts
@@ -808,7 +811,9 @@ func (r *runner) phase(ctx context.Context, m Mode, c, k int, base string, proc 
 	acc.dials += r.up.conns.Load() - dials0
 	acc.busy += busy1 - busy0
 	acc.ticks += ticks1 - ticks0
+	phaseTurns := 0
 	for i := range per {
+		phaseTurns += per[i].turns
 		acc.s.merge(&per[i])
 	}
 	acc.wall += end - start
@@ -818,6 +823,9 @@ func (r *runner) phase(ctx context.Context, m Mode, c, k int, base string, proc 
 			return err
 		}
 		acc.cpu += after.cpu() - before.cpu()
+		if phaseTurns > 0 {
+			acc.roundCPU = append(acc.roundCPU, float64(after.cpu()-before.cpu())/float64(phaseTurns)/1e3)
+		}
 		acc.alloc += after.TotalAlloc - before.TotalAlloc
 		acc.mallocs += after.Mallocs - before.Mallocs
 	}
@@ -1018,6 +1026,7 @@ func (a *modeAcc) result(m Mode) ModeResult {
 	}
 	if m != Direct && s.turns > 0 {
 		mr.CPUPerTurnUs = float64(a.cpu) / float64(s.turns) / 1e3
+		mr.CPUPerTurnUsByRound = a.roundCPU
 		mr.AllocPerTurn = float64(a.alloc) / float64(s.turns)
 		mr.MallocsPerTurn = float64(a.mallocs) / float64(s.turns)
 		if s.deltas > 0 {

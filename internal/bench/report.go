@@ -460,6 +460,24 @@ func redisLogBound(m *ModeResult) (measured string, ok bool) {
 	return fmt.Sprintf("%.2f for %.1f lines (bound %.2f)", m.RedisPerTurn, lines, bound), m.RedisPerTurn <= bound
 }
 
+// roundRatios returns, for a run of more than one round, the range of the ratios a/b of the
+// same rounds, as "; rounds 0.95-1.08×" ("" otherwise): how far apart the two paths' figures
+// fell from one round to the next, which the ratio of the sums hides.
+func roundRatios(a, b []float64) string {
+	if len(a) < 2 || len(a) != len(b) {
+		return ""
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for i := range a {
+		if b[i] <= 0 {
+			return ""
+		}
+		r := a[i] / b[i]
+		lo, hi = min(lo, r), max(hi, r)
+	}
+	return fmt.Sprintf("; rounds %.2f-%.2f×", lo, hi)
+}
+
 // baselineTargets checks, at each level of a run with -baseline-bin, the overhead targets for the
 // gateway (coachgw, with its settings of the run) in the same interleaved rounds: added TTFD over
 // the proxy, CPU per model chunk below the baseline gateway's, and Redis round trips per turn
@@ -479,7 +497,8 @@ func (r *Report) baselineTargets() []target {
 					signed(base.TTFD.P50-px.TTFD.P50), signed(base.TTFD.P95-px.TTFD.P95)),
 				verdict(d50 <= 1 && d95 <= 3)})
 			out = append(out, target{fmt.Sprintf("c=%d: CPU per model chunk below the baseline's", l.Concurrency),
-				fmt.Sprintf("%.1f µs vs %.1f µs (%.2f×)", gw.CPUPerTurnUs/chunks, base.CPUPerTurnUs/chunks, gw.CPUPerTurnUs/base.CPUPerTurnUs),
+				fmt.Sprintf("%.1f µs vs %.1f µs (%.2f×%s)", gw.CPUPerTurnUs/chunks, base.CPUPerTurnUs/chunks, gw.CPUPerTurnUs/base.CPUPerTurnUs,
+					roundRatios(gw.CPUPerTurnUsByRound, base.CPUPerTurnUsByRound)),
 				verdict(gw.CPUPerTurnUs < base.CPUPerTurnUs)})
 			if gw.RedisRoundTrips != nil && gw.Turns > 0 {
 				measured, ok := redisLogBound(gw)

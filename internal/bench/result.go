@@ -114,10 +114,14 @@ type ModeResult struct {
 	// few idle connections to the model dials anew for most turns.
 	ModelDialsPerTurn float64 `json:"modelDialsPerTurn"`
 	// CPU and allocations of the proxy or gateway process (none for direct).
-	CPUPerTurnUs   float64 `json:"cpuPerTurnUs,omitempty"`
-	CPUPerDeltaUs  float64 `json:"cpuPerDeltaUs,omitempty"`
-	AllocPerTurn   float64 `json:"allocBytesPerTurn,omitempty"`
-	MallocsPerTurn float64 `json:"allocsPerTurn,omitempty"`
+	CPUPerTurnUs float64 `json:"cpuPerTurnUs,omitempty"`
+	// CPUPerTurnUsByRound is CPUPerTurnUs of each round's phase, in the order of the rounds:
+	// two paths' figures of the same round ran within a minute of each other, so their ratio,
+	// round by round, shows how much of a difference between the paths is the machine's noise.
+	CPUPerTurnUsByRound []float64 `json:"cpuPerTurnUsByRound,omitempty"`
+	CPUPerDeltaUs       float64   `json:"cpuPerDeltaUs,omitempty"`
+	AllocPerTurn        float64   `json:"allocBytesPerTurn,omitempty"`
+	MallocsPerTurn      float64   `json:"allocsPerTurn,omitempty"`
 	// RedisPerTurn is the gateway's Redis round trips per turn, connection set-up excluded, as
 	// counted by the hook on its own Redis client (RedisRoundTrips, by label).
 	RedisPerTurn    float64          `json:"redisPerTurn,omitempty"`
