@@ -53,7 +53,7 @@ func TestBaselineTargets(t *testing.T) {
 		gw, base []float64
 		wantCPU  string
 	}{
-		{"three rounds", []float64{3300, 4400, 3300}, []float64{3000, 4000, 5000}, "90.0 µs vs 100.0 µs (0.90×; rounds 0.66-1.10×)"},
+		{"three rounds", []float64{3300, 4400, 3300}, []float64{3000, 4000, 5000}, "90.0 µs vs 100.0 µs (0.90×; rounds 0.66-1.10×, mean 0.953 ± 0.147)"},
 		{"one round", []float64{3600}, []float64{4000}, "90.0 µs vs 100.0 µs (0.90×)"},
 		{"rounds missing on one side", []float64{3300, 3900}, nil, "90.0 µs vs 100.0 µs (0.90×)"},
 		{"a round without CPU", []float64{3300, 3900}, []float64{4000, 0}, "90.0 µs vs 100.0 µs (0.90×)"},

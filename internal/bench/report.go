@@ -460,22 +460,32 @@ func redisLogBound(m *ModeResult) (measured string, ok bool) {
 	return fmt.Sprintf("%.2f for %.1f lines (bound %.2f)", m.RedisPerTurn, lines, bound), m.RedisPerTurn <= bound
 }
 
-// roundRatios returns, for a run of more than one round, the range of the ratios a/b of the
-// same rounds, as "; rounds 0.95-1.08×" ("" otherwise): how far apart the two paths' figures
-// fell from one round to the next, which the ratio of the sums hides.
+// roundRatios returns, for a run of more than one round, the ratios a/b of the same rounds as
+// their range and their mean with its standard error, as "; rounds 0.95-1.08×, mean 1.012 ±
+// 0.021" ("" otherwise): the ratio of the sums hides how far apart the two paths' figures fell
+// from one round to the next, and so whether a difference between them is more than the
+// machine's noise.
 func roundRatios(a, b []float64) string {
 	if len(a) < 2 || len(a) != len(b) {
 		return ""
 	}
-	lo, hi := math.Inf(1), math.Inf(-1)
+	lo, hi, sum := math.Inf(1), math.Inf(-1), 0.0
+	ratios := make([]float64, len(a))
 	for i := range a {
 		if b[i] <= 0 {
 			return ""
 		}
 		r := a[i] / b[i]
-		lo, hi = min(lo, r), max(hi, r)
+		ratios[i] = r
+		lo, hi, sum = min(lo, r), max(hi, r), sum+r
 	}
-	return fmt.Sprintf("; rounds %.2f-%.2f×", lo, hi)
+	mean, squares := sum/float64(len(ratios)), 0.0
+	for _, r := range ratios {
+		squares += (r - mean) * (r - mean)
+	}
+	n := float64(len(ratios))
+	stderr := math.Sqrt(squares/(n-1)) / math.Sqrt(n)
+	return fmt.Sprintf("; rounds %.2f-%.2f×, mean %.3f ± %.3f", lo, hi, mean, stderr)
 }
 
 // baselineTargets checks, at each level of a run with -baseline-bin, the overhead targets for the
