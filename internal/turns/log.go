@@ -341,8 +341,13 @@ const (
 	maxLineBuf   = 64 << 10
 )
 
-// grow returns buf with room for n more bytes: a recycled buffer when one has the room.
+// grow returns buf with room for n more bytes: a small buffer of its own while they fit in
+// one, else a recycled buffer when one has the room. The small one also serves a turn whose
+// buffer the writer has just taken, before it gives the turn its spare.
 func grow(buf []byte, n int) []byte {
+	if len(buf)+n <= firstLineBuf {
+		return append(make([]byte, 0, firstLineBuf), buf...)
+	}
 	if p, ok := lineBufs.Get().(*[]byte); ok {
 		if b := *p; cap(b) >= len(buf)+n {
 			b = append(b[:0], buf...)
