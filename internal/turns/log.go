@@ -474,6 +474,10 @@ func (l *lineLog) take(always, ticked, lines bool) (batch []byte, n int64, ended
 	case l.started && l.lines == 0 && !l.ended:
 		return nil, 0, false, false
 	}
+	if l.lines == 0 {
+		// Nothing waits (a first or last write without lines): the turn keeps its buffer.
+		return nil, 0, l.ended, true
+	}
 	batch, n, ended = l.buf, l.lines, l.ended
 	l.buf, l.lines, l.spare = l.spare, 0, nil
 	return batch, n, ended, true
