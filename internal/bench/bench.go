@@ -48,6 +48,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -66,8 +67,8 @@ type Config struct {
 	Levels []int
 	// Turns is the number of turns per mode and level; 0 picks by level (see turnsFor).
 	Turns int
-	// Rounds interleaves the modes: each round runs every mode once, in rotating order; 0
-	// picks by level.
+	// Rounds interleaves the modes: each round runs every mode once, in the order roundOrder
+	// gives; 0 picks by level.
 	Rounds int
 	Shape  Shape
 	// Seed makes the scripts and fakellm's pauses reproducible.
@@ -168,6 +169,42 @@ type runner struct {
 	seq      atomic.Uint64
 	// files is this process's open-file limit.
 	files uint64
+	// exeDir holds the private copies of the executables the children run (see exe).
+	exeDir string
+}
+
+// exe returns cmd with its executable replaced by a private copy of it named name, made on
+// first use. Every child runs from a copy of its own: a child run from the bench's own file
+// shares its code pages, and so the CPU caches, with the bench's client and fakellm (the same
+// runtime, net/http and bufio code), and a gateway run that way needed some 5 % less CPU per
+// turn at c=50 than the same binary run from another file (docs/bench/notes.md). Copies share
+// nothing, so every path, the baseline's included, starts alike.
+func (r *runner) exe(name string, cmd []string) ([]string, error) {
+	dst := filepath.Join(r.exeDir, name)
+	if _, err := os.Stat(dst); err != nil {
+		if err := copyFile(dst, cmd[0]); err != nil {
+			return nil, fmt.Errorf("copying the executable %s: %w", cmd[0], err)
+		}
+	}
+	return append([]string{dst}, cmd[1:]...), nil
+}
+
+// copyFile copies the executable src to dst.
+func copyFile(dst, src string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // Run runs the bench.
@@ -196,7 +233,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raising the open-file limit: %w", err)
 	}
-	r := &runner{cfg: cfg, clk: clock{base: time.Now()}, files: files}
+	exeDir, err := os.MkdirTemp("", "coachbench-exe-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(exeDir)
+	r := &runner{cfg: cfg, clk: clock{base: time.Now()}, files: files, exeDir: exeDir}
 	screen, err := safety.NewScreen()
 	if err != nil {
 		return nil, err
@@ -477,14 +519,22 @@ func (r *runner) level(ctx context.Context, c int) (Level, error) {
 	if err != nil {
 		return lvl, err
 	}
-	gw, err := startChild(ctx, r.cfg.Self, roleGateway, env, r.cfg.Stderr)
+	self, err := r.exe("coachgw", r.cfg.Self)
+	if err != nil {
+		return lvl, err
+	}
+	gw, err := startChild(ctx, self, roleGateway, env, r.cfg.Stderr)
 	if err != nil {
 		return lvl, err
 	}
 	defer gw.stop()
 	var gwBase *child
 	if r.cfg.Baseline != "" {
-		if gwBase, err = startChild(ctx, []string{r.cfg.Baseline}, roleGateway, env, r.cfg.Stderr); err != nil {
+		base, err := r.exe("coachgw-baseline", []string{r.cfg.Baseline})
+		if err != nil {
+			return lvl, err
+		}
+		if gwBase, err = startChild(ctx, base, roleGateway, env, r.cfg.Stderr); err != nil {
 			return lvl, fmt.Errorf("the baseline: %w", err)
 		}
 		defer gwBase.stop()
@@ -495,7 +545,11 @@ func (r *runner) level(ctx context.Context, c int) (Level, error) {
 		if err != nil {
 			return lvl, err
 		}
-		if gwLog, err = startChild(ctx, r.cfg.Self, roleGateway, env, r.cfg.Stderr); err != nil {
+		self, err := r.exe("coachgw-log", r.cfg.Self)
+		if err != nil {
+			return lvl, err
+		}
+		if gwLog, err = startChild(ctx, self, roleGateway, env, r.cfg.Stderr); err != nil {
 			return lvl, err
 		}
 		defer gwLog.stop()
@@ -506,12 +560,20 @@ func (r *runner) level(ctx context.Context, c int) (Level, error) {
 		if err != nil {
 			return lvl, err
 		}
-		if gwOff, err = startChild(ctx, r.cfg.Self, roleGateway, env, r.cfg.Stderr); err != nil {
+		self, err := r.exe("coachgw-safety-off", r.cfg.Self)
+		if err != nil {
+			return lvl, err
+		}
+		if gwOff, err = startChild(ctx, self, roleGateway, env, r.cfg.Stderr); err != nil {
 			return lvl, err
 		}
 		defer gwOff.stop()
 	}
-	px, err := startChild(ctx, r.cfg.Self, roleProxy, childEnv(UpstreamEnv, r.up.base), r.cfg.Stderr)
+	pself, err := r.exe("proxy", r.cfg.Self)
+	if err != nil {
+		return lvl, err
+	}
+	px, err := startChild(ctx, pself, roleProxy, childEnv(UpstreamEnv, r.up.base), r.cfg.Stderr)
 	if err != nil {
 		return lvl, err
 	}
@@ -557,8 +619,8 @@ func (r *runner) level(ctx context.Context, c int) (Level, error) {
 		accs[m] = &modeAcc{}
 	}
 	for round := range rounds {
-		for i := range modes {
-			m := modes[(i+round)%len(modes)]
+		for _, i := range roundOrder(len(modes), round) {
+			m := modes[i]
 			fmt.Fprintf(r.cfg.Progress, "level %d: round %d/%d: %s, %d workers x %d turns\n", c, round+1, rounds, m, c, perWorker)
 			profile := r.cfg.ProfileDir != "" && (m == Coachgw || m == CoachgwBaseline) && round == 0
 			if err := r.phase(ctx, m, c, perWorker, targets[m], procs[m], accs[m], profile); err != nil {
@@ -571,6 +633,27 @@ func (r *runner) level(ctx context.Context, c int) (Level, error) {
 		lvl.Modes = append(lvl.Modes, accs[m].result(m))
 	}
 	return lvl, nil
+}
+
+// roundOrder returns the order, as indexes, in which round runs n modes: a Williams design,
+// in which over every n rounds (2n when n is odd) each mode runs in each place equally often
+// and follows each other mode equally often. A phase pays for what the phase before it left
+// behind (the last turns' writes of a gateway, a busier Redis, colder caches), and with a
+// plain rotation mode i+1 would follow mode i in all but one round of n.
+func roundOrder(n, round int) []int {
+	order := make([]int, n)
+	// The first row zigzags 0, 1, n-1, 2, n-2, …; row r adds r to it.
+	for k := range n {
+		v := (k + 1) / 2
+		if k%2 == 0 && k > 0 {
+			v = n - k/2
+		}
+		order[k] = (v + round) % n
+	}
+	if n%2 == 1 && (round/n)%2 == 1 {
+		slices.Reverse(order)
+	}
+	return order
 }
 
 // warmUp runs one unmeasured turn per worker on every path of the level with c workers. With

@@ -274,3 +274,46 @@ func TestBenchSafetyAB(t *testing.T) {
 	}
 	checkXML(t, rep.SVG())
 }
+
+// TestRoundOrder checks that the rounds' orders balance places and neighbours: over one full
+// cycle, every mode runs in every place equally often and follows every other mode equally
+// often, so that what a phase inherits from the one before it falls on all modes alike.
+func TestRoundOrder(t *testing.T) {
+	for n := 1; n <= 7; n++ {
+		cycle := n
+		if n%2 == 1 {
+			cycle = 2 * n
+		}
+		place := map[[2]int]int{}
+		follows := map[[2]int]int{}
+		for round := range cycle {
+			order := roundOrder(n, round)
+			seen := map[int]bool{}
+			for k, m := range order {
+				if m < 0 || m >= n || seen[m] {
+					t.Fatalf("n=%d round %d: order %v is not a permutation", n, round, order)
+				}
+				seen[m] = true
+				place[[2]int{m, k}]++
+				if k > 0 {
+					follows[[2]int{order[k-1], m}]++
+				}
+			}
+		}
+		for m := range n {
+			for k := range n {
+				if got, want := place[[2]int{m, k}], cycle/n; got != want {
+					t.Errorf("n=%d: mode %d runs in place %d %d times in %d rounds, want %d", n, m, k, got, cycle, want)
+				}
+			}
+			for o := range n {
+				if o == m {
+					continue
+				}
+				if got, want := follows[[2]int{o, m}], cycle*(n-1)/(n*(n-1)); got != want {
+					t.Errorf("n=%d: mode %d follows mode %d %d times in %d rounds, want %d", n, m, o, got, cycle, want)
+				}
+			}
+		}
+	}
+}
