@@ -257,6 +257,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res := &Result{
 		Command: cfg.Command, Date: time.Now().UTC(), Machine: readMachine(),
 		Shape: shapeJSON(cfg.Shape, r.scripts), Upstreams: cfg.Upstreams, TurnLog: cfg.turnLog(),
+		PrivateChildren: true,
 	}
 
 	up, err := startUpstream(r.clk, cfg.Shape, cfg.Seed)

@@ -58,7 +58,8 @@ func (r *Report) Markdown() string {
 		}
 		w(".\n\n")
 	}
-	w(methodText+"\n", r.redisCount())
+	exes, order := r.children()
+	w(methodText+"\n", exes, order, r.redisCount())
 	for _, l := range r.levels() {
 		if l.mode(CoachgwLog.String()) != nil {
 			w("With `-turn-log-ab` a fourth path, **coachgw+log**, is a second gateway, alike but for its resumable-turn line log (`COACH_RESUME_TTL=5m`; the other has it off), run in the same interleaved rounds: the difference between the two is what the log costs, measured under the same noise.\n\n")
@@ -187,11 +188,12 @@ func (r *Report) Markdown() string {
 	return b.String()
 }
 
-// methodText is the report's Method section, a format whose verb is what a turn's Redis count
+// methodText is the report's Method section, a format whose verbs are the executables the
+// children run from and the order of the rounds (see children), and what a turn's Redis count
 // holds (see redisCount).
 const methodText = `## Method
 
-One process (the bench) runs fakellm and the client; the gateway (internal/app, configured by its usual environment variables, log level warn) and a plain ` + "`httputil.ReverseProxy`" + ` each run in a child process of their own, re-executed from a private copy of the bench's binary (so that no path shares code pages, and with them CPU caches, with the bench or another path), so the CPU, memory and allocations they report are theirs alone. Each level starts a fresh gateway and proxy, warms every path up with one unmeasured turn per worker at the level's concurrency, measures memory with N streams held open, then runs the three paths in interleaved rounds, in a balanced order (over every few rounds each path runs in each place, and after each other path, equally often), so that a shared machine's noise, and what a phase inherits from the one before it, fall on all of them alike. In a round, c workers each run back-to-back turns, starting spread over one mean turn; a coachgw session takes at most 8 turns. Above 2,500 streams the bench closes idle connections between phases (it would otherwise run out of file descriptors), so there a phase dials anew.
+One process (the bench) runs fakellm and the client; the gateway (internal/app, configured by its usual environment variables, log level warn) and a plain ` + "`httputil.ReverseProxy`" + ` each run in a child process of their own, re-executed from %s, so the CPU, memory and allocations they report are theirs alone. Each level starts a fresh gateway and proxy, warms every path up with one unmeasured turn per worker at the level's concurrency, measures memory with N streams held open, then runs the three paths in interleaved rounds, %s, so that a shared machine's noise falls on all of them alike. In a round, c workers each run back-to-back turns, starting spread over one mean turn; a coachgw session takes at most 8 turns. Above 2,500 streams the bench closes idle connections between phases (it would otherwise run out of file descriptors), so there a phase dials anew.
 
 Every turn carries a tag in its user message, which reaches fakellm's request on every path, so fakellm's side of each turn is known: when the request arrived and when each chunk was flushed (a wrapper around fakellm's ResponseWriter stamps every flush on the same monotonic clock the client uses).
 
@@ -211,6 +213,20 @@ func (r *Report) redisCount() string {
 		}
 	}
 	return "claim and commit"
+}
+
+// children returns how the report's runs ran their children: from private copies of their
+// executables in a balanced order (Result.PrivateChildren), or, in runs from before that, from
+// the bench's own binary in a rotating order, in which a child shared its code pages with the
+// bench and the path after another took what that one left behind.
+func (r *Report) children() (exes, order string) {
+	for _, run := range r.Runs {
+		if !run.PrivateChildren {
+			return "the bench's own binary", "in rotating order"
+		}
+	}
+	return "a private copy of the bench's binary (so that no path shares code pages, and with them CPU caches, with the bench or another path)",
+		"in a balanced order (over every few rounds each path runs in each place, and after each other path, equally often; what a phase inherits from the one before it falls on all paths alike)"
 }
 
 // target is one line of the targets table.

@@ -133,3 +133,34 @@ func decodeResult(t *testing.T, s string) *Result {
 	}
 	return &res
 }
+
+// TestMethodChildren checks that the Method section says how the runs ran their children: from
+// private copies in a balanced order only when every run did, since a run recorded before that
+// ran them from the bench's own binary in rotating order.
+func TestMethodChildren(t *testing.T) {
+	const private, own = "re-executed from a private copy of the bench's binary", "re-executed from the bench's own binary"
+	tests := []struct {
+		name string
+		runs []*Result
+		want string
+	}{
+		{"every run private", []*Result{{PrivateChildren: true}, {PrivateChildren: true}}, private},
+		{"one run from before", []*Result{{PrivateChildren: true}, {}}, own},
+		{"a run from before", []*Result{{}}, own},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			md := (&Report{Runs: tt.runs}).Markdown()
+			if !strings.Contains(md, tt.want) {
+				t.Errorf("the Method section lacks %q", tt.want)
+			}
+			other := map[string]string{private: own, own: private}[tt.want]
+			if strings.Contains(md, other) {
+				t.Errorf("the Method section says %q", other)
+			}
+			if strings.Contains(md, "%!") {
+				t.Errorf("the Method section has a formatting error: %s", md)
+			}
+		})
+	}
+}

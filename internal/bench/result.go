@@ -24,8 +24,12 @@ type Result struct {
 	// TurnLog is whether the gateway of the mode coachgw (and those configured like it) kept
 	// its resumable-turn line log (Config.turnLog), whose appends add to its Redis round trips
 	// per turn. False, or absent from the JSON, means it ran without the log.
-	TurnLog bool    `json:"turnLog,omitempty"`
-	Levels  []Level `json:"levels"`
+	TurnLog bool `json:"turnLog,omitempty"`
+	// PrivateChildren says that every child ran from a private copy of its executable and the
+	// rounds ran the paths in a balanced order (see roundOrder); runs without it ran their
+	// children from the bench's own binary, in rotating order.
+	PrivateChildren bool    `json:"privateChildren,omitempty"`
+	Levels          []Level `json:"levels"`
 }
 
 // Machine is where the bench ran.
