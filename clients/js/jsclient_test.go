@@ -54,8 +54,14 @@ func TestNode(t *testing.T) {
 		t.Skip("node is not on PATH; the JavaScript client's tests need Node.js 20 or later")
 	}
 	g := apptest.StartWith(t, apptest.Options{
-		// A level-up after every cycle, so that a short cards drill reaches a card line.
-		Config: func(c *config.Config) { c.CardsCyclesPerLevel = 1 },
+		Config: func(c *config.Config) {
+			// A level-up after every cycle, so that a short cards drill reaches a card line.
+			c.CardsCyclesPerLevel = 1
+			// The suites stall a turn's model and then act on the running turn (stop it,
+			// resume it, leave and follow it again): the idle deadline that ends the stall must
+			// leave them the time a loaded CI machine takes, beyond apptest's 2 s.
+			c.IdleTimeout = 5 * time.Second
+		},
 		// Small pauses between chunks, so a test can act while a turn streams.
 		LLM: fakellm.Options{Responder: replay.Responder(), DelayMin: time.Millisecond, DelayMax: 3 * time.Millisecond},
 	})
