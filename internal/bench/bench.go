@@ -169,24 +169,26 @@ type runner struct {
 	seq      atomic.Uint64
 	// files is this process's open-file limit.
 	files uint64
-	// exeDir holds the private copies of the executables the children run (see exe).
+	// exeDir holds the private copies of the executables the children run (see
+	// runner.startChild).
 	exeDir string
 }
 
-// exe returns cmd with its executable replaced by a private copy of it named name, made on
-// first use. Every child runs from a copy of its own: a child run from the bench's own file
-// shares its code pages, and so the CPU caches, with the bench's client and fakellm (the same
-// runtime, net/http and bufio code), and a gateway run that way needed some 5 % less CPU per
-// turn at c=50 than the same binary run from another file (docs/bench/notes.md). Copies share
-// nothing, so every path, the baseline's included, starts alike.
-func (r *runner) exe(name string, cmd []string) ([]string, error) {
+// startChild starts cmd in role with env, as the package's startChild does, from a private
+// copy of its executable named name, made on first use. Every child runs from a copy of its
+// own: a child run from the bench's own file shares its code pages, and so the CPU caches, with
+// the bench's client and fakellm (the same runtime, net/http and bufio code), and a gateway run
+// that way needed some 5 % less CPU per turn at c=50 than the same binary run from another file
+// (docs/bench/notes.md). Copies share nothing, so every path, the baseline's included, starts
+// alike.
+func (r *runner) startChild(ctx context.Context, name string, cmd []string, role string, env []string) (*child, error) {
 	dst := filepath.Join(r.exeDir, name)
 	if _, err := os.Stat(dst); err != nil {
 		if err := copyFile(dst, cmd[0]); err != nil {
 			return nil, fmt.Errorf("copying the executable %s: %w", cmd[0], err)
 		}
 	}
-	return append([]string{dst}, cmd[1:]...), nil
+	return startChild(ctx, append([]string{dst}, cmd[1:]...), role, env, r.cfg.Stderr)
 }
 
 // copyFile copies the executable src to dst.
@@ -520,22 +522,14 @@ func (r *runner) level(ctx context.Context, c int) (Level, error) {
 	if err != nil {
 		return lvl, err
 	}
-	self, err := r.exe("coachgw", r.cfg.Self)
-	if err != nil {
-		return lvl, err
-	}
-	gw, err := startChild(ctx, self, roleGateway, env, r.cfg.Stderr)
+	gw, err := r.startChild(ctx, "coachgw", r.cfg.Self, roleGateway, env)
 	if err != nil {
 		return lvl, err
 	}
 	defer gw.stop()
 	var gwBase *child
 	if r.cfg.Baseline != "" {
-		base, err := r.exe("coachgw-baseline", []string{r.cfg.Baseline})
-		if err != nil {
-			return lvl, err
-		}
-		if gwBase, err = startChild(ctx, base, roleGateway, env, r.cfg.Stderr); err != nil {
+		if gwBase, err = r.startChild(ctx, "coachgw-baseline", []string{r.cfg.Baseline}, roleGateway, env); err != nil {
 			return lvl, fmt.Errorf("the baseline: %w", err)
 		}
 		defer gwBase.stop()
@@ -546,11 +540,7 @@ func (r *runner) level(ctx context.Context, c int) (Level, error) {
 		if err != nil {
 			return lvl, err
 		}
-		self, err := r.exe("coachgw-log", r.cfg.Self)
-		if err != nil {
-			return lvl, err
-		}
-		if gwLog, err = startChild(ctx, self, roleGateway, env, r.cfg.Stderr); err != nil {
+		if gwLog, err = r.startChild(ctx, "coachgw-log", r.cfg.Self, roleGateway, env); err != nil {
 			return lvl, err
 		}
 		defer gwLog.stop()
@@ -561,20 +551,12 @@ func (r *runner) level(ctx context.Context, c int) (Level, error) {
 		if err != nil {
 			return lvl, err
 		}
-		self, err := r.exe("coachgw-safety-off", r.cfg.Self)
-		if err != nil {
-			return lvl, err
-		}
-		if gwOff, err = startChild(ctx, self, roleGateway, env, r.cfg.Stderr); err != nil {
+		if gwOff, err = r.startChild(ctx, "coachgw-safety-off", r.cfg.Self, roleGateway, env); err != nil {
 			return lvl, err
 		}
 		defer gwOff.stop()
 	}
-	pself, err := r.exe("proxy", r.cfg.Self)
-	if err != nil {
-		return lvl, err
-	}
-	px, err := startChild(ctx, pself, roleProxy, childEnv(UpstreamEnv, r.up.base), r.cfg.Stderr)
+	px, err := r.startChild(ctx, "proxy", r.cfg.Self, roleProxy, childEnv(UpstreamEnv, r.up.base))
 	if err != nil {
 		return lvl, err
 	}
