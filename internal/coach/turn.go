@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -439,43 +440,67 @@ func (r *TurnRun) safeAnswer(st *stream, stopRenewing func(), held bool, v safet
 // turn through lose with ErrConflict; it then writes nothing. A renewal that fails otherwise
 // is tried again at the next tick. The returned function stops the renewals, cancelling one in
 // flight, and waits for it; it may be called more than once.
+//
+// The renewals run from a timer, not a goroutine of their own: most turns end before the first
+// one is due, and then the turn has started and stopped no goroutine. On a quiet instance each
+// goroutine woken is a CPU woken, which costs more than the renewal's bookkeeping.
 func (r *TurnRun) renew(ctx context.Context, lose context.CancelCauseFunc) (stop func()) {
 	s := r.svc
 	every := max(s.opts.LockTTL/3, time.Millisecond)
 	ctx, cancel := context.WithCancel(ctx)
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		// held is when the lock was last extended: the claim, just before, then each renewal.
-		held := s.now()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			asked := s.now()
-			rctx, done := context.WithTimeout(ctx, max(held.Add(s.opts.LockTTL).Sub(asked), every))
-			err := s.store.Renew(rctx, r.sess.ID, r.token, s.opts.LockTTL)
-			done()
-			switch {
-			case err == nil:
-				held = asked
-			case errors.Is(err, ErrConflict):
-				if s.erasedSince(ctx, r.sess) {
-					lose(ErrSessionDeleted)
-				} else {
-					lose(ErrConflict)
-				}
-				return
-			}
+	var (
+		mu       sync.Mutex
+		stopped  bool
+		timer    *time.Timer
+		inFlight sync.WaitGroup
+	)
+	// held is when the lock was last extended: the claim, just before, then each renewal. Only
+	// the timer's function uses it, and it runs once at a time: it sets the timer again when it
+	// is done.
+	held := s.now()
+	var tick func()
+	tick = func() {
+		mu.Lock()
+		if stopped || ctx.Err() != nil {
+			mu.Unlock()
+			return
 		}
-	}()
+		inFlight.Add(1)
+		mu.Unlock()
+		defer inFlight.Done()
+		began, asked := time.Now(), s.now()
+		rctx, done := context.WithTimeout(ctx, max(held.Add(s.opts.LockTTL).Sub(asked), every))
+		err := s.store.Renew(rctx, r.sess.ID, r.token, s.opts.LockTTL)
+		done()
+		switch {
+		case err == nil:
+			held = asked
+		case errors.Is(err, ErrConflict):
+			if s.erasedSince(ctx, r.sess) {
+				lose(ErrSessionDeleted)
+			} else {
+				lose(ErrConflict)
+			}
+			return
+		}
+		// The next renewal is due a third of the TTL after this one was asked, at once when this
+		// one took longer, as a ticker's would be.
+		mu.Lock()
+		if !stopped {
+			timer.Reset(max(every-time.Since(began), 0))
+		}
+		mu.Unlock()
+	}
+	mu.Lock()
+	timer = time.AfterFunc(every, tick)
+	mu.Unlock()
 	return func() {
+		mu.Lock()
+		stopped = true
+		timer.Stop()
+		mu.Unlock()
 		cancel()
-		<-stopped
+		inFlight.Wait()
 	}
 }
 
