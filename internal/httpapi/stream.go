@@ -84,13 +84,18 @@ func (s *Server) runTurn(c echo.Context, id string, in coach.TurnInput, open ope
 	s.streams.Add(1)
 	s.open.Add(1)
 	defer func() { s.open.Add(-1); s.streams.Done() }()
-	// The turn is not the request's: it runs on a context of its own (see turns.Turns.Start),
-	// and what is left of its log is written after the response ends, which a drain waits for.
+	// The turn is not the request's: it runs on a context of its own (see turns.Turns.Start).
+	// What is left of its log is written once the client has the last line, mostly by End
+	// itself; when End leaves it to the log's writer, a drain waits for that too.
 	tr := adm.Start(req.Context(), s.drain, id, turnID)
 	defer func() {
 		done := tr.End()
-		s.streams.Add(1)
-		go func() { <-done; s.streams.Done() }()
+		select {
+		case <-done:
+		default:
+			s.streams.Add(1)
+			go func() { <-done; s.streams.Done() }()
+		}
 	}()
 
 	// A client that stops reading must not hold the turn, and its session's lock, longer than

@@ -130,8 +130,10 @@ var defaultBounds = logBounds{lines: 64, age: 500 * time.Millisecond, bytes: 1 <
 // writer writes the logs of all the turns of one instance, from one goroutine that runs while
 // any turn keeps a log: a turn's first write (which points the session at it), its last and a
 // full batch at once, and every bounds.age the lines that every followed turn has waiting, each
-// time in one Append (one pipelined round trip per Redis node) with whatever else is due. A
-// turn's own goroutine only appends to its buffer, so it never waits for Redis.
+// time in one Append (one pipelined round trip per Redis node) with whatever else is due. While
+// it runs, a turn's own goroutine only appends to its buffer, so that no line waits for Redis;
+// once the turn's client has its last line, the turn's goroutine makes the last write itself
+// when no round trip is under way (see end), and it then makes whatever else is due too.
 //
 // Lines between the first and the last write are for resumers alone, so a turn's are written
 // as they come only once a reader follows it (Turns.Followed, which every instance's reader
@@ -153,7 +155,10 @@ type writer struct {
 	logs    []*lineLog // every turn's, in the order the turns started
 	due     []*lineLog // turns with a write due at once
 	running bool       // run is running
-	wake    chan struct{}
+	// busy is set while a goroutine, run's or that of a turn making its last write (see end),
+	// makes the writer's round trips; missed, while run was woken in vain meanwhile.
+	busy, missed bool
+	wake         chan struct{}
 }
 
 func newWriter(store Log, bounds logBounds) *writer {
@@ -189,23 +194,65 @@ func (w *writer) kick() {
 	}
 }
 
+// end queues l's last write and makes it on the calling goroutine, the turn's, unless a round
+// trip is under way (then the writer's goroutine makes it after that one). The turn's client has
+// its last line by then, and the turn's goroutine is still running: a round trip made from it
+// costs a fraction of waking the writer's goroutine and, on a quiet instance, the CPU it sleeps
+// on, for a round trip that starts when the process is about to go idle.
+func (w *writer) end(l *lineLog) {
+	w.mu.Lock()
+	w.due = append(w.due, l)
+	if w.busy {
+		w.mu.Unlock()
+		w.kick()
+		return
+	}
+	w.busy = true
+	w.mu.Unlock()
+	w.write(false)
+	w.mu.Lock()
+	w.busy = false
+	again := w.missed || len(w.due) > 0
+	w.missed = false
+	w.mu.Unlock()
+	if again {
+		w.kick()
+	}
+}
+
 // run writes until no turn keeps a log. It ticks only while a turn is followed: a turn nobody
 // follows has nothing to write between its first and its last write, and a tick wakes a CPU.
 func (w *writer) run() {
 	t := time.NewTimer(w.bounds.age)
 	t.Stop()
 	var tick <-chan time.Time
+	// ticked holds a tick that found a turn's last write under way, for the wake-up end sends.
+	ticked := false
 	for {
-		ticked := false
 		select {
 		case <-w.wake:
 		case <-tick:
 			ticked, tick = true, nil
 		}
-		alive, followed := w.write(ticked)
-		if !alive {
+		w.mu.Lock()
+		if w.busy {
+			w.missed = true
+			w.mu.Unlock()
+			continue
+		}
+		w.busy = true
+		w.mu.Unlock()
+		followed := w.write(ticked)
+		ticked = false
+		w.mu.Lock()
+		w.busy = false
+		if len(w.logs) == 0 {
+			// Whatever is still queued belongs to logs that are over.
+			w.due, w.running = nil, false
+			w.mu.Unlock()
 			return
 		}
+		w.mu.Unlock()
 		if followed && tick == nil {
 			t.Reset(w.bounds.age)
 			tick = t.C
@@ -223,9 +270,8 @@ type part struct {
 
 // write writes what is due, in as many round trips as it takes: the queued turns' first and
 // last writes and full batches and, when ticked, every followed turn's waiting lines. It
-// reports whether any turn still keeps a log (if none does, the writer has stopped) and
-// whether any is followed.
-func (w *writer) write(ticked bool) (alive, followed bool) {
+// reports whether any turn that keeps a log is followed. Its caller holds busy.
+func (w *writer) write(ticked bool) (followed bool) {
 	var queued, all []*lineLog
 	if ticked {
 		w.mu.Lock()
@@ -316,12 +362,7 @@ func (w *writer) write(ticked bool) (alive, followed bool) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.logs) == 0 {
-		// Whatever is still queued belongs to logs that are over.
-		w.due, w.running = nil, false
-		return false, false
-	}
-	return true, slices.ContainsFunc(w.logs, func(l *lineLog) bool { return l.followed.Load() })
+	return slices.ContainsFunc(w.logs, func(l *lineLog) bool { return l.followed.Load() })
 }
 
 // lineBufs recycles the buffers turns keep their waiting lines in, from one turn to the next.
@@ -385,8 +426,8 @@ type lineLog struct {
 	// What the writer has done: whether it took the first write, the lines it took, bytes of
 	// lines kept, entries, whether it stopped keeping lines (see keep), whether an append
 	// failed, whether the log is over (its last batch written), and, within one of its round
-	// trips, whether it took this log's batch (pass) or owes it one (owed). Only the writer's
-	// goroutine uses them.
+	// trips, whether it took this log's batch (pass) or owes it one (owed). Only the goroutine
+	// that holds the writer's busy uses them.
 	started, over, pass, owed bool
 	sent                      int64
 	kept, entries             int
@@ -445,14 +486,14 @@ func (l *lineLog) kick() {
 	}
 }
 
-// close marks the turn's end: the writer appends what is left as the last batch at once, so
-// that the pointer says the turn ended as soon as its client has its last line, and then
-// closes done.
+// close marks the turn's end: what is left goes out as the last batch at once, from the
+// calling goroutine when it can (see writer.end), so that the pointer says the turn ended as
+// soon as its client has its last line; done is closed then.
 func (l *lineLog) close() {
 	l.mu.Lock()
 	l.ended = true
 	l.mu.Unlock()
-	l.w.owe(l)
+	l.w.end(l)
 }
 
 // take returns the turn's waiting lines, n of them, and whether it ended, if there is anything

@@ -490,3 +490,142 @@ func TestLogBufferOfAFewLinesStaysSmall(t *testing.T) {
 		t.Errorf("a turn of 3 lines holds a buffer of %d bytes, want at most %d", got, firstLineBuf)
 	}
 }
+
+// gateLog is a Log whose Appends that carry an entry of session wait, while a gate is set
+// (see gate), until the gate opens; every other Append goes through at once.
+type gateLog struct {
+	memLog
+	session string
+
+	gmu        sync.Mutex
+	held, open chan struct{}
+}
+
+// gate holds the next Append of the log's session: held is closed once it is held, and closing
+// open lets it go.
+func (l *gateLog) gate() (held, open chan struct{}) {
+	l.gmu.Lock()
+	defer l.gmu.Unlock()
+	l.held, l.open = make(chan struct{}), make(chan struct{})
+	return l.held, l.open
+}
+
+func (l *gateLog) Append(ctx context.Context, es []Entry) []error {
+	if slices.ContainsFunc(es, func(e Entry) bool { return e.Session == l.session }) {
+		l.gmu.Lock()
+		held, open := l.held, l.open
+		l.held, l.open = nil, nil
+		l.gmu.Unlock()
+		if held != nil {
+			close(held)
+			<-open
+		}
+	}
+	return l.memLog.Append(ctx, es)
+}
+
+// TestEndMakesTheLastWrite checks that a turn's last write is made by End on the turn's own
+// goroutine, with every line and the end, when no other write is under way: the log is written
+// out when End returns, and nothing had to wake the writer's goroutine for it.
+func TestEndMakesTheLastWrite(t *testing.T) {
+	log := &memLog{}
+	nop := zerolog.Nop()
+	ts := New(Config{Log: log, ResumeTTL: time.Minute})
+	tr := ts.Start(t.Context(), t.Context(), "s1", "t1")
+	sink := tr.Sink(discard{}, time.Minute, nil, &nop)
+	for len(log.taken()) == 0 { // the first write, made by the writer's goroutine
+		time.Sleep(time.Millisecond)
+	}
+	var want []byte
+	for i := range 3 {
+		e := coach.Delta(fmt.Sprintf("w%d ", i))
+		line, _ := ndjson.Append(nil, e)
+		want = append(want, line...)
+		_ = sink.Emit(e)
+		_ = sink.Flush()
+	}
+	select {
+	case <-tr.End():
+	default:
+		t.Fatal("End returned before the turn's last write was made")
+	}
+	writes := log.taken()
+	if len(writes) != 2 {
+		t.Fatalf("%d writes, want 2 (the first and the last)", len(writes))
+	}
+	if last := writes[1]; last.State != Ended || last.First != 0 || !bytes.Equal(last.Lines, want) {
+		t.Errorf("last write: state %q, from line %d, lines %q; want %q, 0, %q", last.State, last.First, last.Lines, Ended, want)
+	}
+}
+
+// TestEndLeavesTheLastWriteToTheWriterWhileOneIsUnderWay checks End when the writer's goroutine
+// is in a round trip (another turn's first write, held in a slow Redis): End does not wait for
+// it, and the writer makes the turn's last write after it, in order. A followed turn's tick that
+// comes while a turn's End makes a round trip is not lost either.
+func TestEndLeavesTheLastWriteToTheWriterWhileOneIsUnderWay(t *testing.T) {
+	t.Run("the writer's round trip", func(t *testing.T) {
+		log := &gateLog{session: "slow"}
+		held, open := log.gate()
+		nop := zerolog.Nop()
+		ts := New(Config{Log: log, ResumeTTL: time.Minute})
+		tr := ts.Start(t.Context(), t.Context(), "s1", "t1")
+		sink := tr.Sink(discard{}, time.Minute, nil, &nop)
+		for len(log.taken()) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		slow := ts.Start(t.Context(), t.Context(), "slow", "t1")
+		slow.Sink(discard{}, time.Minute, nil, &nop)
+		<-held // the writer's goroutine is in the slow turn's first write
+		_ = sink.Emit(coach.Delta("last words"))
+		_ = sink.Flush()
+		done := tr.End() // must not wait for the slow round trip
+		select {
+		case <-done:
+			t.Fatal("the last write was made while another round trip was under way")
+		default:
+		}
+		close(open)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the writer did not make the last write after the round trip under way")
+		}
+		<-slow.End()
+		writes := log.taken()
+		if n := len(writes); n != 4 {
+			t.Fatalf("%d writes, want 4 (two turns' first and last)", n)
+		}
+		if w := writes[2]; w.State != Ended || string(w.Lines) != `{"type":"delta","text":"last words"}`+"\n" {
+			t.Errorf("third write: state %q, lines %q; want s1's last, after the slow turn's first", w.State, w.Lines)
+		}
+	})
+	t.Run("a tick", func(t *testing.T) {
+		log := &gateLog{session: "ending"}
+		held, open := log.gate()
+		nop := zerolog.Nop()
+		ts := New(Config{Log: log, ResumeTTL: time.Minute})
+		ts.writer.bounds.age = 20 * time.Millisecond
+		read := ts.Start(t.Context(), t.Context(), "read", "t1")
+		sink := read.Sink(discard{}, time.Minute, nil, &nop)
+		defer read.End()
+		ending := ts.Start(t.Context(), t.Context(), "ending", "t1")
+		ending.Sink(discard{}, time.Minute, nil, &nop)
+		<-held // the writer's goroutine is in the ending turn's first write
+		ts.Followed("read", "t1")
+		close(open)
+		for len(log.taken()) < 2 {
+			time.Sleep(time.Millisecond)
+		}
+		// The ending turn's last write holds the writer's round trips while ticks come.
+		held, open = log.gate()
+		ended := make(chan struct{})
+		go func() { <-ending.End(); close(ended) }()
+		<-held
+		_ = sink.Emit(coach.Delta("read me"))
+		_ = sink.Flush()
+		time.Sleep(3 * ts.writer.bounds.age) // ticks that find the round trip under way
+		close(open)
+		<-ended
+		wantWritten(t, &log.memLog, "read me")
+	})
+}

@@ -201,8 +201,9 @@ func (r *Turn) Sink(client coach.Sink, life time.Duration, in *coach.TurnInput, 
 }
 
 // End unregisters the turn, releases its context, gives back its tenant's place (see Admit)
-// and writes the rest of its log. The returned channel is closed once the log is written out
-// (at once when the turn keeps none).
+// and writes the rest of its log, itself unless another write of the log's is under way. The
+// returned channel is closed once the log is written out: before End returns, unless that
+// other write was under way, or at once when the turn keeps none.
 func (r *Turn) End() <-chan struct{} {
 	r.turns.running.remove(r.session, r.id)
 	if r.left != nil {
