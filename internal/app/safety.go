@@ -14,14 +14,19 @@ import (
 // nothing; the moderation endpoint and the guard model beside it when configured, each with a
 // circuit of its own (so a classifier's outage never opens a model endpoint's circuit, nor the
 // reverse); and the crisis resources, built in or from COACH_CRISIS_RESOURCES_FILE. A guard
-// whose mode is off runs nothing.
+// whose mode is off runs nothing, and has no screen: its compiled rules are some 2.6 MiB of
+// live heap in 13,000 objects, which every collection would mark for nothing.
 func (a *App) guard(cfg config.Config) (*safety.Guard, error) {
-	screen, err := safety.NewScreen()
-	if err != nil {
-		return nil, fmt.Errorf("safety screen: %w", err)
+	var screen *safety.Screen
+	if safety.Mode(cfg.SafetyMode) != safety.ModeOff {
+		var err error
+		if screen, err = safety.NewScreen(); err != nil {
+			return nil, fmt.Errorf("safety screen: %w", err)
+		}
 	}
 	resources := safety.BuiltinResources()
 	if cfg.CrisisResourcesFile != "" {
+		var err error
 		if resources, err = safety.LoadResources(cfg.CrisisResourcesFile); err != nil {
 			return nil, fmt.Errorf("COACH_CRISIS_RESOURCES_FILE: %w", err)
 		}

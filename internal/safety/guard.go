@@ -48,11 +48,12 @@ type NamedClassifier struct {
 // BuiltinName is the name of the built-in screen in audit records.
 const BuiltinName = "builtin"
 
-// Guard runs the checks of one gateway: the built-in screen, which is always there and never
-// fails, and the classifiers configured beside it, each bounded by Timeout. It is safe for
-// concurrent use.
+// Guard runs the checks of one gateway: the built-in screen, which never fails, and the
+// classifiers configured beside it, each bounded by Timeout. It is safe for concurrent use.
 type Guard struct {
-	Mode   Mode
+	Mode Mode
+	// Screen is the built-in screen; a guard whose mode is off, and so runs no check, may have
+	// none.
 	Screen *Screen
 	// Classifiers run beside the screen, concurrently with it and with each other.
 	Classifiers []NamedClassifier
