@@ -128,7 +128,7 @@ type logBounds struct {
 var defaultBounds = logBounds{lines: 64, age: 500 * time.Millisecond, bytes: 1 << 20, entries: 4096, roundTrip: 1 << 20, held: 64 << 10}
 
 // writer writes the logs of all the turns of one instance, from one goroutine that runs while
-// any turn keeps a log: a turn's first write (which points the session at it), its last and a
+// any turn keeps a log (see run): a turn's first write (which points the session at it), its last and a
 // full batch at once, and every bounds.age the lines that every followed turn has waiting, each
 // time in one Append (one pipelined round trip per Redis node) with whatever else is due. While
 // it runs, a turn's own goroutine only appends to its buffer, so that no line waits for Redis;
@@ -220,8 +220,10 @@ func (w *writer) end(l *lineLog) {
 	}
 }
 
-// run writes until no turn keeps a log. It ticks only while a turn is followed: a turn nobody
-// follows has nothing to write between its first and its last write, and a tick wakes a CPU.
+// run writes until one of its writes leaves no turn that keeps a log. When a turn's End made
+// the last of them, run stays parked until the next turn's first write wakes it, which spares
+// that turn a goroutine's start. It ticks only while a turn is followed: a turn nobody follows
+// has nothing to write between its first and its last write, and a tick wakes a CPU.
 func (w *writer) run() {
 	t := time.NewTimer(w.bounds.age)
 	t.Stop()
