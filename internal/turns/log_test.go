@@ -389,9 +389,56 @@ func TestWriterFloodCannotHoldAFirstWrite(t *testing.T) {
 			}
 		})
 	}
+	aliceNotHeld(t, w, log, bounds)
+	close(stop)
+	wg.Wait()
+	roundTripsBounded(t, log, bounds)
+}
+
+// TestWriterFloodOfEndingTurnsCannotHoldAFirstWrite attacks the writer through the turns' ends,
+// which make their last writes on their own goroutines: turns that end one after another, each
+// with a full last batch, through a slow Redis, must not hold up another learner's first
+// write beyond the round trip in flight either, nor carry more than the bound of lines.
+func TestWriterFloodOfEndingTurnsCannotHoldAFirstWrite(t *testing.T) {
+	const line = `{"type":"delta","text":"flood flood flood flood flood flood flood flood flood flood"}` + "\n"
+	bounds := logBounds{lines: 4, age: time.Hour, bytes: 1 << 30, entries: 1 << 20, roundTrip: 2 << 10, held: 64 << 10}
+	log := &slowLog{delay: 5 * time.Millisecond}
+	w := newWriter(log, bounds)
+	nop := zerolog.Nop()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				l := newLineLog(w, fmt.Sprintf("flood%d", i), fmt.Sprint("t", n), time.Hour, time.Minute, nil, new(atomic.Bool), &nop)
+				for range 64 {
+					l.add([]byte(line))
+				}
+				l.close()
+				<-l.done
+			}
+		})
+	}
+	aliceNotHeld(t, w, log, bounds)
+	close(stop)
+	wg.Wait()
+	roundTripsBounded(t, log, bounds)
+}
+
+// aliceNotHeld waits for a flood of w's round trips through log to be under way, starts
+// alice's turn and checks that its first write goes out by the round trip after the one in
+// flight when it started.
+func aliceNotHeld(t *testing.T, w *writer, log *slowLog, bounds logBounds) {
+	t.Helper()
 	for len(appendsOf(&log.memLog)) < 10 { // the flood is under way
 		time.Sleep(time.Millisecond)
 	}
+	nop := zerolog.Nop()
 	before := len(appendsOf(&log.memLog))
 	newLineLog(w, "alice", "t1", time.Hour, time.Minute, nil, new(atomic.Bool), &nop)
 	deadline := time.Now().Add(10 * time.Second)
@@ -404,15 +451,19 @@ func TestWriterFloodCannotHoldAFirstWrite(t *testing.T) {
 			if i > before+1 {
 				t.Errorf("alice's first write went out in round trip %d, want by %d (the one after the one in flight)", i, before+1)
 			}
-			break
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("alice's first write was not written within 10 s (%d round trips)", len(appends))
 		}
 		time.Sleep(time.Millisecond)
 	}
-	close(stop)
-	wg.Wait()
+}
+
+// roundTripsBounded checks that no round trip through log carried more than bounds.roundTrip
+// bytes of lines and one batch.
+func roundTripsBounded(t *testing.T, log *slowLog, bounds logBounds) {
+	t.Helper()
 	for i, es := range appendsOf(&log.memLog) {
 		var size, biggest int
 		for _, e := range es {
