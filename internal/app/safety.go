@@ -17,13 +17,6 @@ import (
 // whose mode is off runs nothing, and has no screen: its compiled rules are some 2.6 MiB of
 // live heap in 13,000 objects, which every collection would mark for nothing.
 func (a *App) guard(cfg config.Config) (*safety.Guard, error) {
-	var screen *safety.Screen
-	if safety.Mode(cfg.SafetyMode) != safety.ModeOff {
-		var err error
-		if screen, err = safety.NewScreen(); err != nil {
-			return nil, fmt.Errorf("safety screen: %w", err)
-		}
-	}
 	resources := safety.BuiltinResources()
 	if cfg.CrisisResourcesFile != "" {
 		var err error
@@ -32,12 +25,18 @@ func (a *App) guard(cfg config.Config) (*safety.Guard, error) {
 		}
 	}
 	g := &safety.Guard{
-		Mode: safety.Mode(cfg.SafetyMode), Screen: screen, Failure: safety.Failure(cfg.SafetyFailure),
+		Mode: safety.Mode(cfg.SafetyMode), Failure: safety.Failure(cfg.SafetyFailure),
 		Timeout: cfg.SafetyTimeout, Holdback: cfg.SafetyHoldbackChars, Resources: resources,
 		FailedOpen: func(classifier string, stage safety.Stage, err error) {
 			a.log.Error().Err(err).Str("classifier", classifier).Str("stage", string(stage)).
 				Msg("a safety check failed and was let pass (COACH_SAFETY_FAILURE=open)")
 		},
+	}
+	if g.Enabled() {
+		var err error
+		if g.Screen, err = safety.NewScreen(); err != nil {
+			return nil, fmt.Errorf("safety screen: %w", err)
+		}
 	}
 	bopts := breaker.Options{
 		Failures: cfg.BreakerFailures, FailureRate: cfg.BreakerFailureRate / 100, Window: cfg.BreakerWindow,
